@@ -1,0 +1,146 @@
+"""Command line: parse flags, build `Settings`, then hand over to one front end.
+
+Nothing here imports Textual unless the terminal app is what was asked for, so `--no-ui`,
+`--report`, `--export` and `--lint` start quickly and work where Textual cannot run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import SecretStr, ValidationError
+
+from secbench_tui import __version__
+
+EXIT_OK = 0
+EXIT_FAILED = 1  # lint found problems, report could not be written
+EXIT_USAGE = 2
+EXIT_ABORTED = 3  # bad key, no credits, unknown model, database unusable
+EXIT_INTERRUPTED = 130
+
+
+def _csv(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _tasks(value: str) -> list[int]:
+    try:
+        return [int(part) for part in _csv(value)]
+    except ValueError:
+        raise argparse.ArgumentTypeError("takes task numbers 1-5, e.g. 1,3") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="secbench-tui",
+        description="Measure how well language models find security flaws in code.",
+        epilog="Without --no-ui, --report, --export or --lint the terminal app opens.",
+    )
+    p.add_argument("--version", action="version", version=f"secbench-tui {__version__}")
+    mode = p.add_argument_group("what to do")
+    mode.add_argument("--no-ui", action="store_true", help="run headless and print progress")
+    mode.add_argument("--report", action="store_true", help="write an HTML report and exit")
+    mode.add_argument("--export", choices=("json", "csv", "junit"), help="export results")
+    mode.add_argument("--out", type=Path, help="file for --export (default: stdout)")
+    mode.add_argument("--lint", action="store_true", help="check a suite and exit")
+
+    run = p.add_argument_group("the run")
+    run.add_argument("--model", help="model id, e.g. openai/gpt-4o-mini or baseline/random")
+    run.add_argument("--cases", type=Path, help="suite folder (default: the bundled suite)")
+    run.add_argument("--apps", type=_csv, help="only these apps, comma separated")
+    run.add_argument("--limit", type=int, help="only the first N cases")
+    run.add_argument("--tasks", type=_tasks, help="VulDetectBench tasks, e.g. 1,3 (default all)")
+    run.add_argument("--method", help="VulDetectBench prompting: cot or few-shot")
+    run.add_argument("--vdb-scoring", default="correct", choices=("correct", "library"),
+                     help="VulDetectBench scoring: correct (default) or as library 0.0.5 does")
+    run.add_argument("--prompt", type=Path, help="evaluation prompt file")
+    run.add_argument("--db", type=Path, default=Path("results.db"), help="SQLite database")
+    run.add_argument("--summary-json", type=Path, help="write the run's summary as JSON")
+    run.add_argument("--repeats", type=int, default=1, help="ask each case N times")
+    run.add_argument("--resume", action="store_true", help="continue the last unfinished run")
+    run.add_argument("--force", action="store_true", help="ask again even if a result exists")
+    run.add_argument("--retry-errors", action="store_true",
+                     help="re-ask only the cases of the last run that ended in an error")
+    run.add_argument("--max-cost", type=float, help="stop when the reported cost reaches USD")
+
+    api = p.add_argument_group("the endpoint")
+    api.add_argument("--base-url", help="OpenAI-compatible API root "
+                     "(default $OPENROUTER_BASE_URL or https://openrouter.ai/api/v1)")
+    api.add_argument("--temperature", type=float)
+    api.add_argument("--max-tokens", type=int, default=1024)
+    api.add_argument("--seed", type=int)
+    api.add_argument("--response-format", default="json_schema",
+                     choices=("json_schema", "json_object", "none"),
+                     help="structured output to ask for (fall back for servers that reject it)")
+    api.add_argument("--max-retries", type=int, default=5)
+    api.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+    api.add_argument("--concurrency", type=int, default=1, help="requests in flight")
+
+    sel = p.add_argument_group("report and export selection")
+    sel.add_argument("--runs", type=lambda v: [int(x) for x in _csv(v)], help="run ids")
+    sel.add_argument("--models", type=_csv, help="model names")
+    return p
+
+
+def settings_from_args(args: argparse.Namespace, env: dict[str, str]):  # type: ignore[no-untyped-def]
+    from secbench_tui.config import Settings
+    from secbench_tui.core.providers.openai_compat import OPENROUTER_URL
+
+    key = env.get("OPENROUTER_API_KEY") or None
+    fields = {
+        "model": args.model, "cases": args.cases, "apps": args.apps, "limit": args.limit,
+        "db": args.db, "prompt": args.prompt,
+        "base_url": args.base_url or env.get("OPENROUTER_BASE_URL") or OPENROUTER_URL,
+        "api_key": SecretStr(key) if key else None,
+        "temperature": args.temperature, "max_tokens": args.max_tokens, "seed": args.seed,
+        "response_format": args.response_format, "max_retries": args.max_retries,
+        "timeout": args.timeout, "concurrency": args.concurrency, "repeats": args.repeats,
+        "resume": args.resume, "force": args.force, "retry_errors": args.retry_errors,
+        "max_cost": args.max_cost, "method": args.method, "vdb_scoring": args.vdb_scoring,
+        "summary_json": args.summary_json,
+    }
+    if args.tasks is not None:
+        fields["tasks"] = args.tasks
+    return Settings(**fields)
+
+
+def _validation_message(exc: ValidationError) -> str:
+    lines = []
+    for error in exc.errors():
+        flag = "--" + "-".join(str(p) for p in error["loc"]).replace("_", "-")
+        lines.append(f"{flag}: {error['msg'].removeprefix('Value error, ')}")
+    return "; ".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from secbench_tui.config import load_env
+
+    try:
+        settings = settings_from_args(args, load_env())
+    except ValidationError as exc:
+        print(f"secbench-tui: error: {_validation_message(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.lint:
+        from secbench_tui.core.lint import main as lint_main
+
+        return int(lint_main(settings.cases_dir))
+    if args.report or args.export:
+        from secbench_tui.reporting import export_main
+
+        return export_main(settings, args.report, args.export, args.out, args.runs, args.models)
+    if args.no_ui:
+        from secbench_tui.headless import run_headless
+
+        return run_headless(settings)
+    try:
+        from secbench_tui.tui.app import run_app
+    except ImportError as exc:
+        print(f"secbench-tui: the terminal app cannot start ({exc}); use --no-ui",
+              file=sys.stderr)
+        return EXIT_USAGE
+    return int(run_app(settings))

@@ -1,0 +1,386 @@
+"""The evaluation engine: an async stream of events over one run.
+
+The engine owns the order of work and nothing about display. It creates (or resumes) a run
+in the store, reuses results already paid for, asks the provider for the rest with up to
+`concurrency` requests in flight, commits every result the moment it arrives, and yields
+`CaseFinished` events in case order whatever order the answers come back in.
+
+A failing case is recorded as an error and the run goes on; only a run-level fault (bad key,
+no credits, unknown model, database unwritable) ends it early, as `aborted`, with a message
+that says what to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from secbench_tui import __version__
+from secbench_tui.core.events import (
+    CaseFinished,
+    CaseStarted,
+    Event,
+    Retrying,
+    RunFinished,
+    RunStarted,
+)
+from secbench_tui.core.metrics import summarize
+from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, Scored, SuiteKind
+from secbench_tui.core.providers.base import Provider, RetryNotice, RunAborted
+from secbench_tui.core.scoring import score_completion
+from secbench_tui.core.store import Store, now_iso, text_hash
+
+# Settings that change what a model is asked; a resumed run must match them all.
+REQUEST_SETTINGS = ("base_url", "temperature", "max_tokens", "seed", "response_format")
+
+
+@dataclass
+class RunSpec:
+    """Everything that defines a run, built once by the front end."""
+
+    model: str
+    cases: Sequence[Case]
+    suite_kind: str
+    suite_path: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    prompt_hash: str = ""
+    repeats: int = 1
+    concurrency: int = 1
+    resume: bool = False
+    force: bool = False
+    retry_errors: bool = False
+    max_cost: float | None = None
+    vdb_scoring: str = "correct"
+    skipped: tuple[str, ...] = ()
+
+    @property
+    def suite_hash(self) -> str:
+        return text_hash(*(f"{c.case_id}\0{c.expected}\0{c.code}" for c in self.cases))
+
+    @property
+    def fingerprint(self) -> str:
+        request = {k: self.settings.get(k) for k in REQUEST_SETTINGS}
+        return text_hash(
+            self.model,
+            self.suite_kind,
+            self.suite_path,
+            self.prompt_hash,
+            json.dumps(request, sort_keys=True),
+            str(self.repeats),
+            str(self.settings.get("method")),
+        )
+
+    def request_hash(self, case: Case) -> str:
+        request = {k: self.settings.get(k) for k in REQUEST_SETTINGS if k != "base_url"}
+        messages = json.dumps([[m.role, m.content] for m in case.messages])
+        return text_hash(
+            self.model,
+            case.case_id,
+            messages,
+            str(case.structured),
+            json.dumps(request, sort_keys=True),
+        )
+
+
+class AdaptiveLimit:
+    """At most `limit` cases in flight; halves on a rate limit, creeps back up on success."""
+
+    def __init__(self, maximum: int, cooldown: float = 20.0) -> None:
+        self.maximum = max(1, maximum)
+        self.limit = self.maximum
+        self.active = 0
+        self.cooldown = cooldown
+        self._calm_after = 0.0
+        self._successes = 0
+        self._cond = asyncio.Condition()
+
+    async def acquire(self) -> None:
+        async with self._cond:
+            await self._cond.wait_for(lambda: self.active < self.limit)
+            self.active += 1
+
+    async def release(self, success: bool) -> None:
+        async with self._cond:
+            self.active -= 1
+            if success:
+                self._successes += 1
+                calm = time.monotonic() >= self._calm_after
+                if calm and self.limit < self.maximum and self._successes >= self.limit:
+                    self.limit += 1
+                    self._successes = 0
+            self._cond.notify_all()
+
+    def rate_limited(self) -> None:
+        self.limit = max(1, self.limit // 2)
+        self._successes = 0
+        self._calm_after = time.monotonic() + self.cooldown
+
+
+@dataclass(frozen=True)
+class _Work:
+    seq: int
+    index: int
+    case: Case
+    repeat: int
+
+
+@dataclass(frozen=True)
+class _Done:
+    """A worker's finished case, before it is put back in order."""
+
+    seq: int
+    evaluation: Evaluation
+
+
+class Engine:
+    """One run. Iterate `events()` once; call `stop()` to finish in-flight cases and end."""
+
+    def __init__(self, spec: RunSpec, provider: Provider, store: Store) -> None:
+        self.spec = spec
+        self.provider = provider
+        self.store = store
+        self.run_id: int | None = None
+        self.limit = AdaptiveLimit(spec.concurrency)
+        self._stopping = asyncio.Event()
+        self._stop_message: str | None = None
+        self._queue: asyncio.Queue[Event | _Done | BaseException | None] = asyncio.Queue()
+        self._cost = 0.0
+
+    def stop(self, message: str | None = None) -> None:
+        """Start no new case; the ones in flight finish and are recorded."""
+        if not self._stopping.is_set():
+            self._stop_message = message or "stopped by the user"
+            self._stopping.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    async def _open_run(self) -> tuple[int, bool]:
+        spec = self.spec
+        if spec.resume:
+            run_id = await self.store.latest_unfinished_run(spec.fingerprint)
+            if run_id is not None:
+                await self.store.reopen_run(run_id, len(spec.cases) * spec.repeats)
+                return run_id, True
+        run_id = await self.store.create_run(
+            model=spec.model,
+            suite_kind=spec.suite_kind,
+            suite_path=spec.suite_path,
+            suite_hash=spec.suite_hash,
+            prompt_hash=spec.prompt_hash,
+            settings={
+                **spec.settings,
+                "repeats": spec.repeats,
+                "concurrency": spec.concurrency,
+                "vdb_scoring": spec.vdb_scoring,
+            },
+            fingerprint=spec.fingerprint,
+            tool_version=__version__,
+            total_cases=len(spec.cases) * spec.repeats,
+        )
+        return run_id, False
+
+    async def _reuse(self, run_id: int, work: _Work) -> Evaluation | None:
+        row = await self.store.reusable(self.spec.request_hash(work.case), work.repeat)
+        if row is None:
+            return None
+        completion = Completion(
+            text=row["raw_reply"],
+            status=row["http_status"],
+            finish_reason=row["finish_reason"],
+            prompt_tokens=row["prompt_tokens"],
+            completion_tokens=row["completion_tokens"],
+            cost=row["cost"],
+            served_model=row["served_model"],
+            provider=row["provider"],
+            latency_ms=row["latency_ms"] or 0.0,
+            attempts=row["attempts"],
+        )
+        evaluation = Evaluation(
+            run_id=run_id,
+            case=work.case,
+            repeat=work.repeat,
+            index=work.index,
+            completion=completion,
+            scored=score_completion(work.case, completion, self.spec.vdb_scoring),
+            timestamp=now_iso(),
+            reused=True,
+        )
+        await self.store.record(evaluation, self.spec.request_hash(work.case), row["id"])
+        return evaluation
+
+    async def events(self) -> AsyncIterator[Event]:
+        spec = self.spec
+        started = time.perf_counter()
+        run_id, resumed = await self._open_run()
+        self.run_id = run_id
+        if spec.retry_errors:
+            await self.store.delete_errors(run_id)
+        done_keys = await self.store.finished_keys(run_id) if resumed else set()
+        work = [
+            _Work(0, index, case, repeat)
+            for index, case in enumerate(spec.cases)
+            for repeat in range(spec.repeats)
+            if (case.case_id, repeat) not in done_keys
+        ]
+        reused: list[Evaluation] = []
+        pending: list[_Work] = []
+        for item in work:
+            hit = None if spec.force else await self._reuse(run_id, item)
+            if hit is not None:
+                reused.append(hit)
+            else:
+                pending.append(_Work(len(pending), item.index, item.case, item.repeat))
+        total = len(spec.cases) * spec.repeats
+        done = total - len(pending)
+        yield RunStarted(
+            run_id=run_id,
+            model=spec.model,
+            total=total,
+            pending=len(pending),
+            reused=len(reused),
+            resumed=resumed,
+            concurrency=spec.concurrency,
+            skipped=spec.skipped,
+        )
+        status, message = "completed", None
+        try:
+            async for event in self._ask_all(run_id, pending, done, total):
+                yield event
+        except RunAborted as exc:
+            status, message = "aborted", str(exc)
+        except Exception as exc:  # a run-level fault: the database, most likely
+            status, message = "aborted", f"{type(exc).__name__}: {exc}"
+        if status == "completed" and self.stopping:
+            status, message = "stopped", self._stop_message
+        summary = await self._summary(run_id, time.perf_counter() - started)
+        try:
+            await self.store.finish_run(run_id, status, message)
+        except Exception as exc:
+            status, message = "aborted", f"could not record the run's end: {exc}"
+        yield RunFinished(run_id=run_id, status=status, message=message, summary=summary)
+
+    async def _summary(self, run_id: int, wall: float) -> dict[str, Any]:
+        rows = await self.store.run_results(run_id)
+        summary = summarize(rows)
+        vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
+        if vdb_rows:
+            from secbench_tui.core.vdb_scoring import aggregate_vuldetectbench
+
+            samples = [
+                (
+                    int(r["app"].removeprefix("task")),
+                    Scored(
+                        actual=r["actual_result"],
+                        outcome=Outcome(r["outcome"]),
+                        explanation=r["explanation"],
+                        scores=json.loads(r["scores"] or "{}"),
+                    ),
+                )
+                for r in vdb_rows
+            ]
+            summary["vuldetectbench"] = aggregate_vuldetectbench(samples, self.spec.vdb_scoring)
+        summary["wall_seconds"] = wall
+        summary["run_id"] = run_id
+        summary["model"] = self.spec.model
+        return summary
+
+    async def _ask_all(
+        self, run_id: int, pending: list[_Work], done: int, total: int
+    ) -> AsyncIterator[Event]:
+        """Run workers; yield their events, CaseFinished in `seq` order."""
+        cursor = iter(pending)
+        finished: dict[int, Evaluation] = {}
+        next_seq = 0
+        workers = [
+            asyncio.create_task(self._worker(run_id, cursor))
+            for _ in range(min(self.spec.concurrency, len(pending)) or 0)
+        ]
+        remaining = len(workers)
+        try:
+            while remaining:
+                item = await self._queue.get()
+                if item is None:
+                    remaining -= 1
+                    continue
+                if isinstance(item, BaseException):
+                    raise item
+                if isinstance(item, _Done):
+                    finished[item.seq] = item.evaluation
+                    while next_seq in finished:
+                        evaluation = finished.pop(next_seq)
+                        next_seq += 1
+                        done += 1
+                        yield CaseFinished(run_id, evaluation, done, total)
+                else:
+                    yield item
+            for seq in sorted(finished):
+                done += 1
+                yield CaseFinished(run_id, finished[seq], done, total)
+        finally:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+
+    async def _worker(self, run_id: int, cursor: Any) -> None:
+        try:
+            for work in cursor:
+                if self.stopping:
+                    break
+                await self.limit.acquire()
+                success = False
+                try:
+                    if self.stopping:
+                        break
+                    await self._queue.put(CaseStarted(run_id, work.case, work.index, work.repeat))
+                    evaluation = await self._ask(run_id, work)
+                    success = evaluation.scored.outcome is not Outcome.ERROR
+                    await self._queue.put(_Done(work.seq, evaluation))
+                    if evaluation.completion.cost:
+                        self._cost += evaluation.completion.cost
+                        if self.spec.max_cost is not None and self._cost >= self.spec.max_cost:
+                            self.stop(
+                                f"budget reached: cost {self._cost:.4f} >= --max-cost "
+                                f"{self.spec.max_cost}"
+                            )
+                finally:
+                    await self.limit.release(success)
+        except BaseException as exc:  # noqa: B036 - handed to the consumer, which re-raises
+            if not isinstance(exc, asyncio.CancelledError):
+                await self._queue.put(exc)
+                return
+            raise
+        await self._queue.put(None)
+
+    async def _ask(self, run_id: int, work: _Work) -> Evaluation:
+        case = work.case
+
+        async def on_retry(notice: RetryNotice) -> None:
+            if notice.rate_limited:
+                self.limit.rate_limited()
+            await self._queue.put(Retrying(run_id, notice, self.limit.limit))
+
+        try:
+            completion = await self.provider.complete(case, on_retry)
+            scored = score_completion(case, completion, self.spec.vdb_scoring)
+        except RunAborted:
+            raise
+        except Exception as exc:  # a failing case is data, not an exception
+            completion = Completion(error=f"{type(exc).__name__}: {exc}")
+            scored = Scored(actual=None, outcome=Outcome.ERROR)
+        evaluation = Evaluation(
+            run_id=run_id,
+            case=case,
+            repeat=work.repeat,
+            index=work.index,
+            completion=completion,
+            scored=scored,
+            timestamp=now_iso(),
+        )
+        await self.store.record(evaluation, self.spec.request_hash(case))
+        return evaluation

@@ -1,0 +1,57 @@
+"""The events a run emits. The headless runner prints them; the terminal app renders them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from secbench_tui.core.models import Case, Evaluation
+from secbench_tui.core.providers.base import RetryNotice
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    run_id: int
+    model: str
+    total: int
+    pending: int
+    reused: int
+    resumed: bool
+    concurrency: int
+    skipped: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CaseStarted:
+    run_id: int
+    case: Case
+    index: int
+    repeat: int
+
+
+@dataclass(frozen=True)
+class CaseFinished:
+    run_id: int
+    evaluation: Evaluation
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
+class Retrying:
+    """The client waits before asking again; `limit` is the concurrency now in force."""
+
+    run_id: int
+    notice: RetryNotice
+    limit: int
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    run_id: int
+    status: str  # completed | stopped | aborted
+    message: str | None
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+Event = RunStarted | CaseStarted | CaseFinished | Retrying | RunFinished

@@ -1,0 +1,94 @@
+"""The domain's nouns, shared by every part of the program.
+
+Everything here is plain data: a `Case` to ask about, the `Completion` a model gave,
+the `Evaluation` recorded for it. Front ends and the store exchange these, never dicts.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Outcome(StrEnum):
+    """Three outcomes of a verdict, plus an error when no usable reply came back."""
+
+    CORRECT = "correct"
+    WRONG = "wrong"
+    UNPARSED = "unparsed"
+    ERROR = "error"
+
+
+class SuiteKind(StrEnum):
+    MARKDOWN = "markdown"
+    VULDETECTBENCH = "vuldetectbench"
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    role: str
+    content: str
+
+
+class Case(BaseModel):
+    """One question to put to a model, with the answer it is scored against.
+
+    `app` groups cases in reports: the markdown suite's app folder, or `taskN` for
+    VulDetectBench. `case_id` is unique within a suite and stable across runs: the
+    path relative to the suite root for markdown cases, `taskN/POS` for VulDetectBench.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: SuiteKind
+    app: str
+    case_id: str
+    test_file: str
+    expected: str
+    code: str
+    messages: tuple[Message, ...]
+    description: str = ""
+    structured: bool = True
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class Completion(BaseModel):
+    """What the endpoint answered for one case, after retries."""
+
+    text: str | None = None
+    error: str | None = None
+    status: int | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost: float | None = None
+    served_model: str | None = None
+    provider: str | None = None
+    latency_ms: float = 0.0
+    attempts: int = 1
+    generation_id: str | None = None
+
+
+class Scored(BaseModel):
+    """A reply read against the case's expected answer."""
+
+    actual: str | None
+    outcome: Outcome
+    explanation: str | None = None
+    scores: dict[str, float] = Field(default_factory=dict)
+
+
+class Evaluation(BaseModel):
+    """One recorded result: a case, a repeat, a completion and its score."""
+
+    run_id: int
+    case: Case
+    repeat: int = 0
+    index: int = 0
+    completion: Completion
+    scored: Scored
+    timestamp: str = ""
+    reused: bool = False

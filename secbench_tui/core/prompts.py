@@ -1,0 +1,65 @@
+"""Prompt building for markdown suites, as the specification orders it.
+
+The `# Prompt` text of the app's SPEC.md, then the evaluation prompt, then the code. The
+structured-output schema the model is asked to follow lives here too, next to the words that
+describe it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "assessment": {"type": "string", "enum": ["good", "bad"]},
+        "explanation": {"type": "string"},
+    },
+    "required": ["assessment", "explanation"],
+    "additionalProperties": False,
+}
+
+RESPONSE_FORMATS = ("json_schema", "json_object", "none")
+
+
+def build_markdown_prompt(app_prompt: str, evaluation_prompt: str, code: str) -> str:
+    parts = [app_prompt.strip(), evaluation_prompt.strip(), code.rstrip("\n")]
+    return "\n\n".join(part for part in parts if part)
+
+
+def response_format(kind: str) -> dict[str, Any] | None:
+    """The `response_format` request field for `--response-format KIND`."""
+    if kind == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": "security_verdict", "strict": True, "schema": VERDICT_SCHEMA},
+        }
+    if kind == "json_object":
+        return {"type": "json_object"}
+    return None
+
+
+def packaged_evaluation_prompt() -> str:
+    return (resources.files("secbench_tui") / "evaluation-prompt.txt").read_text(encoding="utf-8")
+
+
+def load_evaluation_prompt(path: Path | None) -> tuple[str, str]:
+    """(text, source) of the evaluation prompt.
+
+    An explicit path must exist. Without one, `./evaluation-prompt.txt` is used when present
+    (the specification keeps it at the project root) and the copy shipped in the package
+    otherwise, so the program works from any directory.
+    """
+    if path is not None:
+        return path.read_text(encoding="utf-8"), str(path)
+    local = Path("evaluation-prompt.txt")
+    if local.is_file():
+        return local.read_text(encoding="utf-8"), str(local.resolve())
+    return packaged_evaluation_prompt(), "packaged"
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,25 @@
+"""A reply read against its case: the one place that knows which scorer a case needs."""
+
+from __future__ import annotations
+
+from secbench_tui.core.models import Case, Completion, Outcome, Scored, SuiteKind
+from secbench_tui.core.parsing import parse_verdict
+
+
+def score_markdown(case: Case, reply: str | None) -> Scored:
+    verdict = parse_verdict(reply)
+    if verdict.assessment is None:
+        return Scored(actual=None, outcome=Outcome.UNPARSED, explanation=None)
+    outcome = Outcome.CORRECT if verdict.assessment == case.expected else Outcome.WRONG
+    return Scored(actual=verdict.assessment, outcome=outcome, explanation=verdict.explanation)
+
+
+def score_completion(case: Case, completion: Completion, vdb_scoring: str = "correct") -> Scored:
+    """Errors stay errors (never a verdict); anything else is scored by the case's suite."""
+    if completion.error is not None:
+        return Scored(actual=None, outcome=Outcome.ERROR, explanation=None)
+    if case.kind is SuiteKind.VULDETECTBENCH:
+        from secbench_tui.core.vdb_scoring import score_vuldetectbench
+
+        return score_vuldetectbench(case, completion.text or "", vdb_scoring)
+    return score_markdown(case, completion.text)

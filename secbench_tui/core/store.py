@@ -1,0 +1,568 @@
+"""Results in SQLite through aiosqlite: schema, migrations, writes, paged reads.
+
+Each result is committed as it arrives (WAL mode), so killing the process at any moment keeps
+every finished case. The `evaluations` table keeps the specification's seven columns with their
+names and meanings and adds what reports, resuming and browsing need. `PRAGMA user_version`
+holds the schema version; `MIGRATIONS` brings any older file up to date, including a database
+written by the original security-bench evaluator (the seven columns and nothing else).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path, PurePath
+from typing import Any
+
+import aiosqlite
+
+from secbench_tui.core.models import Evaluation, Outcome
+
+SCHEMA_VERSION = 1
+
+_SCHEMA_V1 = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    model_name TEXT NOT NULL,
+    suite_kind TEXT NOT NULL,
+    suite_path TEXT NOT NULL,
+    suite_hash TEXT,
+    prompt_hash TEXT,
+    settings TEXT NOT NULL DEFAULT '{}',
+    fingerprint TEXT NOT NULL DEFAULT '',
+    tool_version TEXT,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    status TEXT NOT NULL,
+    total_cases INTEGER NOT NULL DEFAULT 0,
+    message TEXT
+);
+CREATE TABLE IF NOT EXISTS case_texts (
+    hash TEXT PRIMARY KEY,
+    code TEXT NOT NULL,
+    description TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS evaluations (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    timestamp DATETIME NOT NULL,
+    test_file TEXT NOT NULL,
+    model_name TEXT NOT NULL,
+    expected_result TEXT NOT NULL,
+    actual_result TEXT,
+    explanation TEXT,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    suite_kind TEXT NOT NULL DEFAULT 'markdown',
+    app TEXT NOT NULL DEFAULT '',
+    case_id TEXT NOT NULL,
+    case_index INTEGER NOT NULL DEFAULT 0,
+    repeat INTEGER NOT NULL DEFAULT 0,
+    outcome TEXT NOT NULL,
+    raw_reply TEXT,
+    error TEXT,
+    http_status INTEGER,
+    finish_reason TEXT,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    cost REAL,
+    latency_ms REAL,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    served_model TEXT,
+    provider TEXT,
+    scores TEXT NOT NULL DEFAULT '{}',
+    case_hash TEXT REFERENCES case_texts(hash),
+    request_hash TEXT,
+    reused_from INTEGER,
+    UNIQUE (run_id, case_id, repeat)
+);
+CREATE INDEX IF NOT EXISTS ix_eval_run ON evaluations (run_id, case_index, repeat);
+CREATE INDEX IF NOT EXISTS ix_eval_model ON evaluations (model_name, id);
+CREATE INDEX IF NOT EXISTS ix_eval_app ON evaluations (app, id);
+CREATE INDEX IF NOT EXISTS ix_eval_outcome ON evaluations (outcome, id);
+CREATE INDEX IF NOT EXISTS ix_eval_request ON evaluations (request_hash, outcome);
+CREATE INDEX IF NOT EXISTS ix_runs_fingerprint ON runs (fingerprint, id);
+"""
+
+_EVAL_COLUMNS = (
+    "timestamp",
+    "test_file",
+    "model_name",
+    "expected_result",
+    "actual_result",
+    "explanation",
+    "run_id",
+    "suite_kind",
+    "app",
+    "case_id",
+    "case_index",
+    "repeat",
+    "outcome",
+    "raw_reply",
+    "error",
+    "http_status",
+    "finish_reason",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost",
+    "latency_ms",
+    "attempts",
+    "served_model",
+    "provider",
+    "scores",
+    "case_hash",
+    "request_hash",
+    "reused_from",
+)
+
+
+class StoreError(Exception):
+    """The database cannot be used; the message names the file and what to do."""
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def text_hash(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8"))
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+async def _migrate_legacy(db: aiosqlite.Connection) -> None:
+    """Version 0 -> 1: a database of the original evaluator (seven columns, no runs).
+
+    Its rows become one imported run per model, with outcomes computed from the verdicts.
+    """
+    await db.execute("ALTER TABLE evaluations RENAME TO evaluations_legacy")
+    await db.executescript(_SCHEMA_V1)
+    cursor = await db.execute(
+        "SELECT model_name, MIN(timestamp), MAX(timestamp), COUNT(*) "
+        "FROM evaluations_legacy GROUP BY model_name ORDER BY MIN(id)"
+    )
+    for model, first, last, count in await cursor.fetchall():
+        run = await db.execute(
+            "INSERT INTO runs (model_name, suite_kind, suite_path, settings, started_at,"
+            " finished_at, status, total_cases, message) VALUES (?, 'markdown', '', '{}', ?, ?,"
+            " 'imported', ?, 'imported from a security-bench results.db')",
+            (model, str(first or now_iso()), str(last or now_iso()), count),
+        )
+        await db.execute(
+            """
+            INSERT INTO evaluations (timestamp, test_file, model_name, expected_result,
+                actual_result, explanation, run_id, app, case_id, case_index, outcome)
+            SELECT timestamp, test_file, model_name, expected_result, actual_result,
+                explanation, ?, '', test_file, id,
+                CASE WHEN lower(actual_result) NOT IN ('good', 'bad') OR actual_result IS NULL
+                     THEN 'unparsed'
+                     WHEN lower(actual_result) = lower(expected_result) THEN 'correct'
+                     ELSE 'wrong' END
+            FROM evaluations_legacy WHERE model_name IS ?
+            """,
+            (run.lastrowid, model),
+        )
+    cursor = await db.execute("SELECT id, test_file FROM evaluations")
+    apps = [
+        (PurePath(str(path).replace("\\", "/")).parent.name, row_id)
+        for row_id, path in await cursor.fetchall()
+    ]
+    await db.executemany("UPDATE evaluations SET app=? WHERE id=?", apps)
+    await db.execute("DROP TABLE evaluations_legacy")
+
+
+async def _create_v1(db: aiosqlite.Connection) -> None:
+    await db.executescript(_SCHEMA_V1)
+
+
+Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
+# MIGRATIONS[n] brings a file at version n to version n + 1.
+MIGRATIONS: dict[int, Migration] = {0: _migrate_legacy}
+
+
+@dataclass
+class ResultFilter:
+    """What the results browser and exports select. Empty fields select everything."""
+
+    run_ids: Sequence[int] = ()
+    models: Sequence[str] = ()
+    apps: Sequence[str] = ()
+    outcomes: Sequence[str] = ()
+    text: str = ""
+
+    def where(self) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, values in (
+            ("run_id", self.run_ids),
+            ("model_name", self.models),
+            ("app", self.apps),
+            ("outcome", self.outcomes),
+        ):
+            if values:
+                clauses.append(f"e.{column} IN ({', '.join('?' * len(values))})")
+                params.extend(values)
+        if self.text:
+            clauses.append(
+                "(e.case_id LIKE ? ESCAPE '\\' OR e.explanation LIKE ? ESCAPE '\\'"
+                " OR e.raw_reply LIKE ? ESCAPE '\\' OR e.error LIKE ? ESCAPE '\\')"
+            )
+            pattern = (
+                "%" + self.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            )
+            params.extend([pattern] * 4)
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+@dataclass
+class RunRecord:
+    id: int
+    model_name: str
+    suite_kind: str
+    suite_path: str
+    suite_hash: str | None
+    prompt_hash: str | None
+    settings: dict[str, Any]
+    fingerprint: str
+    tool_version: str | None
+    started_at: str
+    finished_at: str | None
+    status: str
+    total_cases: int
+    message: str | None
+    counts: dict[str, int] = field(default_factory=dict)
+    cost: float = 0.0
+
+    @property
+    def finished(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def accuracy(self) -> float | None:
+        graded = self.finished
+        return self.counts.get("correct", 0) / graded if graded else None
+
+
+class Store:
+    """One open database. Use `await Store.open(path)`, then `await store.close()`."""
+
+    def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
+        self.db = db
+        self.path = path
+        self._run_models: dict[int, str] = {}
+
+    @classmethod
+    async def open(cls, path: Path | str) -> Store:
+        path = Path(path)
+        if path.parent and not path.parent.exists():
+            raise StoreError(
+                f"--db {path}: folder {path.parent} does not exist; create it or pick another path"
+            )
+        try:
+            db = await aiosqlite.connect(str(path))
+            db.row_factory = aiosqlite.Row
+            await db.execute("PRAGMA journal_mode=WAL")
+            await db.execute("PRAGMA synchronous=NORMAL")
+            await db.execute("PRAGMA foreign_keys=ON")
+            await db.execute("PRAGMA busy_timeout=5000")
+        except Exception as exc:  # aiosqlite re-raises sqlite3 errors of any kind
+            raise StoreError(f"--db {path}: cannot open the database ({exc})") from exc
+        store = cls(db, path)
+        try:
+            await store._migrate()
+        except Exception as exc:
+            await db.close()
+            if isinstance(exc, StoreError):
+                raise
+            raise StoreError(
+                f"--db {path}: not a secbench-tui database or damaged ({exc}); "
+                "pick another --db path"
+            ) from exc
+        return store
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    async def _migrate(self) -> None:
+        cursor = await self.db.execute("PRAGMA user_version")
+        row = await cursor.fetchone()
+        version = int(row[0]) if row else 0
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"--db {self.path}: written by a newer secbench-tui (schema {version}, this "
+                f"version reads up to {SCHEMA_VERSION}); upgrade secbench-tui"
+            )
+        if version == 0:
+            cursor = await self.db.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name='evaluations'"
+            )
+            if await cursor.fetchone() is None:
+                await _create_v1(self.db)
+                version = 1
+        while version < SCHEMA_VERSION:
+            await MIGRATIONS[version](self.db)
+            version += 1
+        await self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        await self.db.commit()
+
+    # --- runs -------------------------------------------------------------------------
+
+    async def create_run(
+        self,
+        *,
+        model: str,
+        suite_kind: str,
+        suite_path: str,
+        suite_hash: str,
+        prompt_hash: str,
+        settings: dict[str, Any],
+        fingerprint: str,
+        tool_version: str,
+        total_cases: int,
+    ) -> int:
+        cursor = await self.db.execute(
+            "INSERT INTO runs (model_name, suite_kind, suite_path, suite_hash, prompt_hash,"
+            " settings, fingerprint, tool_version, started_at, status, total_cases)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+            (
+                model,
+                suite_kind,
+                suite_path,
+                suite_hash,
+                prompt_hash,
+                json.dumps(settings, sort_keys=True),
+                fingerprint,
+                tool_version,
+                now_iso(),
+                total_cases,
+            ),
+        )
+        await self.db.commit()
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    async def reopen_run(self, run_id: int, total_cases: int) -> None:
+        await self.db.execute(
+            "UPDATE runs SET status='running', finished_at=NULL, message=NULL, total_cases=?"
+            " WHERE id=?",
+            (total_cases, run_id),
+        )
+        await self.db.commit()
+
+    async def finish_run(self, run_id: int, status: str, message: str | None = None) -> None:
+        await self.db.execute(
+            "UPDATE runs SET status=?, finished_at=?, message=? WHERE id=?",
+            (status, now_iso(), message, run_id),
+        )
+        await self.db.commit()
+
+    async def latest_unfinished_run(self, fingerprint: str) -> int | None:
+        cursor = await self.db.execute(
+            "SELECT id FROM runs WHERE fingerprint=? AND status != 'completed'"
+            " ORDER BY id DESC LIMIT 1",
+            (fingerprint,),
+        )
+        row = await cursor.fetchone()
+        return int(row[0]) if row else None
+
+    async def run(self, run_id: int) -> RunRecord | None:
+        runs = await self.runs(run_ids=[run_id])
+        return runs[0] if runs else None
+
+    async def runs(
+        self, run_ids: Sequence[int] = (), models: Sequence[str] = ()
+    ) -> list[RunRecord]:
+        clauses, params = [], []
+        if run_ids:
+            clauses.append(f"r.id IN ({', '.join('?' * len(run_ids))})")
+            params.extend(run_ids)
+        if models:
+            clauses.append(f"r.model_name IN ({', '.join('?' * len(models))})")
+            params.extend(models)
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        cursor = await self.db.execute(f"SELECT * FROM runs r{where} ORDER BY r.id", params)
+        records = {
+            row["id"]: RunRecord(
+                id=row["id"],
+                model_name=row["model_name"],
+                suite_kind=row["suite_kind"],
+                suite_path=row["suite_path"],
+                suite_hash=row["suite_hash"],
+                prompt_hash=row["prompt_hash"],
+                settings=json.loads(row["settings"] or "{}"),
+                fingerprint=row["fingerprint"],
+                tool_version=row["tool_version"],
+                started_at=row["started_at"],
+                finished_at=row["finished_at"],
+                status=row["status"],
+                total_cases=row["total_cases"],
+                message=row["message"],
+            )
+            for row in await cursor.fetchall()
+        }
+        if records:
+            cursor = await self.db.execute(
+                "SELECT run_id, outcome, COUNT(*), TOTAL(cost) FROM evaluations"
+                f" WHERE run_id IN ({', '.join('?' * len(records))}) GROUP BY run_id, outcome",
+                list(records),
+            )
+            for run_id, outcome, count, cost in await cursor.fetchall():
+                records[run_id].counts[outcome] = count
+                records[run_id].cost += cost
+        return list(records.values())
+
+    # --- evaluations ---------------------------------------------------------------------
+
+    async def finished_keys(self, run_id: int, include_errors: bool = True) -> set[tuple[str, int]]:
+        sql = "SELECT case_id, repeat FROM evaluations WHERE run_id=?"
+        if not include_errors:
+            sql += " AND outcome != 'error'"
+        cursor = await self.db.execute(sql, (run_id,))
+        return {(row[0], row[1]) for row in await cursor.fetchall()}
+
+    async def delete_errors(self, run_id: int) -> int:
+        cursor = await self.db.execute(
+            "DELETE FROM evaluations WHERE run_id=? AND outcome='error'", (run_id,)
+        )
+        await self.db.commit()
+        return cursor.rowcount
+
+    async def reusable(self, request_hash: str, repeat: int) -> dict[str, Any] | None:
+        """The latest complete (non-error) result asked with exactly this request."""
+        cursor = await self.db.execute(
+            "SELECT * FROM evaluations WHERE request_hash=? AND repeat=? AND outcome != 'error'"
+            " ORDER BY id DESC LIMIT 1",
+            (request_hash, repeat),
+        )
+        row = await cursor.fetchone()
+        return dict(row) if row else None
+
+    async def record(
+        self, evaluation: Evaluation, request_hash: str, reused_from: int | None = None
+    ) -> int:
+        """Write one result and commit it before returning."""
+        case, completion, scored = evaluation.case, evaluation.completion, evaluation.scored
+        case_hash = text_hash(case.code, case.description)
+        await self.db.execute(
+            "INSERT OR IGNORE INTO case_texts (hash, code, description) VALUES (?, ?, ?)",
+            (case_hash, case.code, case.description),
+        )
+        values = (
+            evaluation.timestamp or now_iso(),
+            case.test_file,
+            await self._model_of(evaluation),
+            case.expected,
+            scored.actual,
+            scored.explanation,
+            evaluation.run_id,
+            case.kind.value,
+            case.app,
+            case.case_id,
+            evaluation.index,
+            evaluation.repeat,
+            scored.outcome.value,
+            completion.text,
+            completion.error,
+            completion.status,
+            completion.finish_reason,
+            completion.prompt_tokens,
+            completion.completion_tokens,
+            completion.cost,
+            completion.latency_ms,
+            completion.attempts,
+            completion.served_model,
+            completion.provider,
+            json.dumps(scored.scores, sort_keys=True),
+            case_hash,
+            request_hash,
+            reused_from,
+        )
+        cursor = await self.db.execute(
+            f"INSERT OR REPLACE INTO evaluations ({', '.join(_EVAL_COLUMNS)})"
+            f" VALUES ({', '.join('?' * len(_EVAL_COLUMNS))})",
+            values,
+        )
+        await self.db.commit()
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    async def _model_of(self, evaluation: Evaluation) -> str:
+        if evaluation.run_id not in self._run_models:
+            cursor = await self.db.execute(
+                "SELECT model_name FROM runs WHERE id=?", (evaluation.run_id,)
+            )
+            row = await cursor.fetchone()
+            if row is None:
+                raise StoreError(f"run {evaluation.run_id} does not exist in {self.path}")
+            self._run_models[evaluation.run_id] = row[0]
+        return self._run_models[evaluation.run_id]
+
+    async def count_results(self, flt: ResultFilter | None = None) -> int:
+        where, params = (flt or ResultFilter()).where()
+        cursor = await self.db.execute(f"SELECT COUNT(*) FROM evaluations e{where}", params)
+        row = await cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    async def results_page(
+        self,
+        flt: ResultFilter | None = None,
+        after_id: int | None = None,
+        limit: int = 200,
+        with_text: bool = False,
+    ) -> list[dict[str, Any]]:
+        """One page of results in id order (keyset pagination: pass the last id seen)."""
+        where, params = (flt or ResultFilter()).where()
+        if after_id is not None:
+            where += (" AND " if where else " WHERE ") + "e.id > ?"
+            params.append(after_id)
+        columns = (
+            "e.*, c.code AS code, c.description AS description"
+            if with_text
+            else (
+                "e.id, e.timestamp, e.model_name, e.run_id, e.app, e.case_id, e.expected_result,"
+                " e.actual_result, e.outcome, e.latency_ms, e.cost, e.prompt_tokens,"
+                " e.completion_tokens, e.repeat, e.suite_kind"
+            )
+        )
+        join = " LEFT JOIN case_texts c ON c.hash = e.case_hash" if with_text else ""
+        cursor = await self.db.execute(
+            f"SELECT {columns} FROM evaluations e{join}{where} ORDER BY e.id LIMIT ?",
+            [*params, limit],
+        )
+        return [dict(row) for row in await cursor.fetchall()]
+
+    async def result(self, evaluation_id: int) -> dict[str, Any] | None:
+        cursor = await self.db.execute(
+            "SELECT e.*, c.code AS code, c.description AS description FROM evaluations e"
+            " LEFT JOIN case_texts c ON c.hash = e.case_hash WHERE e.id=?",
+            (evaluation_id,),
+        )
+        row = await cursor.fetchone()
+        return dict(row) if row else None
+
+    async def run_results(self, run_id: int) -> list[dict[str, Any]]:
+        cursor = await self.db.execute(
+            "SELECT e.*, c.code AS code, c.description AS description FROM evaluations e"
+            " LEFT JOIN case_texts c ON c.hash = e.case_hash WHERE e.run_id=?"
+            " ORDER BY e.case_index, e.repeat",
+            (run_id,),
+        )
+        return [dict(row) for row in await cursor.fetchall()]
+
+    async def distinct(self, column: str) -> list[str]:
+        if column not in ("model_name", "app", "outcome"):
+            raise ValueError(column)
+        cursor = await self.db.execute(
+            f"SELECT DISTINCT {column} FROM evaluations ORDER BY {column}"
+        )
+        return [row[0] for row in await cursor.fetchall()]
+
+
+def outcome_counts(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
+    counts = {o.value: 0 for o in Outcome}
+    for row in rows:
+        counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
+    return counts

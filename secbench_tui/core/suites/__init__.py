@@ -1,0 +1,1 @@
+"""Suite loaders: a folder is either a markdown suite or a VulDetectBench test set."""

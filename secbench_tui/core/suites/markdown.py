@@ -1,0 +1,180 @@
+"""Markdown suites: one folder per app with a `SPEC.md` and one `.md` file per case.
+
+Real files are untidy, so the reader tolerates CRLF, missing blank lines, a missing trailing
+newline and extra sections. A case file that cannot be used is reported as a `SkippedFile`
+naming the file and what is wrong; it never stops the loading of the others.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from secbench_tui.core.models import Case, Message, SuiteKind
+from secbench_tui.core.prompts import build_markdown_prompt
+
+_HEADING = re.compile(r"^#[ \t]+(.+?)[ \t]*#*[ \t]*$")
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([^\s`]*)[^`]*$")
+
+
+class SuiteError(Exception):
+    """The suite as a whole cannot be used (missing folder, app without SPEC.md...)."""
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    path: Path
+    reason: str
+
+    def __str__(self) -> str:
+        return f"skipped {self.path}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class App:
+    name: str
+    root: Path
+    prompt: str
+    case_files: tuple[Path, ...]
+
+
+@dataclass
+class MarkdownSuite:
+    root: Path
+    apps: list[App]
+    cases: list[Case] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+
+
+def split_sections(text: str) -> dict[str, str]:
+    """Top-level `# Heading` sections, keyed by lower-cased heading.
+
+    Headings inside fenced code blocks are ignored, so a `# comment` in Python or shell
+    code never starts a section.
+    """
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    fence: str | None = None
+    for line in text.split("\n"):
+        fence_match = _FENCE.match(line)
+        if fence_match:
+            marker = fence_match.group(1)
+            if fence is None:
+                fence = marker
+            elif marker[0] == fence[0] and len(marker) >= len(fence) and not fence_match.group(2):
+                fence = None
+        elif fence is None:
+            heading = _HEADING.match(line)
+            if heading:
+                key = heading.group(1).strip().lower()
+                current = sections.setdefault(key, [])
+                continue
+        if current is not None:
+            current.append(line)
+    return {key: "\n".join(lines).strip("\n") for key, lines in sections.items()}
+
+
+def extract_code(section: str) -> str | None:
+    """The body of the first fenced block in a section, or None when there is none."""
+    lines = section.split("\n")
+    start = None
+    fence = ""
+    for i, line in enumerate(lines):
+        match = _FENCE.match(line)
+        if match and start is None:
+            start, fence = i, match.group(1)
+        elif match and start is not None and match.group(1)[0] == fence[0]:
+            if len(match.group(1)) >= len(fence) and not match.group(2):
+                return "\n".join(lines[start + 1 : i])
+    if start is not None:
+        return "\n".join(lines[start + 1 :])
+    return None
+
+
+def read_app_prompt(spec: Path) -> str:
+    try:
+        text = spec.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteError(f"{spec}: cannot read SPEC.md ({exc})") from exc
+    prompt = split_sections(text).get("prompt", "").strip()
+    if not prompt:
+        raise SuiteError(f"{spec}: no '# Prompt' section; add one with the schema and rules")
+    return prompt
+
+
+def discover_apps(root: Path, only: Sequence[str] | None = None) -> list[App]:
+    """Apps under `root` in name order; `only` keeps the named ones (unknown names fail)."""
+    if not root.is_dir():
+        raise SuiteError(f"--cases {root}: not a directory")
+    folders = sorted(p for p in root.iterdir() if p.is_dir() and (p / "SPEC.md").is_file())
+    if only:
+        names = {p.name for p in folders}
+        unknown = [a for a in only if a not in names]
+        if unknown:
+            known = ", ".join(sorted(names)) or "none"
+            raise SuiteError(f"--apps: no app named {', '.join(unknown)} in {root} (apps: {known})")
+        folders = [p for p in folders if p.name in only]
+    if not folders:
+        raise SuiteError(f"--cases {root}: no app folders with a SPEC.md found")
+    apps = []
+    for folder in folders:
+        files = tuple(sorted(p for p in folder.glob("*.md") if p.is_file() and p.name != "SPEC.md"))
+        apps.append(App(folder.name, folder, read_app_prompt(folder / "SPEC.md"), files))
+    return apps
+
+
+def parse_case_file(path: Path) -> tuple[str, str, str] | str:
+    """(code, expected, description) or a reason the file cannot be used."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"cannot read ({exc})"
+    sections = split_sections(text)
+    missing = [name for name in ("code", "expected") if name not in sections]
+    if missing:
+        return "no " + " and no ".join(f"'# {m.title()}' section" for m in missing)
+    code = extract_code(sections["code"])
+    if code is None:
+        return "'# Code' has no fenced code block (```)"
+    if not code.strip():
+        return "'# Code' block is empty"
+    words = sections["expected"].split()
+    expected = words[0].strip("`*_.'\"").lower() if words else ""
+    if expected not in ("good", "bad"):
+        shown = sections["expected"].strip()[:40] or "(empty)"
+        return f"'# Expected' must be good or bad, found {shown!r}"
+    return code, expected, sections.get("description", "").strip()
+
+
+def load_markdown_suite(
+    root: Path, apps: Sequence[str] | None = None, evaluation_prompt: str = ""
+) -> MarkdownSuite:
+    """Every usable case of the chosen apps, sorted by path, with the files skipped."""
+    suite = MarkdownSuite(root=root, apps=discover_apps(root, apps))
+    for app in suite.apps:
+        for path in app.case_files:
+            parsed = parse_case_file(path)
+            if isinstance(parsed, str):
+                suite.skipped.append(SkippedFile(path, parsed))
+                continue
+            code, expected, description = parsed
+            prompt = build_markdown_prompt(app.prompt, evaluation_prompt, code)
+            suite.cases.append(
+                Case(
+                    kind=SuiteKind.MARKDOWN,
+                    app=app.name,
+                    case_id=path.relative_to(root).as_posix(),
+                    test_file=str(path.resolve()),
+                    expected=expected,
+                    code=code,
+                    description=description,
+                    messages=(Message(role="user", content=prompt),),
+                    structured=True,
+                )
+            )
+    return suite
