@@ -362,15 +362,20 @@ def comment_classifier_accuracy(
     return _balanced(scores, labels)
 
 
-def _length_rules(train: Sequence[tuple[int, str]]) -> list[tuple[int, bool]]:
+def _length_rules(train: Sequence[tuple[int, str]]) -> list[tuple[float, bool]]:
     """The best rules (threshold t, bad_if_shorter) on the training cases, ties kept.
+
+    Thresholds lie halfway between neighbouring training lengths, so a held-out case just
+    past the longest training case of its class is still on its class's side.
 
     bad_if_shorter: bad when length <= t; otherwise bad when length > t.
     """
     bad = sorted(n for n, y in train if y == "bad")
     good = sorted(n for n, y in train if y == "good")
+    values = sorted({n for n, _ in train})
+    cuts = [values[0] - 0.5] + [(x + y) / 2 for x, y in zip(values, values[1:], strict=False)]
     best, rules = -1.0, []
-    for t in sorted({n for n, _ in train}):
+    for t in cuts + [values[-1] + 0.5]:
         bad_le = _count_le(bad, t) / len(bad)
         good_le = _count_le(good, t) / len(good)
         shorter = (bad_le + (1 - good_le)) / 2
@@ -382,7 +387,7 @@ def _length_rules(train: Sequence[tuple[int, str]]) -> list[tuple[int, bool]]:
     return rules
 
 
-def _count_le(sorted_values: Sequence[int], t: int) -> int:
+def _count_le(sorted_values: Sequence[int], t: float) -> int:
     lo, hi = 0, len(sorted_values)
     while lo < hi:
         mid = (lo + hi) // 2

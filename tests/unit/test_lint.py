@@ -1,0 +1,192 @@
+"""The suite lint on small suites written into tmp_path, and its comment reader."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from secbench_tui.core.lint import (
+    LintReport,
+    comment_classifier_accuracy,
+    find_comments,
+    length_classifier_accuracy,
+    lint_suite,
+    main,
+)
+
+SPEC = "# Prompt\nSchema: orders(id, org_id, total). Rule 1: scope every query to :org_id.\n"
+COLUMNS = ["id", "total", "status", "created_at", "customer_id", "currency", "note", "ref"]
+
+
+def case_text(code: str, expected: str, lang: str = "sql", description: str = "Rule 1.") -> str:
+    body = f"# Code\n```{lang}\n{code}\n```\n\n# Expected\n{expected}\n"
+    return f"# Description\n{description}\n\n{body}"
+
+
+def pair_code(i: int) -> tuple[str, str]:
+    """A good and a bad query of exactly the same length, different for each i."""
+    cols = ", ".join(COLUMNS[: 1 + i % len(COLUMNS)])
+    table = f"orders_{i:02d}"
+    good = f"SELECT {cols} FROM {table} WHERE org_id = :org_id AND id = :id;"
+    bad = f"SELECT {cols} FROM {table} WHERE org_id = :org_id OR id = :id2;"
+    assert len(good) == len(bad)
+    return good, bad
+
+
+def short_bad_pairs(n: int) -> list[tuple[str, str]]:
+    """Every bad query is shorter than every good one: the org filter is simply dropped."""
+    pairs = []
+    for i in range(n):
+        good = f"SELECT id, total FROM orders_{i:02d} WHERE org_id = :org_id AND id = :id;"
+        pairs.append((good, good.replace("org_id = :org_id AND ", "")))
+    return pairs
+
+
+def write_suite(
+    root: Path,
+    pairs: list[tuple[str, str]],
+    app: str = "shop",
+    lang: str = "sql",
+    extra: dict[str, str] | None = None,
+) -> Path:
+    folder = root / app
+    folder.mkdir(parents=True)
+    (folder / "SPEC.md").write_text(SPEC)
+    for i, (good, bad) in enumerate(pairs):
+        (folder / f"s{i:02d}-01-good.md").write_text(case_text(good, "good", lang))
+        (folder / f"s{i:02d}-02-bad.md").write_text(case_text(bad, "bad", lang))
+    for name, text in (extra or {}).items():
+        (folder / name).write_text(text)
+    return root
+
+
+def checks(report: LintReport) -> set[str]:
+    return {f.check for f in report.findings if f.fails}
+
+
+def test_clean_suite_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_suite(tmp_path, [pair_code(i) for i in range(12)])
+    report = lint_suite(root)
+    assert not report.failed, [str(f) for f in report.findings]
+    app = report.apps[0]
+    assert app.counts == {"good": 12, "bad": 12}
+    for holdout in ("case", "scenario"):
+        for features in ("comment-words", "code-length"):
+            accuracy = app.accuracy(features, holdout)
+            assert accuracy is not None and accuracy <= 0.60
+    assert main(root) == 0
+    out = capsys.readouterr().out
+    assert "OK: no problems" in out and "comment-words" in out and "median" in out
+
+
+def test_shorter_bad_cases_fail_on_length(tmp_path: Path) -> None:
+    report = lint_suite(write_suite(tmp_path, short_bad_pairs(12)))
+    assert checks(report) == {"classifier"}
+    app = report.apps[0]
+    assert app.accuracy("code-length") == 1.0
+    assert app.accuracy("code-length", "scenario") == 1.0
+    assert (app.accuracy("comment-words") or 0.0) <= 0.60
+    good, bad = app.lengths
+    assert (good.label, bad.label) == ("good", "bad") and bad.mean < good.mean
+    assert any("code-length" in f.message for f in report.findings)
+
+
+def test_label_words_in_comments_fail(tmp_path: Path) -> None:
+    pairs = [pair_code(i) for i in range(12)]
+    pairs[3] = (pairs[3][0] + " -- safe: scoped to the org", pairs[3][1])
+    pairs[5] = (pairs[5][0], "/* TODO ensure owner */ " + pairs[5][1])
+    report = lint_suite(write_suite(tmp_path, pairs))
+    flagged = {(str(f.path), f.line) for f in report.findings if f.check == "comment"}
+    assert flagged == {("shop/s03-01-good.md", 1), ("shop/s05-02-bad.md", 1)}
+    messages = " ".join(f.message for f in report.findings if f.check == "comment")
+    assert "safe" in messages and "ensure" in messages and "todo" in messages
+    assert report.failed
+
+
+def test_neutral_comments_only_in_good_cases_fail_comment_classifier(tmp_path: Path) -> None:
+    pairs = [(g + "\n-- scope by org", b) for g, b in (pair_code(i) for i in range(12))]
+    report = lint_suite(write_suite(tmp_path, pairs))
+    assert not any(f.check == "comment" for f in report.findings)
+    assert report.apps[0].accuracy("comment-words") == 1.0
+    assert report.apps[0].accuracy("comment-words", "scenario") == 1.0
+    assert checks(report) == {"classifier"}
+
+
+def test_duplicates_imbalance_and_parse_errors_are_reported(tmp_path: Path) -> None:
+    pairs = [pair_code(i) for i in range(12)]
+    good0, _ = pairs[0]
+    extra = {
+        "dup-01-good.md": case_text("  " + good0.replace(" ", "\n  ", 2), "good"),
+        "dup-02-bad.md": case_text(good0 + "\n-- same query", "bad"),
+        "broken-01-bad.md": "# Description\nno code here\n# Expected\nbad\n",
+        "mislabelled-01-good.md": case_text(pair_code(20)[1], "bad"),
+    }
+    report = lint_suite(write_suite(tmp_path, pairs, extra=extra))
+    by_check = {f.check: f for f in report.findings if f.fails}
+    assert set(by_check) == {"duplicate", "balance", "parse", "name"}
+    dup = by_check["duplicate"].message
+    assert "different labels" in dup and "apart from comments" in dup
+    assert all(n in dup for n in ("s00-01-good.md", "dup-01-good.md", "dup-02-bad.md"))
+    assert by_check["balance"].message == "13 good vs 14 bad cases"
+    assert str(by_check["parse"].path) == "shop/broken-01-bad.md"
+    assert "'# Code'" in by_check["parse"].message
+    assert "named good" in by_check["name"].message
+
+
+def test_broken_spec_is_reported_and_other_apps_still_linted(tmp_path: Path) -> None:
+    write_suite(tmp_path, [pair_code(i) for i in range(4)], app="a")
+    write_suite(tmp_path, [pair_code(i + 4) for i in range(4)], app="b")
+    (tmp_path / "b" / "SPEC.md").write_text("# Schema\nno prompt\n")
+    (tmp_path / "loose").mkdir()
+    (tmp_path / "loose" / "x-01-good.md").write_text(case_text("SELECT 1;", "good"))
+    report = lint_suite(tmp_path)
+    assert [a.app for a in report.apps] == ["a"]
+    parse = sorted(str(f.path) for f in report.findings if f.check == "parse")
+    assert parse == [str(tmp_path / "b" / "SPEC.md"), str(tmp_path / "loose")]
+
+
+def test_cli_exit_code(tmp_path: Path) -> None:
+    root = write_suite(tmp_path, short_bad_pairs(6))
+    run = subprocess.run(
+        [sys.executable, "-m", "secbench_tui", "--lint", "--cases", str(root)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "FAIL" in run.stdout and "code-length" in run.stdout
+
+
+@pytest.mark.parametrize(
+    ("code", "lang", "expected"),
+    [
+        ("SELECT '--x', \"a#b\" FROM t -- real\n/* two\nlines */", "sql", ["-- real", "/* two"]),
+        ("SELECT data #>> '{a}' FROM t;\n# mysql comment", "sql", ["# mysql comment"]),
+        ("SELECT $$ -- body $$ FROM t; -- tail", "sql", ["-- tail"]),
+        ("x = '# not' + \"#no\"  # yes", "python", ["# yes"]),
+        ('def f():\n    """Doc words."""\n    return 1', "python", ['"""Doc words."""']),
+        ('q = text("""\n  SELECT * FROM t -- in sql\n""")', "python", ["-- in sql"]),
+        ('s = "http://x" // c\n/* b */', "c", ["// c", "/* b */"]),
+        ('echo "#x" ${#a} # real', "shell", ["# real"]),
+    ],
+)
+def test_find_comments(code: str, lang: str, expected: list[str]) -> None:
+    found = [c.text.split("\n")[0] for c in find_comments(code, lang)]
+    assert found == expected
+
+
+def test_classifiers_score_held_out_cases_only() -> None:
+    # Every case has a unique length: a model scored on its training data would look perfect.
+    rng = random.Random(7)
+    lengths = rng.sample(range(100, 1000), 40)
+    labels = [rng.choice(["good", "bad"]) for _ in lengths]
+    labels[:4] = ["good", "good", "bad", "bad"]
+    assert length_classifier_accuracy(lengths, labels) < 0.75
+    words = [[f"w{i}"] for i in range(40)]
+    assert comment_classifier_accuracy(words, labels) == 0.5
+    separable = [n if y == "bad" else n + 1000 for n, y in zip(lengths, labels, strict=True)]
+    assert length_classifier_accuracy(separable, labels) == 1.0
