@@ -1,13 +1,17 @@
 """Numbers computed from recorded results: accuracy, per-class recall, intervals, costs.
 
 Every function takes plain result rows (dicts as the store returns them), so reports, the
-headless summary and the terminal app compute the same figures the same way.
+headless summary and the terminal app compute the same figures the same way. Comparisons of
+two models (agreement, McNemar's exact test) and of repeated answers (consistency, pass^k)
+live here too, so the report only arranges numbers and never computes one.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 Row = Mapping[str, Any]
@@ -139,3 +143,167 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
     }
     summary["cases"] = len(rows)
     return summary
+
+
+# --- one model's verdicts in more detail -------------------------------------------------
+
+NO_VERDICT = "none"
+
+
+def confusion_matrix(rows: Iterable[Row]) -> dict[str, dict[str, int]]:
+    """Counts by expected label and by what the model said: `bad`, `good` or no verdict.
+
+    A reply with no verdict (unparsed or error) gets its own column instead of being folded
+    into either class, so the matrix always adds up to the number of cases asked.
+    """
+    matrix: dict[str, dict[str, int]] = {}
+    for row in rows:
+        said = row["actual_result"] if row["actual_result"] in ("good", "bad") else NO_VERDICT
+        if row["outcome"] == "error":
+            said = NO_VERDICT
+        cells = matrix.setdefault(row["expected_result"], {"bad": 0, "good": 0, NO_VERDICT: 0})
+        cells[said] += 1
+    return matrix
+
+
+# --- two models on the same cases --------------------------------------------------------
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value for b and c discordant pairs.
+
+    Under the null hypothesis each discordant case is equally likely to favour either model,
+    so min(b, c) follows Binomial(b + c, 1/2); the p-value doubles its lower tail (capped at 1).
+    With no discordant pairs there is no evidence of a difference: p = 1.
+    """
+    if b < 0 or c < 0:
+        raise ValueError("counts must be non-negative")
+    n = b + c
+    if n == 0:
+        return 1.0
+    term = tail = 1  # C(n, 0), then C(n, k) from C(n, k - 1)
+    for k in range(1, min(b, c) + 1):
+        term = term * (n - k + 1) // k
+        tail += term
+    return min(1.0, 2 * tail / (1 << n))
+
+
+@dataclass(frozen=True)
+class PairComparison:
+    """Two models' answers on the cases both were asked.
+
+    `only_a` counts cases A got right and B did not, `only_b` the reverse: McNemar's test
+    looks only at these. `agree` counts cases where both gave the same verdict (two missing
+    verdicts agree too); `differing` lists the keys of the cases where correctness differs.
+    """
+
+    shared: int
+    agree: int
+    both_correct: int
+    both_wrong: int
+    only_a: int
+    only_b: int
+    p_value: float
+    differing: tuple[str, ...]
+
+    @property
+    def agreement(self) -> float | None:
+        return self.agree / self.shared if self.shared else None
+
+
+def _verdict(row: Row) -> str:
+    actual = row.get("actual_result")
+    if row.get("outcome") == "error" or actual not in ("good", "bad"):
+        return NO_VERDICT
+    return str(actual)
+
+
+def compare_pair(a: Mapping[str, Row], b: Mapping[str, Row]) -> PairComparison:
+    """Compare two models given one row per case each, keyed by case."""
+    shared = sorted(set(a) & set(b))
+    agree = both_correct = both_wrong = only_a = only_b = 0
+    differing: list[str] = []
+    for key in shared:
+        ra, rb = a[key], b[key]
+        agree += _verdict(ra) == _verdict(rb)
+        ca, cb = ra["outcome"] == "correct", rb["outcome"] == "correct"
+        if ca and cb:
+            both_correct += 1
+        elif not ca and not cb:
+            both_wrong += 1
+        else:
+            only_a += ca
+            only_b += cb
+            differing.append(key)
+    return PairComparison(
+        shared=len(shared),
+        agree=agree,
+        both_correct=both_correct,
+        both_wrong=both_wrong,
+        only_a=only_a,
+        only_b=only_b,
+        p_value=mcnemar_exact(only_a, only_b),
+        differing=tuple(differing),
+    )
+
+
+# --- one model asked the same case several times -----------------------------------------
+
+
+def pass_hat_k(n: int, correct: int, k: int) -> float:
+    """Unbiased estimate of the chance that k fresh tries of a case all pass (pass^k).
+
+    From n recorded tries with `correct` passes: C(correct, k) / C(n, k). Needs n >= k.
+    """
+    if not 0 < k <= n or not 0 <= correct <= n:
+        raise ValueError(f"pass^k needs 0 < k <= n and 0 <= correct <= n (n={n}, k={k})")
+    return math.comb(correct, k) / math.comb(n, k)
+
+
+@dataclass(frozen=True)
+class CaseRepeats:
+    """One case's repeated answers: how many passed and how often the verdict was the same."""
+
+    tries: int
+    correct: int
+    verdicts: tuple[tuple[str, int], ...]  # (verdict, count), most frequent first
+
+    @property
+    def consistency(self) -> float:
+        """The share of tries that gave the most frequent verdict (1.0: always the same)."""
+        return self.verdicts[0][1] / self.tries if self.tries else 1.0
+
+
+def case_repeats(rows: Iterable[Row]) -> CaseRepeats:
+    rows = list(rows)
+    counts = Counter(_verdict(r) for r in rows)
+    ordered = tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    correct = sum(1 for r in rows if r["outcome"] == "correct")
+    return CaseRepeats(tries=len(rows), correct=correct, verdicts=ordered)
+
+
+def repeat_stats(rows: Iterable[Row], repeats: int) -> dict[str, Any] | None:
+    """Consistency and pass^N of a run that asked each case `repeats` times.
+
+    None when `repeats` < 2. Cases with fewer than `repeats` recorded tries (a stopped run)
+    count towards pass@1 and consistency but not towards pass^N, and are counted apart.
+    """
+    if repeats < 2:
+        return None
+    by_case: dict[str, list[Row]] = {}
+    for row in rows:
+        by_case.setdefault(row["case_id"], []).append(row)
+    per_case = {case: case_repeats(case_rows) for case, case_rows in by_case.items()}
+    complete = [c for c in per_case.values() if c.tries >= repeats]
+    cases = len(per_case)
+    return {
+        "repeats": repeats,
+        "cases": cases,
+        "incomplete": cases - len(complete),
+        "pass_at_1": _ratio(sum(c.correct / c.tries for c in per_case.values()), cases),
+        "pass_hat_n": _ratio(
+            sum(pass_hat_k(c.tries, c.correct, repeats) for c in complete), len(complete)
+        ),
+        "consistency": _ratio(sum(c.consistency for c in per_case.values()), cases),
+        "always_same": _ratio(sum(1 for c in per_case.values() if len(c.verdicts) == 1), cases),
+    }

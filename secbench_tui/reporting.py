@@ -1,0 +1,134 @@
+"""`--report` and `--export`: results already in the database, written as files.
+
+The command line and the terminal app's export screen both come through `write_outputs`, so
+a report made from either is the same file. Nothing here asks a model anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from secbench_tui.cli import EXIT_FAILED, EXIT_OK
+from secbench_tui.config import Settings
+from secbench_tui.core.exports import EXPORTERS
+from secbench_tui.core.report import (
+    ReportError,
+    gather,
+    render_html,
+    report_path,
+    write_text_atomic,
+)
+from secbench_tui.core.store import Store, StoreError
+
+
+@dataclass
+class Outputs:
+    """What was written: the report's path, the export's path (None: written to a stream)."""
+
+    report: Path | None = None
+    export: Path | None = None
+
+
+async def write_outputs(
+    store: Store,
+    *,
+    report: bool,
+    export: str | None,
+    out: Path | None,
+    runs: Sequence[int] | None,
+    models: Sequence[str] | None,
+    reports_dir: Path,
+    stream: TextIO | None = None,
+) -> Outputs:
+    """Write the HTML report and/or one export of the selected runs.
+
+    The report goes to `reports_dir/report_YYYY-MM-DD_HH-MM-SS.html` (local time), or to
+    `out` when no export is asked for. An export goes to `out`, or to `stream` without one.
+    Raises `ReportError` when there is nothing to report, `OSError` when a file cannot be
+    written.
+    """
+    if export is not None and export not in EXPORTERS:
+        raise ReportError(f"--export {export}: unknown format; use {', '.join(EXPORTERS)}")
+    data = await gather(store, runs, models)
+    outputs = Outputs()
+    if report:
+        target = out if out is not None and export is None else report_path(reports_dir)
+        write_text_atomic(target, render_html(data))
+        outputs.report = target
+    if export is not None:
+        text = EXPORTERS[export](data)
+        if out is None:
+            (stream or sys.stdout).write(text)
+        else:
+            write_text_atomic(out, text)
+            outputs.export = out
+    return outputs
+
+
+async def _export_main(
+    settings: Settings,
+    report: bool,
+    export: str | None,
+    out: Path | None,
+    runs: list[int] | None,
+    models: list[str] | None,
+) -> int:
+    db = settings.db
+    if not db.is_file():
+        print(
+            f"secbench-tui: error: --db {db}: no such database; run an evaluation first "
+            "(e.g. secbench-tui --model baseline/random --no-ui) or point --db at a results file",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    try:
+        store = await Store.open(db)
+    except StoreError as exc:
+        print(f"secbench-tui: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    try:
+        outputs = await write_outputs(
+            store,
+            report=report,
+            export=export,
+            out=out,
+            runs=runs,
+            models=models,
+            reports_dir=settings.reports_dir,
+        )
+    except ReportError as exc:
+        print(f"secbench-tui: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except OSError as exc:
+        where = exc.filename or out or settings.reports_dir
+        print(
+            f"secbench-tui: error: cannot write {where}: {exc.strerror or exc}; "
+            "pick another --out path or check the folder's permissions",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    finally:
+        await store.close()
+    # With an export on stdout, paths go to stderr so the exported data stays clean.
+    paths_to = sys.stderr if export is not None and out is None else sys.stdout
+    for path in (outputs.report, outputs.export):
+        if path is not None:
+            print(path, file=paths_to, flush=True)
+    return EXIT_OK
+
+
+def export_main(
+    settings: Settings,
+    report: bool,
+    export: str | None,
+    out: Path | None,
+    runs: list[int] | None,
+    models: list[str] | None,
+) -> int:
+    """Entry point of `--report` and `--export`: 0 when written, 1 with a message otherwise."""
+    return asyncio.run(_export_main(settings, report, export, out, runs, models))
