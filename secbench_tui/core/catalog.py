@@ -1,0 +1,223 @@
+"""The list of models to choose from: `GET {base_url}/models`, cached on disk.
+
+The endpoint needs no key, so the list loads before any key is set. The last good answer is
+kept in `$XDG_CACHE_HOME/secbench-tui/models-<host>.json` (default `~/.cache`), so the list
+still works offline; a model id typed by hand is always accepted. The offline baselines are
+always listed, and models used before (from the database's runs) come first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import httpx
+
+from secbench_tui.core.providers.baselines import BASELINES
+from secbench_tui.core.store import Store
+
+STRUCTURED_PARAMETERS = frozenset({"structured_outputs", "response_format"})
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One model as the chooser shows it. Prices are USD per million tokens."""
+
+    id: str
+    name: str = ""
+    context_length: int | None = None
+    prompt_price: float | None = None
+    completion_price: float | None = None
+    structured: bool | None = None  # None: not known (a typed id, a server that does not say)
+    offline: bool = False
+
+    def matches(self, query: str) -> bool:
+        """Every word of `query` appears in the id or the name (case-insensitive)."""
+        haystack = f"{self.id} {self.name}".lower()
+        return all(word in haystack for word in query.lower().split())
+
+
+@dataclass
+class Catalog:
+    """The models on offer and where the list came from."""
+
+    models: list[ModelInfo]
+    source: str  # "network" | "cache" | "none"
+    fetched_at: str | None = None
+    error: str | None = None
+    recent: list[str] = field(default_factory=list)
+
+    def find(self, model_id: str) -> ModelInfo | None:
+        return next((m for m in self.models if m.id == model_id), None)
+
+    def filter(self, query: str, limit: int | None = None) -> list[ModelInfo]:
+        found = [m for m in self.models if m.matches(query)] if query.strip() else self.models
+        return found[:limit] if limit is not None else found
+
+
+def baseline_models() -> list[ModelInfo]:
+    return [
+        ModelInfo(
+            id=b,
+            name=f"offline baseline: {b.split('/', 1)[1]}",
+            prompt_price=0.0,
+            completion_price=0.0,
+            structured=True,
+            offline=True,
+        )
+        for b in BASELINES
+    ]
+
+
+def cache_dir(env: dict[str, str] | None = None) -> Path:
+    environ = os.environ if env is None else env
+    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "secbench-tui"
+
+
+def cache_path(base_url: str, directory: Path | None = None) -> Path:
+    """One cache file per endpoint: `models-<host>[-<port>].json`."""
+    parsed = urlparse(base_url)
+    host = parsed.hostname or "local"
+    if parsed.port:
+        host += f"-{parsed.port}"
+    safe = re.sub(r"[^A-Za-z0-9.-]+", "-", host)
+    return (directory or cache_dir()) / f"models-{safe}.json"
+
+
+def _per_million(value: Any) -> float | None:
+    try:
+        price = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if price < 0 else price * 1_000_000  # OpenRouter: -1 means "varies"
+
+
+def parse_models(body: Any) -> list[ModelInfo]:
+    """Models from an OpenRouter / OpenAI `GET /models` body; malformed entries are skipped."""
+    entries = body.get("data") if isinstance(body, dict) else body
+    if not isinstance(entries, list):
+        raise ValueError("the body has no 'data' list of models")
+    models: list[ModelInfo] = []
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+            continue
+        raw_pricing = entry.get("pricing")
+        pricing: dict[str, Any] = raw_pricing if isinstance(raw_pricing, dict) else {}
+        params = entry.get("supported_parameters")
+        context = entry.get("context_length")
+        models.append(
+            ModelInfo(
+                id=entry["id"],
+                name=str(entry.get("name") or ""),
+                context_length=context if isinstance(context, int) else None,
+                prompt_price=_per_million(pricing.get("prompt")),
+                completion_price=_per_million(pricing.get("completion")),
+                structured=(
+                    bool(STRUCTURED_PARAMETERS.intersection(params))
+                    if isinstance(params, list)
+                    else None
+                ),
+            )
+        )
+    return models
+
+
+async def fetch_models(
+    base_url: str, client: httpx.AsyncClient | None = None, timeout: float = 10.0
+) -> list[ModelInfo]:
+    """`GET {base_url}/models` (no key needed). Raises httpx errors or ValueError."""
+    url = base_url.rstrip("/") + "/models"
+    owned = client is None
+    http = client or httpx.AsyncClient(timeout=timeout)
+    try:
+        response = await http.get(url, headers={"Accept": "application/json"})
+        response.raise_for_status()
+        return parse_models(response.json())
+    finally:
+        if owned:
+            await http.aclose()
+
+
+def save_cache(path: Path, base_url: str, models: Sequence[ModelInfo]) -> str:
+    fetched_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {"base_url": base_url, "fetched_at": fetched_at, "models": [asdict(m) for m in models]}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    tmp.replace(path)
+    return fetched_at
+
+
+def load_cache(path: Path) -> tuple[list[ModelInfo], str | None] | None:
+    """The cached list and when it was fetched, or None when there is no usable cache."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        fields = set(ModelInfo.__dataclass_fields__)
+        models = [ModelInfo(**{k: v for k, v in m.items() if k in fields}) for m in data["models"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    fetched = data.get("fetched_at")
+    return models, fetched if isinstance(fetched, str) else None
+
+
+def arrange(models: Iterable[ModelInfo], recent: Sequence[str]) -> list[ModelInfo]:
+    """Recent models first (most recent first), then the baselines, then the rest by id."""
+    by_id = {m.id: m for m in baseline_models()}
+    for model in models:
+        by_id.setdefault(model.id, model)
+    first = [by_id.get(r) or ModelInfo(id=r) for r in dict.fromkeys(recent)]
+    seen = {m.id for m in first}
+    baselines = [m for m in baseline_models() if m.id not in seen]
+    seen.update(m.id for m in baselines)
+    rest = sorted((m for m in by_id.values() if m.id not in seen), key=lambda m: m.id)
+    return first + baselines + rest
+
+
+async def recent_models(store: Store, limit: int = 10) -> list[str]:
+    """Models of the latest runs in the database, most recent first."""
+    cursor = await store.db.execute(
+        "SELECT model_name FROM runs GROUP BY model_name ORDER BY MAX(id) DESC LIMIT ?",
+        (limit,),
+    )
+    return [str(row[0]) for row in await cursor.fetchall()]
+
+
+def cached_catalog(
+    base_url: str, recent: Sequence[str] = (), directory: Path | None = None
+) -> Catalog:
+    """What can be shown at once, without the network: the cache, or the baselines alone."""
+    cached = load_cache(cache_path(base_url, directory))
+    if cached is None:
+        return Catalog(arrange([], recent), "none", recent=list(recent))
+    models, fetched_at = cached
+    return Catalog(arrange(models, recent), "cache", fetched_at, recent=list(recent))
+
+
+async def load_catalog(
+    base_url: str,
+    recent: Sequence[str] = (),
+    directory: Path | None = None,
+    client: httpx.AsyncClient | None = None,
+    timeout: float = 10.0,
+) -> Catalog:
+    """Fetch and cache the list; offline (or on any failure) fall back to the cache."""
+    path = cache_path(base_url, directory)
+    try:
+        models = await fetch_models(base_url, client, timeout)
+    except (httpx.HTTPError, ValueError) as exc:
+        fallback = cached_catalog(base_url, recent, directory)
+        fallback.error = f"GET {base_url.rstrip('/')}/models failed ({type(exc).__name__}: {exc})"
+        return fallback
+    try:
+        fetched_at: str | None = save_cache(path, base_url, models)
+    except OSError:
+        fetched_at = None  # an unwritable cache folder costs only the offline fallback
+    return Catalog(arrange(models, recent), "network", fetched_at, recent=list(recent))

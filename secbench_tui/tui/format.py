@@ -1,0 +1,87 @@
+"""How numbers read on screen: percentages, money, token counts, durations."""
+
+from __future__ import annotations
+
+from secbench_tui.core.catalog import ModelInfo
+
+OUTCOME_STYLES = {
+    "correct": "green",
+    "wrong": "red",
+    "unparsed": "yellow",
+    "error": "magenta",
+}
+
+
+def pct(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
+
+
+def money(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"${value:.4f}" if value < 100 else f"${value:,.2f}"
+
+
+def count(value: int | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 1_000_000:
+        return f"{value / 1_000_000:.1f}M"
+    if value >= 10_000:
+        return f"{value / 1000:.0f}k"
+    return f"{value:,}"
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = max(0, int(round(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def latency(ms: float | None) -> str:
+    return "-" if ms is None else f"{ms / 1000:.2f}s"
+
+
+def price(model: ModelInfo) -> str:
+    """Prompt / completion price per million tokens."""
+    if model.prompt_price is None and model.completion_price is None:
+        return "price ?"
+    if model.prompt_price == 0 and model.completion_price == 0:
+        return "free"
+
+    def one(value: float | None) -> str:
+        return "?" if value is None else f"${value:.2f}" if value < 100 else f"${value:.0f}"
+
+    return f"{one(model.prompt_price)}/{one(model.completion_price)} per M"
+
+
+def short_price(model: ModelInfo) -> str:
+    """`$0.15/$0.60` per million tokens, `free`, or blank when unknown."""
+    if model.prompt_price is None and model.completion_price is None:
+        return ""
+    if model.prompt_price == 0 and model.completion_price == 0:
+        return "free"
+
+    def one(value: float | None) -> str:
+        return "?" if value is None else f"${value:.2f}" if value < 100 else f"${value:.0f}"
+
+    return f"{one(model.prompt_price)}/{one(model.completion_price)}"
+
+
+def context(model: ModelInfo) -> str:
+    if model.context_length is None:
+        return "ctx ?"
+    return (
+        f"{model.context_length // 1000}k ctx"
+        if model.context_length >= 1000
+        else (f"{model.context_length} ctx")
+    )
+
+
+def structured(model: ModelInfo) -> str:
+    return {True: "structured", False: "no structured output", None: "structured ?"}[
+        model.structured
+    ]

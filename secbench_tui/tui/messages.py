@@ -1,0 +1,74 @@
+"""Messages from the workers to the widgets that render them.
+
+The engine can finish hundreds of cases a second (baselines, reused results); each would be a
+message and a table update. `RowsArrived` therefore merges with a later one still waiting in
+the queue (`can_replace`, as toolong coalesces its scan progress), so the screen adds rows in
+batches at whatever rate it can draw, and no finished case is dropped.
+"""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from secbench_tui.core.catalog import Catalog
+from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFinished, RunStarted
+
+
+class RunBegan(Message):
+    def __init__(self, event: RunStarted) -> None:
+        super().__init__()
+        self.event = event
+
+
+class CaseBegan(Message):
+    """A case was sent; only the latest one matters to the screen."""
+
+    def __init__(self, event: CaseStarted) -> None:
+        super().__init__()
+        self.event = event
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, CaseBegan)
+
+
+class RowsArrived(Message):
+    """Finished cases, in order. A later `RowsArrived` absorbs this one's rows."""
+
+    def __init__(self, events: list[CaseFinished]) -> None:
+        super().__init__()
+        self.events = events
+
+    def can_replace(self, message: Message) -> bool:
+        if isinstance(message, RowsArrived):
+            message.events[:0] = self.events
+            return True
+        return False
+
+
+class RetryWaiting(Message):
+    def __init__(self, event: Retrying) -> None:
+        super().__init__()
+        self.event = event
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, RetryWaiting)
+
+
+class RunEnded(Message):
+    def __init__(self, event: RunFinished) -> None:
+        super().__init__()
+        self.event = event
+
+
+class RunFailed(Message):
+    """The run could not start (bad settings, unusable database): say why, in words."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+
+
+class CatalogLoaded(Message):
+    def __init__(self, catalog: Catalog) -> None:
+        super().__init__()
+        self.catalog = catalog

@@ -1,0 +1,1 @@
+"""The app's screens: setup, run, results, export, help, and a yes/no question."""

@@ -1,0 +1,89 @@
+"""Export: write the HTML report for the chosen runs (or the report's default) and say where.
+
+The report itself is `core.report`'s: the same `gather` and `render_html` that
+`secbench-tui --report` uses, so the file is the same whichever front end wrote it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+from textual.worker import Worker, WorkerState
+
+from secbench_tui.config import Settings
+from secbench_tui.core.store import Store
+from secbench_tui.tui.screens.base import describe_error
+
+
+async def write_report(store: Store, settings: Settings, run_ids: Sequence[int]) -> Path:
+    """Write `reports/report_<time>.html`; an empty selection means the report's default."""
+    from secbench_tui.core import report
+
+    data = await report.gather(store, list(run_ids) or None)
+    html = await asyncio.to_thread(report.render_html, data)
+    path = report.report_path(settings.reports_dir)
+    await asyncio.to_thread(report.write_text_atomic, path, html)
+    return path.resolve()
+
+
+class ExportScreen(ModalScreen[Path | None]):
+    BINDINGS = [Binding("escape,enter,e", "close", "Close", id="export.close")]
+
+    def __init__(self, settings: Settings, run_ids: Sequence[int]) -> None:
+        super().__init__()
+        self.settings = settings
+        self.run_ids = list(run_ids)
+        self.path: Path | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="export-box") as box:
+            box.border_title = "Export"
+            which = (
+                "runs " + ", ".join(str(r) for r in self.run_ids)
+                if self.run_ids
+                else "the latest run of each model"
+            )
+            yield Static(f"Writing the HTML report for {which}…", id="export-status")
+
+    def on_mount(self) -> None:
+        self.export()
+
+    @work(exclusive=True, group="export", exit_on_error=False)
+    async def export(self) -> Path:
+        from secbench_tui.tui.app import SecbenchApp
+
+        assert isinstance(self.app, SecbenchApp)
+        return await write_report(await self.app.store(), self.settings, self.run_ids)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        status = self.query_one("#export-status", Static)
+        if event.state is WorkerState.SUCCESS and isinstance(event.worker.result, Path):
+            self.path = event.worker.result
+            status.update(
+                Text.assemble(
+                    ("Report written:\n", "bold green"),
+                    (str(self.path), "bold"),
+                    ("\n\nOpen it in a browser. Enter closes.", "dim"),
+                )
+            )
+            self.notify(f"report written: {self.path}", timeout=8)
+        elif event.state is WorkerState.ERROR and event.worker.error is not None:
+            message = describe_error(event.worker.error)
+            status.update(
+                Text.assemble(
+                    ("No report written:\n", "bold red"), message, ("\n\nEnter closes.", "dim")
+                )
+            )
+            self.notify(message, title="export failed", severity="error", timeout=12)
+
+    def action_close(self) -> None:
+        self.dismiss(self.path)

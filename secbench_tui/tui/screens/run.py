@@ -1,0 +1,335 @@
+"""Run: the evaluation streams in, case by case, from the same engine `--no-ui` uses.
+
+The engine runs in the `eval` worker group; the worker only turns engine events into
+messages, and the handlers here draw them. The table keeps the latest `MAX_ROWS` cases (every
+case is in the database; the results screen pages through them all).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from rich.console import Group
+from rich.syntax import Syntax
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.reactive import reactive
+from textual.widgets import DataTable, Footer, Header, Static
+
+from secbench_tui.config import Settings
+from secbench_tui.core.engine import Engine
+from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFinished, RunStarted
+from secbench_tui.core.models import Evaluation
+from secbench_tui.headless import format_summary
+from secbench_tui.session import build_spec, load_suite, make_provider
+from secbench_tui.tui import format as fmt
+from secbench_tui.tui.messages import (
+    CaseBegan,
+    RetryWaiting,
+    RowsArrived,
+    RunBegan,
+    RunEnded,
+    RunFailed,
+)
+from secbench_tui.tui.screens.base import BaseScreen, describe_error
+from secbench_tui.tui.screens.confirm import ConfirmScreen
+from secbench_tui.tui.widgets.case_detail import code_language
+from secbench_tui.tui.widgets.run_stats import RunStats, RunTally
+
+MAX_ROWS = 1000
+
+
+class RunScreen(BaseScreen):
+    BINDINGS = [
+        Binding("ctrl+c", "request_stop", "Stop", id="run.stop", priority=True),
+        Binding("escape", "stop_or_back", "Stop / back", id="run.back"),
+        Binding("n", "new_run", "New run", id="run.new"),
+    ]
+
+    state: reactive[str] = reactive("starting")
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__()
+        self.settings = settings
+        self.engine: Engine | None = None
+        self.run_id: int | None = None
+        self.tally = RunTally()
+        self.finished: RunFinished | None = None
+        self._retry_until: float | None = None
+        self._last_retry: Retrying | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.state in ("starting", "running", "stopping")
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield RunStats(id="run-stats")
+        yield Static(id="retry-line")
+        with Horizontal(id="run-panes"):
+            table: DataTable[Text | str] = DataTable(id="run-table", cursor_type="row")
+            table.border_title = "Cases"
+            yield table
+            with VerticalScroll(id="current-pane") as pane:
+                pane.border_title = "Current case"
+                yield Static(id="current-case")
+                yield Static(id="last-explanation")
+        yield Static(id="run-summary")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"run: {self.settings.model}"
+        table = self.query_one("#run-table", DataTable)
+        table.add_columns("#", "case", "expected", "actual", "outcome", "latency")
+        self.query_one("#retry-line").display = False
+        self.query_one("#run-summary").display = False
+        self._redraw_stats()
+        self.set_interval(1.0, self._tick)
+        self.run_engine()
+
+    # --- the worker -----------------------------------------------------------------
+
+    @work(exclusive=True, group="eval", exit_on_error=False)
+    async def run_engine(self) -> None:
+        settings = self.settings
+        try:
+            suite = await asyncio.to_thread(load_suite, settings)
+            provider = make_provider(settings)
+        except Exception as exc:
+            self.post_message(RunFailed(describe_error(exc)))
+            return
+        try:
+            store = await self.secbench.store()
+        except Exception as exc:
+            await provider.aclose()
+            self.post_message(RunFailed(describe_error(exc)))
+            return
+        self.engine = Engine(build_spec(settings, suite), provider, store)
+        try:
+            async for event in self.engine.events():
+                self._post_event(event)
+        finally:
+            await provider.aclose()
+
+    def _post_event(self, event: object) -> None:
+        if isinstance(event, CaseFinished):
+            self.post_message(RowsArrived([event]))
+        elif isinstance(event, CaseStarted):
+            self.post_message(CaseBegan(event))
+        elif isinstance(event, Retrying):
+            self.post_message(RetryWaiting(event))
+        elif isinstance(event, RunStarted):
+            self.post_message(RunBegan(event))
+        elif isinstance(event, RunFinished):
+            self.post_message(RunEnded(event))
+
+    # --- drawing events ---------------------------------------------------------------
+
+    def on_run_began(self, message: RunBegan) -> None:
+        event = message.event
+        self.run_id = event.run_id
+        self.tally.start(event)
+        if self.state == "starting":
+            self.state = "running"
+        what = "resumed" if event.resumed else "started"
+        self.notify(
+            f"run {event.run_id} {what}: {event.total} cases, {event.pending} to ask"
+            + (f", {event.reused} reused" if event.reused else ""),
+            timeout=4,
+        )
+        if event.skipped:
+            shown = "\n".join(s.removeprefix("skipped ") for s in event.skipped[:3])
+            more = len(event.skipped) - 3
+            self.notify(
+                shown + (f"\n… and {more} more" if more > 0 else "") + "\n(--lint explains)",
+                title=f"{len(event.skipped)} case files skipped",
+                severity="warning",
+                timeout=8,
+            )
+        self._redraw_stats()
+
+    def on_case_began(self, message: CaseBegan) -> None:
+        case = message.event.case
+        self.query_one("#current-case", Static).update(
+            Group(
+                Text.assemble(
+                    ("asking ", "dim"), (case.case_id, "bold"), (f"  ({case.app})", "dim")
+                ),
+                Syntax(
+                    case.code,
+                    code_language(
+                        {
+                            "suite_kind": case.kind.value,
+                            "test_file": case.test_file,
+                            "code": case.code,
+                        }
+                    ),
+                    line_numbers=True,
+                    word_wrap=True,
+                    background_color="default",
+                ),
+            )
+        )
+
+    def on_rows_arrived(self, message: RowsArrived) -> None:
+        table = self.query_one("#run-table", DataTable)
+        follow = table.cursor_row >= table.row_count - 2
+        for event in message.events:
+            self.tally.add(event)
+            table.add_row(*self._row(event), key=str(event.done))
+        while table.row_count > MAX_ROWS:
+            table.remove_row(next(iter(table.rows)))
+        if follow and table.row_count:
+            table.move_cursor(row=table.row_count - 1, animate=False)
+        if message.events:
+            self._show_explanation(message.events[-1].evaluation)
+        self._redraw_stats()
+
+    def _row(self, event: CaseFinished) -> tuple[str | Text, ...]:
+        ev = event.evaluation
+        outcome = ev.scored.outcome.value
+        repeat = f" #{ev.repeat + 1}" if ev.repeat else ""
+        return (
+            str(event.done),
+            ev.case.case_id + repeat,
+            ev.case.expected[:16],
+            (ev.scored.actual or "-")[:16],
+            Text(outcome, style=fmt.OUTCOME_STYLES[outcome]),
+            fmt.latency(ev.completion.latency_ms),
+        )
+
+    def _show_explanation(self, ev: Evaluation) -> None:
+        text = Text.assemble(
+            ("\nlast answer ", "dim"),
+            (ev.case.case_id, "bold"),
+            ("  ", ""),
+            (ev.scored.outcome.value, fmt.OUTCOME_STYLES[ev.scored.outcome.value]),
+            "\n",
+            ev.completion.error or ev.scored.explanation or ev.completion.text or "(no reply)",
+        )
+        self.query_one("#last-explanation", Static).update(text)
+
+    def on_retry_waiting(self, message: RetryWaiting) -> None:
+        self._retry_until = time.monotonic() + message.event.notice.wait_seconds
+        self._draw_retry(message.event)
+
+    def _draw_retry(self, event: Retrying) -> None:
+        n = event.notice
+        left = max(0.0, (self._retry_until or 0) - time.monotonic())
+        if n.rate_limited:
+            text = Text.assemble(
+                ("waiting on rate limit", "bold yellow"),
+                f": {n.case_id} retries in {left:.0f}s (attempt {n.attempt});"
+                f" concurrency now {event.limit}",
+            )
+        else:
+            text = Text.assemble(
+                ("retrying", "bold yellow"),
+                f" {n.case_id} in {left:.0f}s (attempt {n.attempt}): {n.reason[:120]}",
+            )
+        line = self.query_one("#retry-line", Static)
+        line.update(text)
+        line.display = True
+        self._last_retry = event
+
+    def _tick(self) -> None:
+        if self._retry_until is not None:
+            if time.monotonic() > self._retry_until + 1:
+                self._retry_until = None
+                self.query_one("#retry-line").display = False
+            elif self._last_retry is not None:
+                self._draw_retry(self._last_retry)
+        if self.active:
+            self._redraw_stats()
+
+    def on_run_ended(self, message: RunEnded) -> None:
+        event = message.event
+        self.finished = event
+        self.tally.ended = time.monotonic()
+        self.state = event.status
+        self._retry_until = None
+        self.query_one("#retry-line").display = False
+        summary = self.query_one("#run-summary", Static)
+        summary.update(
+            Text.assemble(
+                format_summary(event.summary, event.status, event.message),
+                ("\nr browse results · e export the report · n new run · q quit", "bold"),
+            )
+        )
+        summary.display = True
+        if event.status == "aborted":
+            self.notify(
+                event.message or "the run was aborted",
+                title="run aborted",
+                severity="error",
+                timeout=15,
+            )
+        self._redraw_stats()
+
+    def on_run_failed(self, message: RunFailed) -> None:
+        self.state = "failed"
+        self.tally.ended = time.monotonic()
+        summary = self.query_one("#run-summary", Static)
+        summary.update(
+            Text.assemble(
+                ("The run could not start: ", "bold red"),
+                message.reason,
+                ("\nescape goes back to setup", "bold"),
+            )
+        )
+        summary.display = True
+        self.notify(message.reason, title="cannot start", severity="error", timeout=15)
+
+    def _redraw_stats(self) -> None:
+        self.query_one(RunStats).show(self.tally, self.state)
+
+    def watch_state(self) -> None:
+        if self.is_mounted:
+            self._redraw_stats()
+            self.refresh_bindings()
+
+    # --- keys ---------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "new_run":
+            return not self.active
+        if action == "request_stop":
+            return self.active  # when idle, ctrl+c keeps its usual meaning
+        return True
+
+    def action_stop_or_back(self) -> None:
+        if self.active:
+            self.action_request_stop()
+        else:
+            self.action_new_run()
+
+    def action_request_stop(self) -> None:
+        if self.state == "stopping" or self.engine is None:
+            self.notify("stopping: waiting for the cases in flight", timeout=3)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes and self.engine is not None and self.active:
+                self.engine.stop()
+                self.state = "stopping"
+
+        self.app.push_screen(
+            ConfirmScreen(
+                "Stop the run?\n\nCases in flight finish and are saved; every finished case "
+                "is kept. Start again with the same settings and --resume (or reuse) to go on.",
+                yes="Stop",
+                no="Keep running",
+            ),
+            answered,
+        )
+
+    def action_new_run(self) -> None:
+        if not self.active:
+            self.dismiss()
+
+    def export_selection(self) -> list[int]:
+        return [self.run_id] if self.run_id is not None else []

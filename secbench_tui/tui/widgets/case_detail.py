@@ -1,0 +1,115 @@
+"""One result in full: the code highlighted, expected vs actual, explanation, raw reply, usage.
+
+Rendered from a result row as `Store.result()` returns it, so the results browser and any
+other screen show a result the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.rule import Rule
+from rich.syntax import Syntax
+from rich.text import Text
+
+from secbench_tui.tui import format as fmt
+
+_FENCE_LANG = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*([A-Za-z0-9_+#.-]+)", re.MULTILINE)
+
+
+@lru_cache(maxsize=256)
+def _fence_language(test_file: str) -> str | None:
+    try:
+        text = Path(test_file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    code_at = text.lower().find("# code")
+    match = _FENCE_LANG.search(text, max(code_at, 0))
+    return match.group(1).lower() if match else None
+
+
+def code_language(row: dict[str, Any]) -> str:
+    """The language to highlight: the case file's fence, C for VulDetectBench, else a guess."""
+    if row.get("suite_kind") == "vuldetectbench":
+        return "c"
+    language = _fence_language(str(row.get("test_file") or ""))
+    if language:
+        return language
+    code = row.get("code") or ""
+    if re.search(r"\b(SELECT|INSERT|UPDATE|DELETE)\b", code, re.IGNORECASE):
+        return "sql"
+    return "text"
+
+
+def _section(title: str) -> Rule:
+    return Rule(Text(title, style="bold"), align="left", style="dim")
+
+
+def render_result(row: dict[str, Any]) -> RenderableType:
+    outcome = str(row.get("outcome") or "")
+    head = Text.assemble(
+        (str(row.get("case_id")), "bold"),
+        ("  ", ""),
+        (outcome.upper(), f"bold {fmt.OUTCOME_STYLES.get(outcome, '')}"),
+        (f"\n{row.get('model_name')} · run {row.get('run_id')} · {row.get('app')}", "dim"),
+    )
+    if row.get("repeat"):
+        head.append(f" · repeat {int(row['repeat']) + 1}", style="dim")
+    verdict = Text.assemble(
+        ("expected ", "dim"),
+        (str(row.get("expected_result")), "bold"),
+        ("   actual ", "dim"),
+        (str(row.get("actual_result") or "-"), "bold"),
+    )
+    parts: list[RenderableType] = [head, verdict]
+    if row.get("suite_kind") == "vuldetectbench":
+        parts += [
+            _section("extracted answer"),
+            Text(str(row.get("actual_result") or "(none)")),
+            _section("scores"),
+            Syntax(
+                json.dumps(json.loads(row.get("scores") or "{}"), indent=2, sort_keys=True),
+                "json",
+                background_color="default",
+            ),
+        ]
+    if row.get("error"):
+        parts += [_section("error"), Text(str(row["error"]), style="red")]
+    parts += [_section("explanation"), Text(str(row.get("explanation") or "(none)"))]
+    code = row.get("code")
+    if code:
+        parts += [
+            _section("code"),
+            Syntax(
+                str(code),
+                code_language(row),
+                line_numbers=True,
+                word_wrap=True,
+                background_color="default",
+            ),
+        ]
+    parts += [_section("raw reply"), Text(str(row.get("raw_reply") or "(none)"), style="dim")]
+    usage = Text.assemble(
+        ("tokens ", "dim"),
+        f"{fmt.count(row.get('prompt_tokens'))} in / {fmt.count(row.get('completion_tokens'))} out",
+        ("   cost ", "dim"),
+        fmt.money(row.get("cost")),
+        ("   latency ", "dim"),
+        fmt.latency(row.get("latency_ms")),
+        ("   attempts ", "dim"),
+        str(row.get("attempts") or 1),
+    )
+    if row.get("served_model") or row.get("provider"):
+        usage.append(
+            f"\nserved by {row.get('served_model') or '?'} via {row.get('provider') or '?'}",
+            style="dim",
+        )
+    if row.get("reused_from"):
+        usage.append(f"\nreused from result {row['reused_from']}", style="dim")
+    parts += [_section("usage"), usage]
+    return Group(*parts)

@@ -1,0 +1,163 @@
+"""Choose a model: type to filter the catalog, or type an id it does not list.
+
+The catalog (`core.catalog`) may hold hundreds of models; the list shows the first
+`MAX_SHOWN` matches, which is plenty once a few letters are typed.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import events, on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from secbench_tui.core.catalog import Catalog, ModelInfo
+from secbench_tui.tui import format as fmt
+
+MAX_SHOWN = 300
+
+
+def model_row(model: ModelInfo, chosen: bool, recent: bool) -> Text:
+    """One line: id, context, prices per million tokens, structured output, a tag."""
+    row = Text(no_wrap=True, overflow="ellipsis")
+    row.append("● " if chosen else "  ", style="bold green")
+    row.append(f"{model.id:<34.34}", style="bold" if chosen else "")
+    ctx = "" if model.context_length is None else f"{model.context_length // 1000}k"
+    row.append(f" {ctx:>5}", style="dim")
+    row.append(f" {fmt.short_price(model):>13}", style="dim")
+    row.append(" json" if model.structured else "     ", style="cyan")
+    if model.offline:
+        row.append(" offline", style="magenta")
+    elif recent:
+        row.append(" recent", style="yellow")
+    return row
+
+
+def model_detail(model: ModelInfo | None, typed: str = "") -> Text:
+    if model is None:
+        if typed:
+            return Text.assemble(
+                ("Not in the list: ", "dim"), (typed, "bold"), (" (Enter uses it as typed)", "dim")
+            )
+        return Text("No model matches; type a full model id and press Enter", style="dim")
+    return Text.assemble(
+        (model.id, "bold"),
+        (f"  {model.name}\n" if model.name else "\n", "dim"),
+        f"{fmt.context(model)} · {fmt.price(model)} · {fmt.structured(model)}",
+    )
+
+
+class ModelPicker(Vertical):
+    BINDINGS = [Binding("slash", "filter", "Filter models", id="setup.filter")]
+
+    class Chosen(Message):
+        def __init__(self, model_id: str) -> None:
+            super().__init__()
+            self.model_id = model_id
+
+    chosen: reactive[str | None] = reactive(None)
+
+    def __init__(self, chosen: str | None = None, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.catalog = Catalog([], "none")
+        self.set_reactive(ModelPicker.chosen, chosen)
+        self._shown: list[ModelInfo] = []
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="/ to filter, or type a model id", id="model-filter")
+        yield OptionList(id="model-list")
+        yield Static(id="model-detail")
+        yield Static(id="model-source")
+
+    def set_catalog(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        if catalog.source == "network":
+            source = f"{len(catalog.models)} models, fetched now"
+        elif catalog.source == "cache":
+            source = f"{len(catalog.models)} models, cached {catalog.fetched_at or ''}".strip()
+        else:
+            source = "no model list yet: baselines and recent models"
+        if catalog.error:
+            source += " · offline"
+        self.query_one("#model-source", Static).update(Text(source, style="dim"))
+        self.refilter()
+
+    @property
+    def query_text(self) -> str:
+        return self.query_one("#model-filter", Input).value.strip()
+
+    def refilter(self) -> None:
+        option_list = self.query_one("#model-list", OptionList)
+        found = self.catalog.filter(self.query_text)
+        self._shown = found[:MAX_SHOWN]
+        recent = set(self.catalog.recent)
+        options: list[Option | None] = [
+            Option(model_row(m, m.id == self.chosen, m.id in recent), id=m.id) for m in self._shown
+        ]
+        if len(found) > MAX_SHOWN:
+            options.append(
+                Option(Text(f"  … {len(found) - MAX_SHOWN} more: type to narrow"), disabled=True)
+            )
+        highlighted = option_list.highlighted_option
+        option_list.set_options(options)
+        ids = [m.id for m in self._shown]
+        keep = highlighted.id if highlighted is not None else self.chosen
+        if keep in ids:
+            option_list.highlighted = ids.index(keep)
+        elif ids:
+            option_list.highlighted = 0
+        self._show_detail()
+
+    def _show_detail(self) -> None:
+        option_list = self.query_one("#model-list", OptionList)
+        option = option_list.highlighted_option
+        model = self.catalog.find(option.id) if option is not None and option.id else None
+        self.query_one("#model-detail", Static).update(model_detail(model, self.query_text))
+
+    def watch_chosen(self) -> None:
+        if self.is_mounted:
+            self.refilter()
+
+    def choose(self, model_id: str) -> None:
+        self.chosen = model_id
+        self.post_message(self.Chosen(model_id))
+
+    def action_filter(self) -> None:
+        self.query_one("#model-filter", Input).focus()
+
+    @on(Input.Changed, "#model-filter")
+    def _filter_changed(self) -> None:
+        self.refilter()
+
+    @on(Input.Submitted, "#model-filter")
+    def _filter_submitted(self) -> None:
+        typed = self.query_text
+        option = self.query_one("#model-list", OptionList).highlighted_option
+        exact = self.catalog.find(typed) if typed else None
+        if exact is not None:
+            self.choose(exact.id)
+        elif option is not None and option.id:
+            self.choose(option.id)
+        elif typed:
+            self.choose(typed)
+        self.query_one("#model-list", OptionList).focus()
+
+    @on(OptionList.OptionHighlighted, "#model-list")
+    def _highlighted(self) -> None:
+        self._show_detail()
+
+    @on(OptionList.OptionSelected, "#model-list")
+    def _selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id:
+            self.choose(event.option.id)
+
+    def on_key(self, event: events.Key) -> None:
+        """Down from the filter moves into the list."""
+        if event.key == "down" and self.query_one("#model-filter", Input).has_focus:
+            event.stop()
+            self.query_one("#model-list", OptionList).focus()

@@ -1,0 +1,92 @@
+"""A results table that reads SQLite a page at a time.
+
+Textual's DataTable renders lazily but adds rows eagerly, so loading 100,000 results into it
+blocks the app for seconds. This table asks `Store.results_page` for `PAGE` rows (keyset
+pagination on the id), and for the next page only when the cursor comes near the end.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from secbench_tui.core.store import ResultFilter, Store
+from secbench_tui.tui import format as fmt
+
+PAGE = 200
+PREFETCH = 40  # rows from the end at which the next page is read
+
+
+class ResultsTable(DataTable[Text | str]):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(cursor_type="row", **kwargs)
+        self.filter = ResultFilter()
+        self.total = 0
+        self.last_id: int | None = None
+        self.exhausted = False
+        self.loading = False
+
+    def on_mount(self) -> None:
+        self.add_columns("id", "run", "model", "case", "expected", "actual", "outcome", "latency")
+
+    async def reload(self, store: Store, flt: ResultFilter) -> None:
+        """Start over with a new filter: count, then the first page."""
+        self.filter = flt
+        self.loading = True
+        try:
+            total = await store.count_results(flt)
+            rows = await store.results_page(flt, None, PAGE)
+        finally:
+            self.loading = False
+        self.clear()
+        self.total = total
+        self.last_id = None
+        self.exhausted = False
+        self._append(rows)
+
+    async def load_more(self, store: Store) -> int:
+        """The next page after the last id shown; returns how many rows came."""
+        if self.exhausted or self.loading:
+            return 0
+        self.loading = True
+        try:
+            rows = await store.results_page(self.filter, self.last_id, PAGE)
+        finally:
+            self.loading = False
+        self._append(rows)
+        return len(rows)
+
+    def near_end(self) -> bool:
+        return not self.exhausted and self.cursor_row >= self.row_count - PREFETCH
+
+    def _append(self, rows: list[dict[str, Any]]) -> None:
+        if len(rows) < PAGE:
+            self.exhausted = True
+        if rows:
+            self.last_id = int(rows[-1]["id"])
+        for row in rows:
+            self.add_row(*self._cells(row), key=str(row["id"]))
+
+    def row_id(self, index: int) -> int | None:
+        """The result id shown on row `index`."""
+        if not 0 <= index < self.row_count:
+            return None
+        key = self.ordered_rows[index].key.value
+        return int(key) if key is not None else None
+
+    @staticmethod
+    def _cells(row: dict[str, Any]) -> tuple[str | Text, ...]:
+        outcome = str(row["outcome"])
+        repeat = f" #{row['repeat'] + 1}" if row.get("repeat") else ""
+        return (
+            str(row["id"]),
+            str(row["run_id"]),
+            str(row["model_name"])[:20],
+            (str(row["case_id"]) + repeat)[-32:],
+            str(row["expected_result"])[:12],
+            str(row["actual_result"] or "-")[:12],
+            Text(outcome, style=fmt.OUTCOME_STYLES.get(outcome, "")),
+            fmt.latency(row["latency_ms"]),
+        )

@@ -1,0 +1,145 @@
+"""Choose what to ask: apps of a markdown suite (with case counts) or VulDetectBench tasks.
+
+Counting is by file names and lines only, so a large suite lists at once; the cases are read
+when the run starts, by the same `session.load_suite` the headless runner uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Input, Label, Select, SelectionList, Static
+from textual.widgets.selection_list import Selection
+
+from secbench_tui.config import VDB_METHODS
+from secbench_tui.session import is_vuldetectbench
+
+
+@dataclass(frozen=True)
+class SuiteChoice:
+    """What the picker shows for one folder: apps or tasks, with how many cases each has."""
+
+    root: Path
+    vuldetectbench: bool
+    groups: list[tuple[str, int]]  # (app name | task number as text, cases)
+    problem: str | None = None
+
+
+def _count_lines(path: Path) -> int:
+    with path.open("rb") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+def scan_suite(root: Path) -> SuiteChoice:
+    if not root.is_dir():
+        return SuiteChoice(root, False, [], f"{root}: no such folder")
+    if is_vuldetectbench(root):
+        tasks = [
+            (str(n), _count_lines(root / f"task{n}_code.jsonl"))
+            for n in range(1, 6)
+            if (root / f"task{n}_code.jsonl").is_file()
+        ]
+        return SuiteChoice(root, True, tasks)
+    apps = [
+        (folder.name, sum(1 for p in folder.glob("*.md") if p.name != "SPEC.md"))
+        for folder in sorted(root.iterdir())
+        if folder.is_dir() and (folder / "SPEC.md").is_file()
+    ]
+    problem = None if apps else f"{root}: no app folders with a SPEC.md"
+    return SuiteChoice(root, False, apps, problem)
+
+
+class SuitePicker(Vertical):
+    class Changed(Message):
+        """The folder or the selection changed; the screen recounts."""
+
+    def __init__(
+        self,
+        root: Path,
+        apps: list[str] | None,
+        tasks: list[int],
+        method: str | None,
+        **kwargs: object,
+    ) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.choice = scan_suite(root)
+        self._apps = apps
+        self._tasks = tasks
+        self._method = method
+
+    def compose(self) -> ComposeResult:
+        yield Input(str(self.choice.root), placeholder="suite folder", id="cases-path")
+        yield Static(id="suite-kind")
+        yield SelectionList[str](id="groups")
+        with Horizontal(id="method-row"):
+            yield Label("method ")
+            yield Select(
+                [(m, m) for m in VDB_METHODS],
+                value=self._method if self._method in VDB_METHODS else Select.NULL,
+                prompt="default",
+                id="method",
+            )
+
+    def on_mount(self) -> None:
+        self._fill()
+
+    def _fill(self) -> None:
+        choice = self.choice
+        groups = self.query_one("#groups", SelectionList)
+        groups.clear_options()
+        if choice.vuldetectbench:
+            picked = {str(t) for t in self._tasks}
+            groups.add_options(
+                Selection(f"task{name}  ({n} cases)", name, name in picked)
+                for name, n in choice.groups
+            )
+            kind = "VulDetectBench test set: choose tasks"
+        else:
+            picked = set(self._apps) if self._apps else {name for name, _ in choice.groups}
+            groups.add_options(
+                Selection(f"{name}  ({n} cases)", name, name in picked) for name, n in choice.groups
+            )
+            kind = "markdown suite: choose apps (space toggles)"
+        self.query_one("#suite-kind", Static).update(choice.problem or kind)
+        self.query_one("#method-row").display = choice.vuldetectbench
+        self.post_message(self.Changed())
+
+    @on(Input.Submitted, "#cases-path")
+    def _path_submitted(self, event: Input.Submitted) -> None:
+        self.choice = scan_suite(Path(event.value).expanduser())
+        self._fill()
+
+    @on(SelectionList.SelectedChanged, "#groups")
+    @on(Select.Changed, "#method")
+    def _selection_changed(self) -> None:
+        self.post_message(self.Changed())
+
+    @property
+    def selected(self) -> list[str]:
+        return list(self.query_one("#groups", SelectionList).selected)
+
+    @property
+    def method(self) -> str | None:
+        value = self.query_one("#method", Select).value
+        return value if isinstance(value, str) else None
+
+    def case_count(self) -> int:
+        chosen = set(self.selected)
+        return sum(n for name, n in self.choice.groups if name in chosen)
+
+    def updates(self) -> dict[str, object]:
+        """The Settings fields this picker decides."""
+        if self.choice.vuldetectbench:
+            return {
+                "cases": self.choice.root,
+                "tasks": [int(t) for t in self.selected],
+                "method": self.method,
+                "apps": None,
+            }
+        everything = len(self.selected) == len(self.choice.groups)
+        return {"cases": self.choice.root, "apps": None if everything else self.selected}
