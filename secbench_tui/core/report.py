@@ -43,6 +43,9 @@ BASELINE_PREFIX = "baseline/"
 HARDEST_SHOWN = 20
 DIFFERING_SHOWN = 30
 LABEL_CHARS = 40
+# VulDetectBench's documented metrics per task, shown as percentages in this order.
+VDB_METRICS = ("accuracy", "f1", "se", "me", "mar", "mir", "urs", "ors")
+VDB_METRIC_NAMES = {"accuracy": "Accuracy", "f1": "F1"}
 
 Row = dict[str, Any]
 
@@ -177,6 +180,14 @@ class ReportData:
         return [c for c in self.contenders if c.repeat is not None]
 
     @property
+    def vdb_tasks(self) -> list[tuple[str, int]]:
+        """(task, number of metric columns) in column order, for the table's top header."""
+        tasks: dict[str, int] = {}
+        for task, _ in self.vdb_columns:
+            tasks[task] = tasks.get(task, 0) + 1
+        return list(tasks.items())
+
+    @property
     def models(self) -> list[str]:
         return [c.label for c in self.contenders]
 
@@ -219,10 +230,20 @@ async def select_runs(
         )
     if run_ids:
         return runs
-    latest: dict[tuple[str, str, str], RunRecord] = {}
+    latest: dict[tuple[str, ...], RunRecord] = {}
     for run in runs:  # in id order: later runs replace earlier ones
-        latest[(run.model_name, run.suite_kind, run.suite_path)] = run
+        latest[_suite_identity(run)] = run
     return sorted(latest.values(), key=lambda r: r.id)
+
+
+def _suite_identity(run: RunRecord) -> tuple[str, ...]:
+    """What makes two runs the same benchmark for one model; VulDetectBench's prompting
+    method and scoring change the figures as much as another suite would."""
+    identity = (run.model_name, run.suite_kind, run.suite_path)
+    if run.suite_kind == SuiteKind.VULDETECTBENCH.value:
+        extra = (str(run.settings.get("method")), str(run.settings.get("vdb_scoring")))
+        return identity + extra
+    return identity
 
 
 def _id_ranges(ids: Sequence[int]) -> str:
@@ -320,16 +341,25 @@ def _vdb_contender(index: int, run: RunRecord, label: str, rows: list[Row]) -> C
 
 
 def _vdb_columns(contenders: Sequence[Contender]) -> list[tuple[str, str]]:
-    columns: list[tuple[str, str]] = []
-    for contender in contenders:
-        for task, metrics in contender.vdb.items():
-            if not isinstance(metrics, dict):
-                continue
-            for name, value in metrics.items():
-                numeric = value is None or isinstance(value, int | float)
-                if numeric and (task, name) not in columns:
-                    columns.append((task, name))
-    return sorted(columns, key=lambda column: column[0])  # stable: metric order kept
+    """(task, metric) columns present in any run, tasks in order, metrics as documented."""
+    present = {
+        (task, name)
+        for c in contenders
+        for task, metrics in c.vdb.items()
+        if isinstance(metrics, dict)
+        for name in metrics
+    }
+    tasks = sorted({task for task, _ in present}, key=lambda t: (len(t), t))
+    return [(t, name) for t in tasks for name in VDB_METRICS if (t, name) in present]
+
+
+def vdb_crashes(contender: Contender) -> int:
+    """Samples the original library would have crashed on (library scoring only)."""
+    return sum(
+        int(metrics.get("crashes") or 0)
+        for metrics in contender.vdb.values()
+        if isinstance(metrics, dict)
+    )
 
 
 def _case_views(contenders: Sequence[Contender]) -> list[CaseView]:
@@ -449,12 +479,14 @@ async def gather(
 ) -> ReportData:
     """Everything the report and the exports show, read from `store`."""
     runs = await select_runs(store, run_ids, models)
-    labels = _labels(runs)
+    vdb_kind = SuiteKind.VULDETECTBENCH.value
+    labels = _labels([r for r in runs if r.suite_kind != vdb_kind])
+    labels |= _labels([r for r in runs if r.suite_kind == vdb_kind])
     contenders: list[Contender] = []
     vdb: list[Contender] = []
     for run in runs:
         rows = await store.run_results(run.id)
-        if run.suite_kind == SuiteKind.VULDETECTBENCH.value:
+        if run.suite_kind == vdb_kind:
             vdb.append(_vdb_contender(len(vdb), run, labels[run.id], rows))
         else:
             contenders.append(_markdown_contender(len(contenders), run, labels[run.id], rows))
@@ -526,7 +558,13 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(
-        pct=_fmt_pct, pvalue=_fmt_p, money=_fmt_money, ms=_fmt_ms, num=_fmt_int, bucket=_bucket
+        pct=_fmt_pct,
+        pvalue=_fmt_p,
+        money=_fmt_money,
+        ms=_fmt_ms,
+        num=_fmt_int,
+        bucket=_bucket,
+        vdb_crashes=vdb_crashes,
     )
     return env
 
@@ -545,7 +583,9 @@ def render_html(data: ReportData) -> str:
         "base-uri 'none'; form-action 'none'"
     )
     template = _environment().get_template("report.html.j2")
-    return template.render(data=data, script=script, style=style, csp=csp)
+    return template.render(
+        data=data, script=script, style=style, csp=csp, vdb_names=VDB_METRIC_NAMES
+    )
 
 
 def report_path(directory: Path, now: datetime | None = None) -> Path:
