@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,7 +158,7 @@ def connect(db: Path) -> sqlite3.Connection:
 
 def rows(db: Path, run_id: int | None = None) -> list[dict[str, Any]]:
     """Every evaluation (of one run), in case order."""
-    with connect(db) as conn:
+    with closing(connect(db)) as conn:
         if run_id is None:
             cur = conn.execute("SELECT * FROM evaluations ORDER BY run_id, case_index, repeat")
         else:
@@ -171,14 +172,14 @@ def count_rows(db: Path) -> int:
     if not db.exists():
         return 0
     try:
-        with connect(db) as conn:
+        with closing(connect(db)) as conn:
             return int(conn.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0])
     except sqlite3.OperationalError:  # not created yet
         return 0
 
 
 def runs(db: Path) -> list[dict[str, Any]]:
-    with connect(db) as conn:
+    with closing(connect(db)) as conn:
         return [dict(r) for r in conn.execute("SELECT * FROM runs ORDER BY id").fetchall()]
 
 

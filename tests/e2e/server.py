@@ -225,6 +225,7 @@ class Behaviour:
     served_model: str | None = None
     provider: str | None = None
     usage: bool = True
+    gate: int = 0  # first wait (up to 10 s) until this many requests are in flight
 
     def after(self, seconds: float) -> Behaviour:
         """The same answer, `seconds` later."""
@@ -354,6 +355,11 @@ def delayed(seconds: float, then: Behaviour | None = None) -> Behaviour:
     return (then or answer()).after(seconds)
 
 
+def gated(in_flight: int, then: Behaviour) -> Behaviour:
+    """`then`, once `in_flight` requests are being served at the same time."""
+    return replace(then, gate=in_flight, name=f"{then.name}+gate")
+
+
 # --- requests and rules ----------------------------------------------------------------------
 
 
@@ -372,6 +378,7 @@ class ReceivedRequest:
     status: int | None = None
     response: Any = None  # the JSON answered, or None
     answered_at: float | None = None
+    in_flight: int = 0  # requests unanswered when this one arrived, itself included
 
     @property
     def is_completion(self) -> bool:
@@ -460,6 +467,7 @@ class LoopbackServer:
         self._rules: list[Rule] = []
         self._queue: list[Behaviour] = []
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._pricing = {m["id"]: m["pricing"] for m in self.models}
@@ -568,13 +576,26 @@ class LoopbackServer:
             self.request_count += 1
             request.seq = self.request_count
             self.in_flight += 1
+            request.in_flight = self.in_flight
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self._arrived.notify_all()
             if self.keep_bodies:
                 self.requests.append(request)
 
-    def _done(self) -> None:
+    def _wait_for_in_flight(self, count: int, timeout: float = 10.0) -> None:
+        with self._arrived:
+            self._arrived.wait_for(lambda: self.in_flight >= count, timeout)
+
+    def _finish(self, request: ReceivedRequest) -> None:
+        """Mark a request answered, just before its reply goes out (once per request).
+
+        Counting it out before the bytes leave means a client that got its reply never finds
+        its finished request still counted in flight.
+        """
         with self._lock:
-            self.in_flight -= 1
+            if request.answered_at is None:
+                request.answered_at = time.monotonic()
+                self.in_flight -= 1
 
     def completion_body(self, request: ReceivedRequest, b: Behaviour) -> dict[str, Any]:
         body = request.body if isinstance(request.body, dict) else {}
@@ -625,6 +646,12 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (killed, timed out) is part of the tests, not an error."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -687,8 +714,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             self._answer(request)
         finally:
-            request.answered_at = time.monotonic()
-            lb._done()
+            lb._finish(request)
 
     def _answer(self, request: ReceivedRequest) -> None:
         lb = self.loopback
@@ -704,11 +730,14 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(request, lb._choose(request))
 
     def _reply(self, request: ReceivedRequest, b: Behaviour) -> None:
+        if b.gate:
+            self.loopback._wait_for_in_flight(b.gate)
         wait = b.delay + self.loopback.delay
         if wait > 0:
             time.sleep(wait)
         request.behaviour = b.name
         if b.drop:
+            self.loopback._finish(request)
             self.close_connection = True
             try:
                 self.connection.shutdown(socket.SHUT_RDWR)
@@ -722,6 +751,7 @@ class _Handler(BaseHTTPRequestHandler):
             payload = b.body if b.body is not None else error_body(b.status, b.name)
         request.status = b.status
         request.response = payload
+        self.loopback._finish(request)
         self._send(b.status, payload, b.headers)
 
 
