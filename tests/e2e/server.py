@@ -225,6 +225,7 @@ class Behaviour:
     served_model: str | None = None
     provider: str | None = None
     usage: bool = True
+    cost: float | None = None  # usage.cost to report (default: tokens x the model's pricing)
     gate: int = 0  # first wait (up to 10 s) until this many requests are in flight
 
     def after(self, seconds: float) -> Behaviour:
@@ -607,6 +608,8 @@ class LoopbackServer:
         cost = prompt_tokens * float(pricing["prompt"]) + completion_tokens * float(
             pricing["completion"]
         )
+        if b.cost is not None:
+            cost = b.cost
         choice: dict[str, Any] = {
             "logprobs": None,
             "finish_reason": b.finish_reason,
