@@ -29,7 +29,7 @@ def bindings_table(screen: Screen[object]) -> Table:
     table.add_column()
     seen: set[str] = set()
     for _, binding, enabled, tooltip in screen.active_bindings.values():
-        if binding.description and binding.description not in seen and enabled:
+        if binding.show and binding.description and binding.description not in seen and enabled:
             seen.add(binding.description)
             table.add_row(screen.app.get_key_display(binding), tooltip or binding.description)
     return table

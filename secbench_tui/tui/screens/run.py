@@ -24,7 +24,6 @@ from secbench_tui.config import Settings
 from secbench_tui.core.engine import Engine
 from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFinished, RunStarted
 from secbench_tui.core.models import Evaluation
-from secbench_tui.headless import format_summary
 from secbench_tui.session import build_spec, load_suite, make_provider
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.messages import (
@@ -41,6 +40,35 @@ from secbench_tui.tui.widgets.case_detail import code_language
 from secbench_tui.tui.widgets.run_stats import RunStats, RunTally
 
 MAX_ROWS = 1000
+
+
+def summary_text(event: RunFinished) -> Text:
+    """The run's figures as the headless summary gives them, wall time aside (it is above)."""
+    s = event.summary
+    text = Text.assemble((f"Run {event.run_id} {event.status}", "bold"), f": {s.get('model')}")
+    if event.message:
+        text.append(f"\n  {event.message}")
+    if s.get("accuracy") is not None:
+        low, high = s["accuracy_ci"]
+        text.append(
+            f"\n  accuracy {fmt.pct(s['accuracy'])} (95% CI {fmt.pct(low)}-{fmt.pct(high)})"
+            f"  balanced {fmt.pct(s.get('balanced_accuracy'))}"
+            f"  ·  cases {s['cases']}  correct {s['correct']}  wrong {s['wrong']}"
+            f"  unparsed {s['unparsed']}  errors {s['errors']}"
+        )
+        for app, stats in s.get("apps", {}).items():
+            text.append(f"\n    {app}: {fmt.pct(stats['accuracy'])} of {stats['cases']}")
+    for task, metrics in (s.get("vuldetectbench") or {}).items():
+        if isinstance(metrics, dict):
+            shown = "  ".join(
+                f"{k} {fmt.pct(v)}" for k, v in metrics.items() if isinstance(v, float)
+            )
+            text.append(f"\n    {task}: {shown}")
+    text.append(
+        f"\n  tokens {fmt.count(s.get('prompt_tokens'))} in /"
+        f" {fmt.count(s.get('completion_tokens'))} out  cost {fmt.money(s.get('cost'))}"
+    )
+    return text
 
 
 class RunScreen(BaseScreen):
@@ -157,7 +185,9 @@ class RunScreen(BaseScreen):
         self.query_one("#current-case", Static).update(
             Group(
                 Text.assemble(
-                    ("asking ", "dim"), (case.case_id, "bold"), (f"  ({case.app})", "dim")
+                    ("case ", "dim"),
+                    (case.case_id, "bold"),
+                    (f"  ({case.app})", "dim"),
                 ),
                 Syntax(
                     case.code,
@@ -256,7 +286,7 @@ class RunScreen(BaseScreen):
         summary = self.query_one("#run-summary", Static)
         summary.update(
             Text.assemble(
-                format_summary(event.summary, event.status, event.message),
+                summary_text(event),
                 ("\nr browse results · e export the report · n new run · q quit", "bold"),
             )
         )

@@ -26,7 +26,7 @@ def model_row(model: ModelInfo, chosen: bool, recent: bool) -> Text:
     """One line: id, context, prices per million tokens, structured output, a tag."""
     row = Text(no_wrap=True, overflow="ellipsis")
     row.append("● " if chosen else "  ", style="bold green")
-    row.append(f"{model.id:<34.34}", style="bold" if chosen else "")
+    row.append(f"{model.id:<30.30}", style="bold" if chosen else "")
     ctx = "" if model.context_length is None else f"{model.context_length // 1000}k"
     row.append(f" {ctx:>5}", style="dim")
     row.append(f" {fmt.short_price(model):>13}", style="dim")

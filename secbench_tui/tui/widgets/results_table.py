@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import DataTable
 
 from secbench_tui.core.store import ResultFilter, Store
@@ -20,6 +21,11 @@ PREFETCH = 40  # rows from the end at which the next page is read
 
 
 class ResultsTable(DataTable[Text | str]):
+    BINDINGS = [
+        Binding("home", "scroll_top", "First", id="results.first", show=False),
+        Binding("end", "scroll_bottom", "Last loaded", id="results.last", show=False),
+    ]
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(cursor_type="row", **kwargs)
         self.filter = ResultFilter()
@@ -29,7 +35,7 @@ class ResultsTable(DataTable[Text | str]):
         self.loading = False
 
     def on_mount(self) -> None:
-        self.add_columns("id", "run", "model", "case", "expected", "actual", "outcome", "latency")
+        self.add_columns("id", "run", "case", "expected", "actual", "outcome")
 
     async def reload(self, store: Store, flt: ResultFilter) -> None:
         """Start over with a new filter: count, then the first page."""
@@ -83,10 +89,13 @@ class ResultsTable(DataTable[Text | str]):
         return (
             str(row["id"]),
             str(row["run_id"]),
-            str(row["model_name"])[:20],
-            (str(row["case_id"]) + repeat)[-32:],
-            str(row["expected_result"])[:12],
-            str(row["actual_result"] or "-")[:12],
+            _tail(str(row["case_id"]) + repeat, 28),
+            str(row["expected_result"])[:10],
+            str(row["actual_result"] or "-")[:10],
             Text(outcome, style=fmt.OUTCOME_STYLES.get(outcome, "")),
-            fmt.latency(row["latency_ms"]),
         )
+
+
+def _tail(text: str, width: int) -> str:
+    """The end of a long case id, which is the part that tells cases apart."""
+    return text if len(text) <= width else "…" + text[-(width - 1) :]

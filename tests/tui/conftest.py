@@ -1,0 +1,109 @@
+"""Fixtures for the terminal app's tests: a copied suite, a temporary database, settings,
+the loopback OpenRouter server, and helpers that wait on the app's state (never on time)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+from textual.pilot import Pilot
+
+from secbench_tui.config import Settings
+from tests.e2e.server import LoopbackServer
+
+FIXTURE_SUITE = Path(__file__).resolve().parents[1] / "fixtures" / "suite"
+SIZE = (120, 40)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run in tmp_path with the model cache there too: no test writes to ~ or the repo."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    """The fixture suite (2 apps, 5 usable cases, 3 broken files), relative to the cwd."""
+    shutil.copytree(FIXTURE_SUITE, tmp_path / "suite")
+    return Path("suite")
+
+
+@pytest.fixture
+def clean_suite(suite: Path) -> Path:
+    """The fixture suite without its broken files: 5 cases, nothing skipped."""
+    for broken in suite.glob("*/broken-*.md"):
+        broken.unlink()
+    return suite
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    with LoopbackServer() as running:
+        yield running
+
+
+@pytest.fixture
+def make_settings(suite: Path) -> Callable[..., Settings]:
+    def make(**fields: Any) -> Settings:
+        base: dict[str, Any] = {"cases": suite, "db": Path("results.db")}
+        base.update(fields)
+        return Settings(**base)
+
+    return make
+
+
+@pytest.fixture
+def remote_settings(make_settings: Callable[..., Settings], server: LoopbackServer) -> Settings:
+    """A real model id at the loopback server, with a key, answering each case correctly."""
+    return make_settings(
+        model="openai/gpt-4o-mini",
+        base_url=server.base_url,
+        api_key=SecretStr("sk-test"),
+        max_retries=2,
+    )
+
+
+async def wait_until(pilot: Pilot[Any], condition: Callable[[], bool], limit: int = 2000) -> None:
+    """Let the app run until `condition` holds: waits on state, with a bound on rounds."""
+    for _ in range(limit):
+        if condition():
+            return
+        await pilot.pause(0.01)
+    raise AssertionError("the app never reached the expected state")
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    """Every worker finished and every message handled."""
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def record_run(settings: Settings) -> int:
+    """Run an evaluation the headless way (same session and engine) into settings.db."""
+    import io
+
+    from secbench_tui.core.engine import Engine
+    from secbench_tui.core.store import Store
+    from secbench_tui.headless import consume
+    from secbench_tui.session import build_spec, load_suite, make_provider
+
+    suite = load_suite(settings)
+    provider = make_provider(settings)
+    store = await Store.open(settings.db)
+    try:
+        finished = await consume(
+            Engine(build_spec(settings, suite), provider, store), io.StringIO(), io.StringIO()
+        )
+    finally:
+        await provider.aclose()
+        await store.close()
+    assert finished is not None
+    return finished.run_id

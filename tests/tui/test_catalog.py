@@ -1,0 +1,107 @@
+"""The model list: GET /models from the loopback server, the disk cache, offline use, order."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import aiosqlite
+
+from secbench_tui.core import catalog
+from secbench_tui.core.providers.baselines import BASELINES
+from secbench_tui.core.store import Store
+from tests.e2e.server import LoopbackServer
+
+
+async def test_fetches_models_with_prices_context_and_structured_support(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    found = await catalog.load_catalog(server.base_url, directory=tmp_path)
+    assert found.source == "network" and found.error is None
+    mini = found.find("openai/gpt-4o-mini")
+    r1 = found.find("deepseek/deepseek-r1:free")
+    assert mini is not None and r1 is not None
+    served = {m["id"]: m for m in server.models}
+    expected_prompt = float(served["openai/gpt-4o-mini"]["pricing"]["prompt"]) * 1_000_000
+    assert mini.prompt_price is not None
+    assert abs(mini.prompt_price - expected_prompt) < 1e-9
+    assert mini.context_length == served["openai/gpt-4o-mini"]["context_length"]
+    assert mini.structured is True  # lists response_format / structured_outputs
+    assert r1.structured is False and r1.prompt_price == 0.0
+
+
+async def test_cache_file_is_per_host_under_xdg_cache_home(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    await catalog.load_catalog(server.base_url)  # XDG_CACHE_HOME is tmp_path/cache here
+    path = tmp_path / "cache" / "secbench-tui" / f"models-127.0.0.1-{server.port}.json"
+    assert path.is_file()
+    cached = json.loads(path.read_text())
+    assert {m["id"] for m in cached["models"]} == {m["id"] for m in server.models}
+
+
+async def test_offline_falls_back_to_the_cache(server: LoopbackServer, tmp_path: Path) -> None:
+    url = server.base_url
+    await catalog.load_catalog(url, directory=tmp_path)
+    server.stop()
+    offline = await catalog.load_catalog(url, directory=tmp_path, timeout=2)
+    assert offline.source == "cache"
+    assert offline.error and "/models failed" in offline.error
+    assert offline.find("openai/gpt-4o-mini") is not None
+
+
+async def test_offline_without_cache_still_lists_the_baselines(tmp_path: Path) -> None:
+    # a port nothing listens on: bind one, close it, use it
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    found = await catalog.load_catalog(f"http://127.0.0.1:{port}/api/v1", directory=tmp_path)
+    assert found.source == "none" and found.error
+    assert [m.id for m in found.models] == list(BASELINES)
+
+
+def test_recent_models_come_first_then_baselines_then_the_rest() -> None:
+    listed = [catalog.ModelInfo("z/last"), catalog.ModelInfo("a/first"), catalog.ModelInfo("m/x")]
+    ordered = [m.id for m in catalog.arrange(listed, ["m/x", "typed/not-listed"])]
+    assert ordered == ["m/x", "typed/not-listed", *BASELINES, "a/first", "z/last"]
+
+
+def test_filter_matches_every_word_of_the_query() -> None:
+    found = catalog.Catalog(
+        catalog.arrange([catalog.ModelInfo("openai/gpt-4o-mini", "OpenAI: GPT-4o-mini")], []),
+        "cache",
+    )
+    assert [m.id for m in found.filter("openai mini")] == ["openai/gpt-4o-mini"]
+    assert [m.id for m in found.filter("random")] == ["baseline/random"]
+    assert found.filter("openai claude") == []
+
+
+def test_a_damaged_cache_is_ignored(tmp_path: Path) -> None:
+    path = catalog.cache_path("http://127.0.0.1:9/api/v1", tmp_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{not json")
+    assert catalog.cached_catalog("http://127.0.0.1:9/api/v1", directory=tmp_path).source == "none"
+
+
+async def test_recent_models_are_read_from_the_runs_table(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "r.db")
+    try:
+        for model in ("a/one", "b/two", "a/one"):
+            await store.create_run(
+                model=model,
+                suite_kind="markdown",
+                suite_path="",
+                suite_hash="",
+                prompt_hash="",
+                settings={},
+                fingerprint="",
+                tool_version="t",
+                total_cases=0,
+            )
+        assert await catalog.recent_models(store) == ["a/one", "b/two"]
+    finally:
+        await store.close()
+    async with aiosqlite.connect(tmp_path / "r.db") as db:  # the file is real
+        assert (await (await db.execute("SELECT COUNT(*) FROM runs")).fetchone())[0] == 3

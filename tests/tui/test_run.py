@@ -1,0 +1,169 @@
+"""The run screen against the loopback OpenRouter server and a real SQLite file."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.message import Message
+from textual.widgets import DataTable, Static
+
+from secbench_tui.config import Settings
+from secbench_tui.tui.app import make_app
+from secbench_tui.tui.messages import RetryWaiting, RowsArrived
+from secbench_tui.tui.screens.confirm import ConfirmScreen
+from secbench_tui.tui.screens.run import RunScreen
+from tests.e2e.server import LoopbackServer, rate_limited, unauthorized
+from tests.tui.conftest import SIZE, settle, wait_until
+
+
+def db_rows(db: Path) -> list[tuple[str, str, str]]:
+    with sqlite3.connect(db) as conn:
+        return conn.execute(
+            "SELECT case_id, expected_result, outcome FROM evaluations ORDER BY case_index"
+        ).fetchall()
+
+
+def run_status(db: Path) -> list[str]:
+    with sqlite3.connect(db) as conn:
+        return [r[0] for r in conn.execute("SELECT status FROM runs ORDER BY id")]
+
+
+def table_cases(screen: RunScreen) -> list[str]:
+    table = screen.query_one("#run-table", DataTable)
+    return [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
+
+
+async def start(pilot: object, app: object) -> RunScreen:
+    await pilot.press("ctrl+r")  # type: ignore[attr-defined]
+    await wait_until(pilot, lambda: isinstance(app.screen, RunScreen))  # type: ignore[arg-type,attr-defined]
+    return app.screen  # type: ignore[attr-defined,no-any-return]
+
+
+async def test_rows_arrive_as_cases_finish_and_are_stored(
+    remote_settings: Settings, clean_suite: Path, server: LoopbackServer
+) -> None:
+    server.delay = 0.15
+    seen: list[Message] = []
+    app = make_app(remote_settings, offline_catalog=True)
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        run = await start(pilot, app)
+        table = run.query_one("#run-table", DataTable)
+        await wait_until(pilot, lambda: table.row_count >= 1)
+        assert run.state == "running" and table.row_count < 5  # rows come while it runs
+        await settle(pilot)
+        assert run.state == "completed"
+        assert table_cases(run) == [c for c, _, _ in db_rows(Path("results.db"))]
+        assert len([m for m in seen if isinstance(m, RowsArrived)]) >= 2
+        summary = str(run.query_one("#run-summary", Static).render())
+        assert "completed" in summary and "accuracy" in summary
+    rows = db_rows(Path("results.db"))
+    assert len(rows) == 5
+    # the server answers "good" to everything: good cases are correct, bad ones wrong
+    assert all((outcome == "correct") == (expected == "good") for _, expected, outcome in rows)
+    assert run_status(Path("results.db")) == ["completed"]
+
+
+async def test_stop_midway_keeps_every_finished_case(
+    remote_settings: Settings, clean_suite: Path, server: LoopbackServer
+) -> None:
+    server.delay = 0.3
+    app = make_app(remote_settings, offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        run = await start(pilot, app)
+        table = run.query_one("#run-table", DataTable)
+        await wait_until(pilot, lambda: table.row_count >= 2)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await settle(pilot)
+        assert run.state == "stopped"
+        shown = table_cases(run)
+    stored = [c for c, _, _ in db_rows(Path("results.db"))]
+    assert stored == shown and 2 <= len(stored) < 5
+    assert run_status(Path("results.db")) == ["stopped"]
+
+
+async def test_escape_then_no_keeps_running(
+    remote_settings: Settings, clean_suite: Path, server: LoopbackServer
+) -> None:
+    server.delay = 0.1
+    app = make_app(remote_settings, offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        run = await start(pilot, app)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("n")
+        await settle(pilot)
+        assert run.state == "completed"
+    assert len(db_rows(Path("results.db"))) == 5
+
+
+async def test_waiting_on_a_rate_limit_is_shown(
+    remote_settings: Settings, clean_suite: Path, server: LoopbackServer
+) -> None:
+    server.script("# edit handler", rate_limited(retry_after=0.4))
+    seen: list[Message] = []
+    app = make_app(remote_settings, offline_catalog=True)
+    async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:
+        run = await start(pilot, app)
+        line = run.query_one("#retry-line", Static)
+        await wait_until(pilot, lambda: line.display)
+        text = str(line.render())
+        assert "waiting on rate limit" in text and "concurrency now 1" in text
+        await settle(pilot)
+        assert run.state == "completed" and not line.display
+    waits = [m for m in seen if isinstance(m, RetryWaiting)]
+    assert waits and waits[0].event.notice.rate_limited
+    assert len(db_rows(Path("results.db"))) == 5
+
+
+async def test_an_aborted_run_is_a_notification_and_a_summary(
+    remote_settings: Settings, clean_suite: Path, server: LoopbackServer
+) -> None:
+    server.enqueue(unauthorized())
+    app = make_app(remote_settings, offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        run = await start(pilot, app)
+        await settle(pilot)
+        assert run.state == "aborted"
+        assert any(n.title == "run aborted" and "401" in n.message for n in app._notifications)
+        assert "aborted" in str(run.query_one("#run-summary", Static).render())
+    assert run_status(Path("results.db")) == ["aborted"]
+
+
+async def test_a_run_that_cannot_start_says_why(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    app = make_app(make_settings(model="baseline/random"), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.start_run(make_settings(model="baseline/random", cases=empty))
+        await settle(pilot)
+        run = app.screen
+        assert isinstance(run, RunScreen) and run.state == "failed"
+        assert any("no app folders" in n.message for n in app._notifications)
+        await pilot.press("escape")  # back to setup
+        await pilot.pause()
+        assert not isinstance(app.screen, RunScreen)
+
+
+async def test_quit_during_a_run_asks_then_stops_and_keeps_results(
+    remote_settings: Settings, clean_suite: Path, server: LoopbackServer
+) -> None:
+    server.delay = 0.3
+    app = make_app(remote_settings, offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        run = await start(pilot, app)
+        table = run.query_one("#run-table", DataTable)
+        await wait_until(pilot, lambda: table.row_count >= 1)
+        await pilot.press("q")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not app.is_running, limit=5000)
+    stored = db_rows(Path("results.db"))
+    assert 1 <= len(stored) < 5
+    assert run_status(Path("results.db")) == ["stopped"]

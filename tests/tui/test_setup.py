@@ -1,0 +1,124 @@
+"""The setup screen: choose a model from GET /models, choose apps, start a run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.widgets import Input, OptionList, SelectionList
+
+from secbench_tui.config import Settings
+from secbench_tui.tui.app import make_app
+from secbench_tui.tui.screens.confirm import ConfirmScreen
+from secbench_tui.tui.screens.run import RunScreen
+from secbench_tui.tui.screens.setup import SetupScreen
+from secbench_tui.tui.widgets.model_picker import ModelPicker
+from tests.e2e.server import LoopbackServer
+from tests.tui.conftest import SIZE, record_run, settle, wait_until
+
+
+def listed(app: object) -> list[str]:
+    options = app.screen.query_one("#model-list", OptionList)  # type: ignore[attr-defined]
+    return [str(options.get_option_at_index(i).id) for i in range(options.option_count)]
+
+
+async def test_the_model_list_comes_from_the_server_and_filters_as_you_type(
+    make_settings: Callable[..., Settings], server: LoopbackServer
+) -> None:
+    app = make_app(make_settings(base_url=server.base_url))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert isinstance(app.screen, SetupScreen)
+        ids = listed(app)
+        assert {"openai/gpt-4o-mini", "deepseek/deepseek-r1:free"} <= set(ids)
+        assert {"baseline/random", "baseline/always-bad", "baseline/always-good"} <= set(ids)
+        await pilot.press("slash", *"mini")
+        assert listed(app) == ["openai/gpt-4o-mini"]
+        await pilot.press("enter")
+        assert app.screen.query_one(ModelPicker).chosen == "openai/gpt-4o-mini"
+        detail = str(app.screen.query_one("#model-detail").render())
+        assert "128k ctx" in detail and "structured" in detail
+    cached = list((Path("cache") / "secbench-tui").glob("models-127.0.0.1-*.json"))
+    assert len(cached) == 1
+
+
+async def test_a_typed_id_not_in_the_list_can_be_chosen(
+    make_settings: Callable[..., Settings],
+) -> None:
+    app = make_app(make_settings(), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"vendor/new-model", "enter")
+        assert app.screen.query_one(ModelPicker).chosen == "vendor/new-model"
+
+
+async def test_flags_preselect_model_and_apps(make_settings: Callable[..., Settings]) -> None:
+    app = make_app(make_settings(model="baseline/always-bad", apps=["shop"]), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.screen.query_one(ModelPicker).chosen == "baseline/always-bad"
+        assert listed(app)[0] == "baseline/always-bad"  # the chosen model comes first
+        apps = app.screen.query_one("#groups", SelectionList)
+        assert apps.selected == ["shop"]
+        labels = [str(apps.get_option_at_index(i).prompt) for i in range(apps.option_count)]
+        assert labels == ["blog  (2 cases)", "shop  (6 cases)"]
+        status = str(app.screen.query_one("#setup-status").render())
+        assert "6 cases" in status and "baseline/always-bad" in status
+
+
+async def test_recent_models_from_the_database_are_listed_first(
+    make_settings: Callable[..., Settings],
+) -> None:
+    await record_run(make_settings(model="baseline/always-good"))
+    app = make_app(make_settings(), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert listed(app)[0] == "baseline/always-good"
+
+
+async def test_ctrl_r_starts_the_run_with_the_settings_on_screen(
+    make_settings: Callable[..., Settings],
+) -> None:
+    app = make_app(make_settings(model="baseline/always-bad"), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.click("#limit")
+        await pilot.press("2")
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen))
+        run = app.screen
+        assert isinstance(run, RunScreen)
+        assert run.settings.limit == 2 and run.settings.model == "baseline/always-bad"
+        await settle(pilot)
+        assert run.state == "completed"
+        assert run.query_one("#run-table").row_count == 2
+
+
+async def test_a_bad_value_is_a_notification_not_a_crash(
+    make_settings: Callable[..., Settings],
+) -> None:
+    app = make_app(make_settings(model="baseline/random"), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        temperature = app.screen.query_one("#temperature", Input)
+        temperature.value = "7"
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert isinstance(app.screen, SetupScreen)
+        assert any("temperature" in n.message for n in app._notifications)
+
+
+async def test_no_key_for_a_remote_endpoint_asks_before_starting(
+    make_settings: Callable[..., Settings],
+) -> None:
+    settings = make_settings(model="vendor/model", base_url="https://models.example.org/v1")
+    app = make_app(settings, offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "No API key" in app.screen.question
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, SetupScreen)

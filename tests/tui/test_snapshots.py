@@ -1,0 +1,90 @@
+"""Snapshots of the main screens at a fixed terminal size (pytest-textual-snapshot).
+
+Update them after a deliberate change with `python -m pytest tests/tui --snapshot-update`
+and look at the SVGs in `__snapshots__/` before committing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from secbench_tui.config import Settings
+from secbench_tui.tui.app import make_app
+from tests.tui.conftest import SIZE, record_run, settle, wait_until
+
+
+async def steady(pilot: Pilot[Any]) -> None:
+    await settle(pilot)
+    for screen in pilot.app.screen_stack:
+        for field in screen.query(Input):
+            field.cursor_blink = False
+    pilot.app.clear_notifications()
+    await pilot.pause()
+
+
+async def fixed_dates() -> None:
+    with sqlite3.connect("results.db") as conn:
+        conn.execute(
+            "UPDATE runs SET started_at='2025-05-01T09:30:00.000Z',"
+            " finished_at='2025-05-01T09:31:00.000Z'"
+        )
+
+
+def test_setup_screen(
+    snap_compare: Any, make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    app = make_app(make_settings(model="baseline/random", apps=["shop"]), offline_catalog=True)
+    assert snap_compare(app, terminal_size=SIZE, run_before=steady)
+
+
+def test_run_screen_after_a_run(
+    snap_compare: Any, make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    app = make_app(make_settings(model="baseline/always-good"), offline_catalog=True)
+
+    async def run(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "RunScreen")
+        await steady(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run)
+
+
+def test_results_screen(
+    snap_compare: Any, make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    import asyncio
+
+    asyncio.run(record_run(make_settings(model="baseline/always-bad")))
+    asyncio.run(record_run(make_settings(model="baseline/always-good")))
+    asyncio.run(fixed_dates())
+    app = make_app(make_settings(), offline_catalog=True)
+
+    async def browse(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("r")
+        await steady(pilot)
+        await pilot.press("down")
+        await steady(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=browse)
+
+
+def test_help_screen(
+    snap_compare: Any, make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    app = make_app(make_settings(model="baseline/random"), offline_catalog=True)
+
+    async def help_(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await steady(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=help_)
