@@ -106,11 +106,12 @@ def first_screen_headless(db: Path, repeat: int) -> list[float]:
 
 
 async def results_figures(db: Path) -> dict[str, float]:
+    from textual.widgets import Input, Select
+
     from secbench_tui.config import Settings
     from secbench_tui.tui.app import make_app
     from secbench_tui.tui.screens.results import ResultsScreen
     from secbench_tui.tui.widgets.results_table import PAGE, ResultsTable
-    from textual.widgets import Input, Select
 
     figures: dict[str, float] = {}
     app = make_app(Settings(db=db), offline_catalog=True)
