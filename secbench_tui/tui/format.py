@@ -12,6 +12,11 @@ OUTCOME_STYLES = {
 }
 
 
+def tail(text: str, width: int) -> str:
+    """The end of a long case id, which is the part that tells cases apart."""
+    return text if len(text) <= width else "…" + text[-(width - 1) :]
+
+
 def pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.1f}%"
 

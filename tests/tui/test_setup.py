@@ -122,3 +122,22 @@ async def test_no_key_for_a_remote_endpoint_asks_before_starting(
         await pilot.press("n")
         await pilot.pause()
         assert isinstance(app.screen, SetupScreen)
+
+
+async def test_typing_on_the_list_types_into_the_filter_but_bound_keys_keep_meaning(
+    make_settings: Callable[..., Settings],
+) -> None:
+    app = make_app(make_settings(), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.focused is not None and app.focused.id == "model-list"
+        await pilot.press("b", "a", "d")
+        field = app.screen.query_one("#model-filter", Input)
+        assert field.value == "bad" and field.has_focus
+        assert listed(app) == ["baseline/always-bad"]
+        app.screen.query_one("#model-list", OptionList).focus()
+        await pilot.press("question_mark")  # bound: opens help, not typed
+        assert type(app.screen).__name__ == "HelpScreen" and field.value == "bad"
+        await pilot.press("escape", "q")
+        await pilot.pause()
+    assert app.return_code == 0

@@ -64,6 +64,12 @@ def summary_text(event: RunFinished) -> Text:
                 f"{k} {fmt.pct(v)}" for k, v in metrics.items() if isinstance(v, float)
             )
             text.append(f"\n    {task}: {shown}")
+    if s.get("reused"):
+        text.append(
+            f"\n  reused {s['reused']} results asked before with the same settings"
+            " (--force asks again)",
+            style="dim",
+        )
     text.append(
         f"\n  tokens {fmt.count(s.get('prompt_tokens'))} in /"
         f" {fmt.count(s.get('completion_tokens'))} out  cost {fmt.money(s.get('cost'))}"
@@ -225,7 +231,7 @@ class RunScreen(BaseScreen):
         repeat = f" #{ev.repeat + 1}" if ev.repeat else ""
         return (
             str(event.done),
-            ev.case.case_id + repeat,
+            fmt.tail(ev.case.case_id + repeat, 30),
             ev.case.expected[:16],
             (ev.scored.actual or "-")[:16],
             Text(outcome, style=fmt.OUTCOME_STYLES[outcome]),
@@ -350,7 +356,7 @@ class RunScreen(BaseScreen):
         self.app.push_screen(
             ConfirmScreen(
                 "Stop the run?\n\nCases in flight finish and are saved; every finished case "
-                "is kept. Start again with the same settings and --resume (or reuse) to go on.",
+                "is kept: the same run started again reuses them.",
                 yes="Stop",
                 no="Keep running",
             ),

@@ -69,7 +69,11 @@ class ModelPicker(Vertical):
         self._shown: list[ModelInfo] = []
 
     def compose(self) -> ComposeResult:
-        yield Input(placeholder="/ to filter, or type a model id", id="model-filter")
+        yield Input(
+            placeholder="/ to filter, or type a model id",
+            id="model-filter",
+            select_on_focus=False,
+        )
         yield OptionList(id="model-list")
         yield Static(id="model-detail")
         yield Static(id="model-source")
@@ -157,7 +161,22 @@ class ModelPicker(Vertical):
             self.choose(event.option.id)
 
     def on_key(self, event: events.Key) -> None:
-        """Down from the filter moves into the list."""
-        if event.key == "down" and self.query_one("#model-filter", Input).has_focus:
+        """Down from the filter moves into the list; typing on the list types into the filter.
+
+        Keys that something on screen is bound to (q, r, e, ?...) keep their meaning, so only
+        the other letters reach the filter. Keys typed faster than focus moves are kept too.
+        """
+        field = self.query_one("#model-filter", Input)
+        if event.key == "down" and field.has_focus:
             event.stop()
             self.query_one("#model-list", OptionList).focus()
+        elif (
+            not field.has_focus
+            and event.is_printable
+            and event.character
+            and event.key not in self.screen.active_bindings
+        ):
+            event.stop()
+            field.value += event.character
+            field.cursor_position = len(field.value)
+            field.focus()

@@ -89,13 +89,8 @@ class ResultsTable(DataTable[Text | str]):
         return (
             str(row["id"]),
             str(row["run_id"]),
-            _tail(str(row["case_id"]) + repeat, 28),
+            fmt.tail(str(row["case_id"]) + repeat, 28),
             str(row["expected_result"])[:10],
             str(row["actual_result"] or "-")[:10],
             Text(outcome, style=fmt.OUTCOME_STYLES.get(outcome, "")),
         )
-
-
-def _tail(text: str, width: int) -> str:
-    """The end of a long case id, which is the part that tells cases apart."""
-    return text if len(text) <= width else "…" + text[-(width - 1) :]

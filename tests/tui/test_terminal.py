@@ -1,0 +1,90 @@
+"""The app in a real terminal (tmux): it draws, runs from the keyboard, and quits cleanly."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[Callable[..., str]]:
+    name = f"secbench-test-{os.getpid()}"
+    env = {
+        **os.environ,
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "PYTHONPATH": str(REPO),
+        "TERM": "xterm-256color",
+    }
+    env.pop("OPENROUTER_API_KEY", None)
+    command = (
+        f"{sys.executable} -m secbench_tui --model baseline/always-bad "
+        f"--cases {REPO / 'tests' / 'fixtures' / 'suite'} --db {tmp_path / 'r.db'}"
+        f" --base-url http://127.0.0.1:9/api/v1; echo EXITED $?; sleep 30"
+    )
+    subprocess.run(
+        [
+            "tmux",
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "120",
+            "-y",
+            "40",
+            "-c",
+            str(tmp_path),
+            command,
+        ],
+        check=True,
+        env=env,
+    )
+
+    def screen(*keys: str) -> str:
+        if keys:
+            subprocess.run(["tmux", "send-keys", "-t", name, *keys], check=True)
+        return subprocess.run(
+            ["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True, check=True
+        ).stdout
+
+    try:
+        yield screen
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def wait_for(screen: Callable[..., str], text: str, rounds: int = 1500) -> str:
+    """Poll the terminal until `text` is on it (bounded; the state, not a fixed sleep)."""
+    shown = ""
+    for _ in range(rounds):
+        shown = screen()
+        if text in shown:
+            return shown
+        time.sleep(0.02)
+    raise AssertionError(f"{text!r} never appeared; the terminal shows:\n{shown}")
+
+
+def test_setup_run_and_quit_in_a_real_terminal(
+    terminal: Callable[..., str], tmp_path: Path
+) -> None:
+    shown = wait_for(terminal, "Model")
+    assert "baseline/always-bad" in shown and "Suite" in shown and "^r Run" in shown
+    terminal("C-r")
+    shown = wait_for(terminal, "Run 1 completed")
+    assert "shop/list-orders-02-bad.md" in shown and "Traceback" not in shown
+    terminal("q")
+    shown = wait_for(terminal, "EXITED")
+    assert "EXITED 0" in shown
+    with sqlite3.connect(tmp_path / "r.db") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0] == 5
