@@ -1,12 +1,11 @@
 """Export: write the HTML report for the chosen runs (or the report's default) and say where.
 
-The report itself is `core.report`'s: the same `gather` and `render_html` that
-`secbench-tui --report` uses, so the file is the same whichever front end wrote it.
+The report is written by `secbench_tui.reporting.write_outputs`, the same function behind
+`secbench-tui --report`, so the file is the same whichever front end wrote it.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -26,13 +25,19 @@ from secbench_tui.tui.screens.base import describe_error
 
 async def write_report(store: Store, settings: Settings, run_ids: Sequence[int]) -> Path:
     """Write `reports/report_<time>.html`; an empty selection means the report's default."""
-    from secbench_tui.core import report
+    from secbench_tui.reporting import write_outputs
 
-    data = await report.gather(store, list(run_ids) or None)
-    html = await asyncio.to_thread(report.render_html, data)
-    path = report.report_path(settings.reports_dir)
-    await asyncio.to_thread(report.write_text_atomic, path, html)
-    return path.resolve()
+    outputs = await write_outputs(
+        store,
+        report=True,
+        export=None,
+        out=None,
+        runs=list(run_ids) or None,
+        models=None,
+        reports_dir=settings.reports_dir,
+    )
+    assert outputs.report is not None
+    return outputs.report.resolve()
 
 
 class ExportScreen(ModalScreen[Path | None]):
