@@ -1,0 +1,67 @@
+"""The run tally: counts, accuracy, ETA from the pace so far, and the capped run table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable
+
+from secbench_tui.config import Settings
+from secbench_tui.core.events import CaseFinished, RunStarted
+from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, Scored, SuiteKind
+from secbench_tui.tui.app import make_app
+from secbench_tui.tui.screens import run as run_screen
+from secbench_tui.tui.widgets.run_stats import RunTally
+from tests.tui.conftest import SIZE, settle, wait_until
+
+
+def finished(done: int, outcome: Outcome, cost: float | None) -> CaseFinished:
+    case = Case(
+        kind=SuiteKind.MARKDOWN,
+        app="a",
+        case_id=f"a/{done}.md",
+        test_file="x",
+        expected="bad",
+        code="x",
+        messages=(),
+    )
+    ev = Evaluation(
+        run_id=1,
+        case=case,
+        scored=Scored(actual="bad", outcome=outcome),
+        completion=Completion(prompt_tokens=100, completion_tokens=7, cost=cost),
+    )
+    return CaseFinished(1, ev, done, 10)
+
+
+def test_tally_counts_accuracy_tokens_cost_and_eta() -> None:
+    now = [100.0]
+    tally = RunTally(clock=lambda: now[0])
+    tally.start(RunStarted(1, "m", total=10, pending=8, reused=2, resumed=False, concurrency=1))
+    assert tally.done == 2 and tally.eta is None and tally.accuracy is None
+    now[0] = 104.0
+    tally.add(finished(3, Outcome.CORRECT, 0.01))
+    tally.add(finished(4, Outcome.UNPARSED, None))
+    assert tally.counts == {"correct": 1, "wrong": 0, "unparsed": 1, "error": 0}
+    assert tally.accuracy == 0.5  # unparsed counts against the model
+    assert (tally.prompt_tokens, tally.completion_tokens, tally.cost) == (200, 14, 0.01)
+    assert tally.eta == pytest.approx(4.0 / 2 * 6)  # 2 s per asked case, 6 cases left
+    tally.ended = 105.0
+    assert tally.eta is None and tally.elapsed == 5.0
+
+
+async def test_the_run_table_keeps_only_the_latest_rows(
+    make_settings: Callable[..., Settings], clean_suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(run_screen, "MAX_ROWS", 3)
+    app = make_app(make_settings(model="baseline/always-bad"), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: isinstance(app.screen, run_screen.RunScreen))
+        await settle(pilot)
+        table = app.screen.query_one("#run-table", DataTable)
+        assert [table.get_row_at(i)[0] for i in range(table.row_count)] == ["3", "4", "5"]
+        assert app.screen.tally.done == 5  # the tally still counts every case
