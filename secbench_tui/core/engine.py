@@ -162,8 +162,8 @@ class Engine:
 
     async def _open_run(self) -> tuple[int, bool]:
         spec = self.spec
-        if spec.resume:
-            run_id = await self.store.latest_unfinished_run(spec.fingerprint)
+        if spec.resume or spec.retry_errors:
+            run_id = await self.store.latest_run(spec.fingerprint, unfinished=not spec.retry_errors)
             if run_id is not None:
                 await self.store.reopen_run(run_id, len(spec.cases) * spec.repeats)
                 return run_id, True
@@ -219,9 +219,11 @@ class Engine:
         started = time.perf_counter()
         run_id, resumed = await self._open_run()
         self.run_id = run_id
-        if spec.retry_errors:
-            await self.store.delete_errors(run_id)
-        done_keys = await self.store.finished_keys(run_id) if resumed else set()
+        done_keys = (
+            await self.store.finished_keys(run_id, include_errors=not spec.retry_errors)
+            if resumed
+            else set()
+        )
         work = [
             _Work(0, index, case, repeat)
             for index, case in enumerate(spec.cases)

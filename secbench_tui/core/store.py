@@ -263,15 +263,15 @@ class Store:
             )
         try:
             db = await aiosqlite.connect(str(path))
-            db.row_factory = aiosqlite.Row
-            await db.execute("PRAGMA journal_mode=WAL")
-            await db.execute("PRAGMA synchronous=NORMAL")
-            await db.execute("PRAGMA foreign_keys=ON")
-            await db.execute("PRAGMA busy_timeout=5000")
         except Exception as exc:  # aiosqlite re-raises sqlite3 errors of any kind
             raise StoreError(f"--db {path}: cannot open the database ({exc})") from exc
         store = cls(db, path)
         try:
+            db.row_factory = aiosqlite.Row
+            await db.execute("PRAGMA busy_timeout=5000")
+            await db.execute("PRAGMA journal_mode=WAL")
+            await db.execute("PRAGMA synchronous=NORMAL")
+            await db.execute("PRAGMA foreign_keys=ON")
             await store._migrate()
         except Exception as exc:
             await db.close()
@@ -359,10 +359,11 @@ class Store:
         )
         await self.db.commit()
 
-    async def latest_unfinished_run(self, fingerprint: str) -> int | None:
+    async def latest_run(self, fingerprint: str, unfinished: bool = True) -> int | None:
+        """The newest run made with these settings (only unfinished ones if asked)."""
+        extra = " AND status != 'completed'" if unfinished else ""
         cursor = await self.db.execute(
-            "SELECT id FROM runs WHERE fingerprint=? AND status != 'completed'"
-            " ORDER BY id DESC LIMIT 1",
+            f"SELECT id FROM runs WHERE fingerprint=?{extra} ORDER BY id DESC LIMIT 1",
             (fingerprint,),
         )
         row = await cursor.fetchone()
@@ -375,7 +376,8 @@ class Store:
     async def runs(
         self, run_ids: Sequence[int] = (), models: Sequence[str] = ()
     ) -> list[RunRecord]:
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[Any] = []
         if run_ids:
             clauses.append(f"r.id IN ({', '.join('?' * len(run_ids))})")
             params.extend(run_ids)
@@ -422,13 +424,6 @@ class Store:
             sql += " AND outcome != 'error'"
         cursor = await self.db.execute(sql, (run_id,))
         return {(row[0], row[1]) for row in await cursor.fetchall()}
-
-    async def delete_errors(self, run_id: int) -> int:
-        cursor = await self.db.execute(
-            "DELETE FROM evaluations WHERE run_id=? AND outcome='error'", (run_id,)
-        )
-        await self.db.commit()
-        return cursor.rowcount
 
     async def reusable(self, request_hash: str, repeat: int) -> dict[str, Any] | None:
         """The latest complete (non-error) result asked with exactly this request."""

@@ -86,12 +86,12 @@ def parse_retry_after(value: str | None, now: float | None = None) -> float | No
     except (TypeError, ValueError):
         return None
     current = time.time() if now is None else now
-    return max(0.0, when.timestamp() - current)
+    return max(0.0, float(when.timestamp()) - current)
 
 
 def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
     """Exponential backoff with jitter: between half and all of base * 2^(attempt-1)."""
-    ceiling = min(cap, base * (2 ** max(0, attempt - 1)))
+    ceiling = min(cap, base * (2.0 ** max(0, attempt - 1)))
     return ceiling * (0.5 + rng.random() / 2)
 
 
@@ -283,8 +283,8 @@ class OpenAICompatibleProvider:
             raise _Attempt("200 with no choices in the body", status=200, retryable=True)
         choice = choices[0]
         finish = choice.get("finish_reason") or choice.get("native_finish_reason")
-        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-        text = message.get("content") if isinstance(message, dict) else None
+        reply = choice.get("message")
+        text: Any = reply.get("content") if isinstance(reply, dict) else None
         if isinstance(text, list):
             text = "".join(str(p.get("text", "")) for p in text if isinstance(p, dict))
         if finish == "error":
@@ -310,8 +310,9 @@ class OpenAICompatibleProvider:
             raise _Attempt(
                 "200 with empty content", status=200, retryable=True, finish_reason=finish
             )
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        cost = usage.get("cost") if isinstance(usage, dict) else None
+        raw_usage = data.get("usage")
+        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
+        cost = usage.get("cost")
         return Completion(
             text=text,
             status=200,

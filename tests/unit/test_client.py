@@ -1,0 +1,239 @@
+"""The OpenAI-compatible client alone, over httpx.MockTransport: payload, retries, faults."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from secbench_tui.core.models import Case, Message, SuiteKind
+from secbench_tui.core.providers.base import RetryNotice, RunAborted
+from secbench_tui.core.providers.openai_compat import (
+    ClientSettings,
+    OpenAICompatibleProvider,
+    backoff_delay,
+    parse_retry_after,
+)
+
+CASE = Case(
+    kind=SuiteKind.MARKDOWN, app="shop", case_id="shop/a.md", test_file="/x/shop/a.md",
+    expected="bad", code="SELECT 1;", messages=(Message(role="user", content="PROMPT"),),
+)
+OK_BODY = {
+    "id": "gen-1",
+    "model": "vendor/model-a",
+    "provider": "VendorCloud",
+    "choices": [{"finish_reason": "stop",
+                 "message": {"role": "assistant",
+                             "content": '{"assessment": "bad", "explanation": "x"}'}}],
+    "usage": {"prompt_tokens": 120, "completion_tokens": 30, "cost": 0.00042},
+}
+
+Handler = Callable[[httpx.Request], httpx.Response]
+
+
+def provider_for(
+    responses: list[Handler | httpx.Response], **settings: object
+) -> tuple[OpenAICompatibleProvider, list[httpx.Request], list[float]]:
+    requests: list[httpx.Request] = []
+    sleeps: list[float] = []
+    queue = list(responses)
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        item = queue.pop(0)
+        return item(request) if callable(item) else item
+
+    async def fake_sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    config = ClientSettings(
+        base_url="https://openrouter.ai/api/v1", api_key="sk-secret-123", model="vendor/model-a",
+        **settings,  # type: ignore[arg-type]
+    )
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    provider = OpenAICompatibleProvider(config, client=client, rng=random.Random(1),
+                                        sleep=fake_sleep)
+    return provider, requests, sleeps
+
+
+async def test_payload_and_headers_follow_openrouter() -> None:
+    provider, requests, _ = provider_for([httpx.Response(200, json=OK_BODY)], max_tokens=321,
+                                         temperature=0.0, seed=7)
+    completion = await provider.complete(CASE)
+    body = json.loads(requests[0].content)
+    assert body["max_tokens"] == 321 and body["temperature"] == 0.0 and body["seed"] == 7
+    assert body["messages"] == [{"role": "user", "content": "PROMPT"}]
+    fmt = body["response_format"]
+    assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
+    assert fmt["json_schema"]["schema"]["properties"]["assessment"]["enum"] == ["good", "bad"]
+    assert body["provider"] == {"require_parameters": True}
+    headers = requests[0].headers
+    assert headers["authorization"] == "Bearer sk-secret-123"
+    assert headers["http-referer"] and headers["x-title"] == "secbench-tui"
+    assert completion.text == OK_BODY["choices"][0]["message"]["content"]  # type: ignore[index]
+    assert (completion.prompt_tokens, completion.completion_tokens) == (120, 30)
+    assert completion.cost == pytest.approx(0.00042)
+    assert (completion.served_model, completion.provider) == ("vendor/model-a", "VendorCloud")
+    assert completion.attempts == 1 and completion.error is None
+
+
+@pytest.mark.parametrize(("kind", "expected"), [("json_object", {"type": "json_object"}),
+                                                 ("none", None)])
+async def test_response_format_fallbacks(kind: str, expected: object) -> None:
+    provider, requests, _ = provider_for([httpx.Response(200, json=OK_BODY)],
+                                         response_format=kind)
+    await provider.complete(CASE)
+    body = json.loads(requests[0].content)
+    assert body.get("response_format") == expected
+    assert ("provider" in body) is (expected is not None)
+
+
+async def test_local_server_gets_no_openrouter_fields_and_no_key() -> None:
+    requests: list[httpx.Request] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        return httpx.Response(200, json=OK_BODY)
+
+    config = ClientSettings(base_url="http://127.0.0.1:11434/v1", model="llama3")
+    provider = OpenAICompatibleProvider(
+        config, client=httpx.AsyncClient(transport=httpx.MockTransport(handle))
+    )
+    await provider.complete(CASE)
+    body = json.loads(requests[0].content)
+    assert "provider" not in body and "usage" not in body and "max_tokens" in body
+    assert "authorization" not in requests[0].headers
+    assert str(requests[0].url) == "http://127.0.0.1:11434/v1/chat/completions"
+
+
+@pytest.mark.parametrize("status", [408, 429, 500, 502, 503, 524, 529])
+async def test_retryable_statuses_are_retried(status: int) -> None:
+    provider, requests, sleeps = provider_for(
+        [httpx.Response(status, json={"error": {"code": status, "message": "busy"}}),
+         httpx.Response(200, json=OK_BODY)]
+    )
+    notices: list[RetryNotice] = []
+    completion = await provider.complete(CASE, notices.append)
+    assert completion.error is None and completion.attempts == 2
+    assert len(requests) == 2 and len(sleeps) == 1
+    assert notices[0].status == status and notices[0].rate_limited is (status == 429)
+
+
+async def test_retry_after_is_honoured() -> None:
+    provider, _, sleeps = provider_for(
+        [httpx.Response(429, headers={"Retry-After": "7"}, json={"error": {"code": 429}}),
+         httpx.Response(200, json=OK_BODY)]
+    )
+    await provider.complete(CASE)
+    assert sleeps == [7.0]
+
+
+async def test_backoff_grows_and_gives_up_after_max_retries() -> None:
+    provider, requests, sleeps = provider_for(
+        [httpx.Response(503, text="down")] * 4, max_retries=3, backoff_base=1.0
+    )
+    completion = await provider.complete(CASE)
+    assert len(requests) == 4 and completion.attempts == 4
+    assert completion.error is not None and "503" in completion.error
+    assert completion.status == 503
+    assert len(sleeps) == 3 and sleeps[0] < sleeps[2]
+    assert all(0.5 * 2**i <= s <= 2**i for i, s in enumerate(sleeps))
+
+
+async def test_zero_retries_asks_once() -> None:
+    provider, requests, sleeps = provider_for([httpx.Response(500, text="x")], max_retries=0)
+    completion = await provider.complete(CASE)
+    assert len(requests) == 1 and sleeps == [] and completion.error
+
+
+async def test_dropped_connection_and_timeout_are_retried() -> None:
+    def drop(request: httpx.Request) -> httpx.Response:
+        raise httpx.RemoteProtocolError("Server disconnected", request=request)
+
+    def slow(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    provider, requests, _ = provider_for([drop, slow, httpx.Response(200, json=OK_BODY)])
+    completion = await provider.complete(CASE)
+    assert completion.error is None and completion.attempts == 3 and len(requests) == 3
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"error": {"code": 502, "message": "upstream died"}}, "upstream died"),
+        ({"choices": [{"finish_reason": "error", "message": {"content": ""}}]}, "finish_reason"),
+        ({"choices": [{"finish_reason": "stop", "message": {"content": "  "}}]}, "empty"),
+        ({"choices": [{"finish_reason": "stop", "message": {"content": None}}]}, "empty"),
+    ],
+)
+async def test_failures_inside_a_200_are_retried(body: dict[str, object], fragment: str) -> None:
+    provider, requests, _ = provider_for([httpx.Response(200, json=body)] * 2, max_retries=1)
+    completion = await provider.complete(CASE)
+    assert len(requests) == 2
+    assert completion.error is not None and fragment in completion.error
+
+
+async def test_truncated_reply_is_an_error_without_retry() -> None:
+    body = {"choices": [{"finish_reason": "length", "message": {"content": '{"assess'}}]}
+    provider, requests, _ = provider_for([httpx.Response(200, json=body)])
+    completion = await provider.complete(CASE)
+    assert len(requests) == 1
+    assert completion.error is not None and "max-tokens" in completion.error
+    assert completion.text == '{"assess'
+
+
+@pytest.mark.parametrize("status", [400, 403])
+async def test_client_errors_are_recorded_on_the_case(status: int) -> None:
+    provider, requests, _ = provider_for(
+        [httpx.Response(status, json={"error": {"code": status, "message": "moderation"}})]
+    )
+    completion = await provider.complete(CASE)
+    assert len(requests) == 1
+    assert completion.status == status and completion.error and "moderation" in completion.error
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "hint"),
+    [
+        (401, "No auth credentials found", "OPENROUTER_API_KEY"),
+        (402, "Insufficient credits", "credits"),
+        (404, "No endpoints found", "--model"),
+        (400, "foo/bar is not a valid model ID", "--model"),
+    ],
+)
+async def test_run_level_faults_abort_without_retry(status: int, message: str, hint: str) -> None:
+    provider, requests, _ = provider_for(
+        [httpx.Response(status, json={"error": {"code": status, "message": message}})]
+    )
+    with pytest.raises(RunAborted) as info:
+        await provider.complete(CASE)
+    assert len(requests) == 1
+    assert hint in str(info.value) and info.value.status == status
+    assert "sk-secret-123" not in str(info.value)
+
+
+async def test_in_body_401_aborts_too() -> None:
+    provider, _, _ = provider_for(
+        [httpx.Response(200, json={"error": {"code": 401, "message": "User not found."}})]
+    )
+    with pytest.raises(RunAborted, match="OPENROUTER_API_KEY"):
+        await provider.complete(CASE)
+
+
+def test_retry_after_forms() -> None:
+    assert parse_retry_after("3") == 3.0
+    assert parse_retry_after("0.5") == 0.5
+    assert parse_retry_after(None) is None and parse_retry_after("soon") is None
+    assert parse_retry_after("Thu, 01 Jan 1970 00:01:40 GMT", now=90.0) == pytest.approx(10.0)
+
+
+def test_backoff_delay_is_capped_and_jittered() -> None:
+    rng = random.Random(3)
+    delays = [backoff_delay(n, 1.0, 8.0, rng) for n in range(1, 8)]
+    assert all(d <= 8.0 for d in delays) and delays[-1] >= 4.0
+    assert len(set(delays)) == len(delays)

@@ -1,0 +1,213 @@
+"""The engine over a real SQLite file, with a scripted provider standing in for the network."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from secbench_tui.core.engine import AdaptiveLimit, Engine, RunSpec
+from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFinished, RunStarted
+from secbench_tui.core.models import Case, Completion, Message, SuiteKind
+from secbench_tui.core.providers.base import RetryCallback, RetryNotice, RunAborted
+from secbench_tui.core.store import Store
+
+
+def cases(n: int) -> list[Case]:
+    return [
+        Case(kind=SuiteKind.MARKDOWN, app="a" if i < n // 2 else "b", case_id=f"c{i:03d}.md",
+             test_file=f"/s/c{i:03d}.md", expected="bad" if i % 2 else "good", code=f"q{i}",
+             messages=(Message(role="user", content=f"prompt {i}"),))
+        for i in range(n)
+    ]
+
+
+def verdict(v: str) -> str:
+    return json.dumps({"assessment": v, "explanation": "e"})
+
+
+class Scripted:
+    """Answers by case id; records what it was asked. Behaviour hooks per case id."""
+
+    name = "scripted"
+
+    def __init__(self, behave: Callable[[Case, int], object] | None = None) -> None:
+        self.asked: list[str] = []
+        self.behave = behave
+
+    async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
+        self.asked.append(case.case_id)
+        n = self.asked.count(case.case_id)
+        result = self.behave(case, n) if self.behave else None
+        if isinstance(result, BaseException):
+            raise result
+        if isinstance(result, float):
+            await asyncio.sleep(result)
+        if isinstance(result, Completion):
+            return result
+        if isinstance(result, RetryNotice) and on_retry is not None:
+            maybe = on_retry(result)
+            if maybe is not None:
+                await maybe
+        return Completion(text=verdict(case.expected), cost=0.5, prompt_tokens=3,
+                          completion_tokens=1)
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def run(store: Store, provider: Scripted, case_list: list[Case], **kw: object):
+    spec = RunSpec(model="m", cases=case_list, suite_kind="markdown", suite_path="/s",
+                   settings={"seed": 1}, prompt_hash="p", **kw)  # type: ignore[arg-type]
+    engine = Engine(spec, provider, store)
+    events = [event async for event in engine.events()]
+    return engine, events
+
+
+@pytest.fixture
+async def store(tmp_path: Path):
+    s = await Store.open(tmp_path / "r.db")
+    yield s
+    await s.close()
+
+
+async def test_events_in_order_and_every_case_recorded_once(store: Store, tmp_path: Path) -> None:
+    delays = {i: 0.02 * ((7 * i) % 5) for i in range(20)}
+    provider = Scripted(lambda c, n: delays[int(c.case_id[1:4])])
+    _, events = await run(store, provider, cases(20), concurrency=6)
+    assert isinstance(events[0], RunStarted) and isinstance(events[-1], RunFinished)
+    finished = [e for e in events if isinstance(e, CaseFinished)]
+    assert [e.evaluation.case.case_id for e in finished] == [c.case_id for c in cases(20)]
+    assert [e.done for e in finished] == list(range(1, 21))
+    assert len([e for e in events if isinstance(e, CaseStarted)]) == 20
+    assert events[-1].status == "completed" and events[-1].summary["accuracy"] == 1.0
+    rows = sqlite3.connect(tmp_path / "r.db").execute(
+        "SELECT case_id, COUNT(*) FROM evaluations GROUP BY case_id").fetchall()
+    assert len(rows) == 20 and all(count == 1 for _, count in rows)
+
+
+async def test_concurrency_is_bounded(store: Store) -> None:
+    in_flight = peak = 0
+
+    class Counting(Scripted):
+        async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
+            nonlocal in_flight, peak
+            in_flight += 1
+            peak = max(peak, in_flight)
+            await asyncio.sleep(0.01)
+            in_flight -= 1
+            return await super().complete(case, on_retry)
+
+    await run(store, Counting(), cases(30), concurrency=4)
+    assert peak == 4
+
+
+async def test_a_failing_case_is_recorded_and_the_run_goes_on(store: Store) -> None:
+    provider = Scripted(lambda c, n: ValueError("boom") if c.case_id == "c002.md" else None)
+    _, events = await run(store, provider, cases(5))
+    finished = [e.evaluation for e in events if isinstance(e, CaseFinished)]
+    assert [e.scored.outcome.value for e in finished] == ["correct", "correct", "error",
+                                                          "correct", "correct"]
+    assert "boom" in (finished[2].completion.error or "")
+    assert events[-1].status == "completed"
+
+
+async def test_run_level_fault_aborts_and_keeps_finished_cases(store: Store) -> None:
+    provider = Scripted(lambda c, n: RunAborted("set OPENROUTER_API_KEY", 401)
+                        if c.case_id == "c003.md" else None)
+    _, events = await run(store, provider, cases(8))
+    last = events[-1]
+    assert isinstance(last, RunFinished) and last.status == "aborted"
+    assert "OPENROUTER_API_KEY" in (last.message or "")
+    assert await store.finished_keys(last.run_id) == {(f"c00{i}.md", 0) for i in range(3)}
+    (record,) = await store.runs()
+    assert record.status == "aborted"
+    assert "c004.md" not in provider.asked
+
+
+async def test_stop_finishes_in_flight_and_keeps_them(store: Store) -> None:
+    provider = Scripted(lambda c, n: 0.01)
+    spec = RunSpec(model="m", cases=cases(40), suite_kind="markdown", suite_path="/s",
+                   concurrency=3)
+    engine = Engine(spec, provider, store)
+    seen = 0
+    async for event in engine.events():
+        if isinstance(event, CaseFinished):
+            seen += 1
+            if seen == 5:
+                engine.stop()
+        last = event
+    assert isinstance(last, RunFinished) and last.status == "stopped"
+    stored = await store.finished_keys(last.run_id)
+    assert len(stored) == len(provider.asked) == seen < 40
+
+
+async def test_resume_asks_only_what_is_missing(store: Store) -> None:
+    provider = Scripted(lambda c, n: RunAborted("402") if c.case_id == "c006.md" else None)
+    await run(store, provider, cases(10))
+    again = Scripted()
+    _, events = await run(store, again, cases(10), resume=True)
+    assert events[0].resumed and events[0].pending == 4  # type: ignore[union-attr]
+    assert again.asked == [f"c00{i}.md" for i in range(6, 10)]
+    assert events[-1].status == "completed"
+    assert len(await store.finished_keys(events[-1].run_id)) == 10
+    assert [r.status for r in await store.runs()] == ["completed"]
+
+
+async def test_results_are_reused_unless_forced(store: Store) -> None:
+    await run(store, Scripted(), cases(6))
+    again = Scripted()
+    _, events = await run(store, again, cases(6))
+    assert again.asked == [] and events[0].reused == 6  # type: ignore[union-attr]
+    assert events[-1].summary["reused"] == 6 and events[-1].summary["correct"] == 6
+    forced = Scripted()
+    await run(store, forced, cases(6), force=True)
+    assert len(forced.asked) == 6
+
+
+async def test_retry_errors_reasks_only_errors(store: Store) -> None:
+    failing = Scripted(lambda c, n: Completion(error="HTTP 503", status=503)
+                       if c.case_id in ("c001.md", "c004.md") else None)
+    _, first = await run(store, failing, cases(6))
+    assert first[-1].summary["errors"] == 2
+    retry = Scripted()
+    _, events = await run(store, retry, cases(6), retry_errors=True)
+    assert retry.asked == ["c001.md", "c004.md"]
+    assert events[-1].run_id == first[-1].run_id
+    assert events[-1].summary["errors"] == 0 and events[-1].summary["cases"] == 6
+
+
+async def test_repeats_ask_each_case_n_times(store: Store) -> None:
+    provider = Scripted()
+    _, events = await run(store, provider, cases(3), repeats=3)
+    assert sorted(provider.asked) == sorted([c.case_id for c in cases(3)] * 3)
+    assert len(await store.finished_keys(events[-1].run_id)) == 9
+
+
+async def test_budget_stops_the_run(store: Store) -> None:
+    provider = Scripted()
+    _, events = await run(store, provider, cases(10), max_cost=1.2)
+    assert events[-1].status == "stopped" and "--max-cost" in (events[-1].message or "")
+    assert len(provider.asked) == 3  # 0.5 per case: stops once 1.5 >= 1.2
+
+
+async def test_rate_limit_lowers_concurrency_and_is_reported(store: Store) -> None:
+    notice = RetryNotice("x", 1, 0.0, "HTTP 429", 429, rate_limited=True)
+    provider = Scripted(lambda c, n: notice if c.case_id == "c000.md" else 0.005)
+    engine, events = await run(store, provider, cases(12), concurrency=8)
+    retrying = [e for e in events if isinstance(e, Retrying)]
+    assert retrying and retrying[0].limit == 4
+
+
+async def test_adaptive_limit_recovers_after_calm() -> None:
+    limit = AdaptiveLimit(8, cooldown=0.0)
+    limit.rate_limited()
+    assert limit.limit == 4
+    for _ in range(10):
+        await limit.acquire()
+        await limit.release(True)
+    assert limit.limit > 4

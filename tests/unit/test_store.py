@@ -1,0 +1,172 @@
+"""The SQLite store on real files: schema, WAL, commits, migrations, paged reads."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from secbench_tui.core.models import (
+    Case,
+    Completion,
+    Evaluation,
+    Message,
+    Outcome,
+    Scored,
+    SuiteKind,
+)
+from secbench_tui.core.store import SCHEMA_VERSION, ResultFilter, Store, StoreError
+
+SPEC_COLUMNS = ["id", "timestamp", "test_file", "model_name", "expected_result",
+                "actual_result", "explanation"]
+
+
+def make_case(i: int, app: str = "shop", expected: str = "bad") -> Case:
+    return Case(kind=SuiteKind.MARKDOWN, app=app, case_id=f"{app}/case-{i:02d}.md",
+                test_file=f"/suite/{app}/case-{i:02d}.md", expected=expected,
+                code=f"SELECT {i};", description=f"case {i}",
+                messages=(Message(role="user", content=f"p{i}"),))
+
+
+async def new_run(store: Store, model: str = "m/a") -> int:
+    return await store.create_run(model=model, suite_kind="markdown", suite_path="/suite",
+                                  suite_hash="h", prompt_hash="p", settings={"seed": 1},
+                                  fingerprint="f", tool_version="t", total_cases=3)
+
+
+async def record(store: Store, run_id: int, i: int, outcome: Outcome, **kw: object) -> int:
+    case = make_case(i, **kw)  # type: ignore[arg-type]
+    actual = {"correct": case.expected, "wrong": "good"}.get(outcome.value)
+    evaluation = Evaluation(
+        run_id=run_id, case=case, index=i,
+        completion=Completion(text=f"reply {i} <b>", prompt_tokens=10, completion_tokens=2,
+                              cost=0.01, latency_ms=100.0 + i),
+        scored=Scored(actual=actual, outcome=outcome, explanation=f"because {i}"),
+    )
+    return await store.record(evaluation, request_hash=f"r{i}")
+
+
+async def test_schema_has_the_specs_seven_columns_and_wal(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "r.db")
+    await store.close()
+    conn = sqlite3.connect(tmp_path / "r.db")
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(evaluations)")]
+    assert columns[:7] == SPEC_COLUMNS
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+async def test_each_record_is_committed_before_record_returns(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "r.db")
+    run_id = await new_run(store)
+    await record(store, run_id, 1, Outcome.CORRECT)
+    # A second connection (another process would see the same) reads it without our commit.
+    other = sqlite3.connect(tmp_path / "r.db")
+    row = other.execute(
+        "SELECT model_name, expected_result, actual_result, explanation, outcome, raw_reply"
+        " FROM evaluations"
+    ).fetchone()
+    assert row == ("m/a", "bad", "bad", "because 1", "correct", "reply 1 <b>")
+    await store.close()
+
+
+async def test_same_case_and_repeat_is_stored_once_per_run(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "r.db")
+    run_id = await new_run(store)
+    await record(store, run_id, 1, Outcome.ERROR)
+    await record(store, run_id, 1, Outcome.CORRECT)
+    assert await store.count_results() == 1
+    assert await store.finished_keys(run_id) == {("shop/case-01.md", 0)}
+    await store.close()
+
+
+async def test_runs_carry_counts_cost_and_accuracy(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "r.db")
+    run_id = await new_run(store)
+    for i, outcome in enumerate([Outcome.CORRECT, Outcome.WRONG, Outcome.UNPARSED]):
+        await record(store, run_id, i, outcome)
+    await store.finish_run(run_id, "completed")
+    (run,) = await store.runs()
+    assert run.status == "completed" and run.finished_at
+    assert run.counts == {"correct": 1, "wrong": 1, "unparsed": 1}
+    assert run.accuracy == pytest.approx(1 / 3) and run.cost == pytest.approx(0.03)
+    await store.close()
+
+
+async def test_keyset_pages_and_filters(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "r.db")
+    run_a = await new_run(store, "m/a")
+    run_b = await new_run(store, "m/b")
+    for i in range(25):
+        await record(store, run_a if i % 2 else run_b, i,
+                     Outcome.CORRECT if i % 3 else Outcome.WRONG, app="x" if i < 10 else "y")
+    seen: list[int] = []
+    after = None
+    while page := await store.results_page(after_id=after, limit=7):
+        seen.extend(row["id"] for row in page)
+        after = page[-1]["id"]
+    assert seen == sorted(seen) and len(seen) == 25
+    flt = ResultFilter(models=["m/a"], apps=["y"], outcomes=["correct"])
+    rows = await store.results_page(flt, limit=100)
+    assert rows and all(
+        r["model_name"] == "m/a" and r["app"] == "y" and r["outcome"] == "correct" for r in rows
+    )
+    assert await store.count_results(flt) == len(rows)
+    assert await store.count_results(ResultFilter(text="because 1")) == 11  # 1, 10-19
+    assert await store.count_results(ResultFilter(text="100%")) == 0  # % is literal
+    detail = await store.result(seen[0])
+    assert detail is not None and detail["code"].startswith("SELECT")
+    await store.close()
+
+
+async def test_database_of_the_original_evaluator_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "legacy.db"
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE evaluations (id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp DATETIME,"
+        " test_file TEXT, model_name TEXT, expected_result TEXT, actual_result TEXT,"
+        " explanation TEXT)"
+    )
+    rows = [
+        ("2024-01-15 14:30:00", "/x/tests/purchase-order/a.md", "gpt-4", "bad", "bad", "e1"),
+        ("2024-01-15 14:31:00", "/x/tests/purchase-order/b.md", "gpt-4", "good", "bad", "e2"),
+        ("2024-01-16 10:00:00", "/x/tests/wms/c.md", "claude", "good", "error", "e3"),
+    ]
+    conn.executemany(
+        "INSERT INTO evaluations (timestamp, test_file, model_name, expected_result,"
+        " actual_result, explanation) VALUES (?, ?, ?, ?, ?, ?)", rows,
+    )
+    conn.commit()
+    conn.close()
+    store = await Store.open(path)
+    runs = await store.runs()
+    assert [(r.model_name, r.status) for r in runs] == [("gpt-4", "imported"),
+                                                         ("claude", "imported")]
+    page = await store.results_page(limit=10, with_text=True)
+    assert [(r["app"], r["outcome"]) for r in page] == [
+        ("purchase-order", "correct"), ("purchase-order", "wrong"), ("wms", "unparsed")
+    ]
+    assert [r["explanation"] for r in page] == ["e1", "e2", "e3"]
+    await store.close()
+    store = await Store.open(path)  # opening again changes nothing
+    assert await store.count_results() == 3
+    await store.close()
+
+
+async def test_newer_schema_is_refused_with_advice(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(StoreError, match="upgrade secbench-tui"):
+        await Store.open(path)
+
+
+async def test_missing_folder_and_garbage_file_name_the_path(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="does not exist"):
+        await Store.open(tmp_path / "nope" / "r.db")
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match=str(junk)):
+        await Store.open(junk)
