@@ -54,27 +54,40 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--limit", type=int, help="only the first N cases")
     run.add_argument("--tasks", type=_tasks, help="VulDetectBench tasks, e.g. 1,3 (default all)")
     run.add_argument("--method", help="VulDetectBench prompting: cot or few-shot")
-    run.add_argument("--vdb-scoring", default="correct", choices=("correct", "library"),
-                     help="VulDetectBench scoring: correct (default) or as library 0.0.5 does")
+    run.add_argument(
+        "--vdb-scoring",
+        default="correct",
+        choices=("correct", "library"),
+        help="VulDetectBench scoring: correct (default) or as library 0.0.5 does",
+    )
     run.add_argument("--prompt", type=Path, help="evaluation prompt file")
     run.add_argument("--db", type=Path, default=Path("results.db"), help="SQLite database")
     run.add_argument("--summary-json", type=Path, help="write the run's summary as JSON")
     run.add_argument("--repeats", type=int, default=1, help="ask each case N times")
     run.add_argument("--resume", action="store_true", help="continue the last unfinished run")
     run.add_argument("--force", action="store_true", help="ask again even if a result exists")
-    run.add_argument("--retry-errors", action="store_true",
-                     help="re-ask only the cases of the last run that ended in an error")
+    run.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="re-ask only the cases of the last run that ended in an error",
+    )
     run.add_argument("--max-cost", type=float, help="stop when the reported cost reaches USD")
 
     api = p.add_argument_group("the endpoint")
-    api.add_argument("--base-url", help="OpenAI-compatible API root "
-                     "(default $OPENROUTER_BASE_URL or https://openrouter.ai/api/v1)")
+    api.add_argument(
+        "--base-url",
+        help="OpenAI-compatible API root "
+        "(default $OPENROUTER_BASE_URL or https://openrouter.ai/api/v1)",
+    )
     api.add_argument("--temperature", type=float)
     api.add_argument("--max-tokens", type=int, default=1024)
     api.add_argument("--seed", type=int)
-    api.add_argument("--response-format", default="json_schema",
-                     choices=("json_schema", "json_object", "none"),
-                     help="structured output to ask for (fall back for servers that reject it)")
+    api.add_argument(
+        "--response-format",
+        default="json_schema",
+        choices=("json_schema", "json_object", "none"),
+        help="structured output to ask for (fall back for servers that reject it)",
+    )
     api.add_argument("--max-retries", type=int, default=5)
     api.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
     api.add_argument("--concurrency", type=int, default=1, help="requests in flight")
@@ -91,15 +104,28 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str]):  # type: 
 
     key = env.get("OPENROUTER_API_KEY") or None
     fields = {
-        "model": args.model, "cases": args.cases, "apps": args.apps, "limit": args.limit,
-        "db": args.db, "prompt": args.prompt,
+        "model": args.model,
+        "cases": args.cases,
+        "apps": args.apps,
+        "limit": args.limit,
+        "db": args.db,
+        "prompt": args.prompt,
         "base_url": args.base_url or env.get("OPENROUTER_BASE_URL") or OPENROUTER_URL,
         "api_key": SecretStr(key) if key else None,
-        "temperature": args.temperature, "max_tokens": args.max_tokens, "seed": args.seed,
-        "response_format": args.response_format, "max_retries": args.max_retries,
-        "timeout": args.timeout, "concurrency": args.concurrency, "repeats": args.repeats,
-        "resume": args.resume, "force": args.force, "retry_errors": args.retry_errors,
-        "max_cost": args.max_cost, "method": args.method, "vdb_scoring": args.vdb_scoring,
+        "temperature": args.temperature,
+        "max_tokens": args.max_tokens,
+        "seed": args.seed,
+        "response_format": args.response_format,
+        "max_retries": args.max_retries,
+        "timeout": args.timeout,
+        "concurrency": args.concurrency,
+        "repeats": args.repeats,
+        "resume": args.resume,
+        "force": args.force,
+        "retry_errors": args.retry_errors,
+        "max_cost": args.max_cost,
+        "method": args.method,
+        "vdb_scoring": args.vdb_scoring,
         "summary_json": args.summary_json,
     }
     if args.tasks is not None:
@@ -140,7 +166,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from secbench_tui.tui.app import run_app
     except ImportError as exc:
-        print(f"secbench-tui: the terminal app cannot start ({exc}); use --no-ui",
-              file=sys.stderr)
+        print(f"secbench-tui: the terminal app cannot start ({exc}); use --no-ui", file=sys.stderr)
         return EXIT_USAGE
     return int(run_app(settings))

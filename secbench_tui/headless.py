@@ -68,9 +68,7 @@ def format_summary(summary: dict[str, Any], status: str, message: str | None) ->
             )
     for task, metrics in (summary.get("vuldetectbench") or {}).items():
         if isinstance(metrics, dict):
-            shown = "  ".join(
-                f"{k} {_pct(v)}" for k, v in metrics.items() if isinstance(v, float)
-            )
+            shown = "  ".join(f"{k} {_pct(v)}" for k, v in metrics.items() if isinstance(v, float))
             lines.append(f"    {task}: {shown}")
     cost = summary.get("cost")
     lines.append(
@@ -91,7 +89,8 @@ async def consume(engine: Engine, out: TextIO, err: TextIO) -> RunFinished | Non
                 f"Run {event.run_id} {what}: {event.model}, {event.total} cases, "
                 f"{event.pending} to ask, {event.reused} reused"
                 + (f", concurrency {event.concurrency}" if event.concurrency > 1 else ""),
-                file=out, flush=True,
+                file=out,
+                flush=True,
             )
             for skipped in event.skipped:
                 print(f"warning: {skipped}", file=err, flush=True)
@@ -104,7 +103,9 @@ async def consume(engine: Engine, out: TextIO, err: TextIO) -> RunFinished | Non
             n = event.notice
             print(
                 f"retry: {n.case_id} attempt {n.attempt} failed ({n.reason}); "
-                f"waiting {n.wait_seconds:.1f}s", file=err, flush=True,
+                f"waiting {n.wait_seconds:.1f}s",
+                file=err,
+                flush=True,
             )
         elif isinstance(event, RunFinished):
             finished = event
@@ -131,8 +132,11 @@ async def _run(settings: Settings) -> int:
         nonlocal interrupts
         interrupts += 1
         if interrupts == 1:
-            print("\nstopping: finishing the cases in flight (Ctrl+C again to quit now)",
-                  file=sys.stderr, flush=True)
+            print(
+                "\nstopping: finishing the cases in flight (Ctrl+C again to quit now)",
+                file=sys.stderr,
+                flush=True,
+            )
             engine.stop()
         else:
             os._exit(EXIT_INTERRUPTED)
@@ -163,8 +167,9 @@ async def _run(settings: Settings) -> int:
 
 def write_summary_json(path: Path, finished: RunFinished) -> None:
     data = {**finished.summary, "status": finished.status, "message": finished.message}
-    path.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8"
+    )
 
 
 def run_headless(settings: Settings) -> int:

@@ -19,16 +19,27 @@ from secbench_tui.core.providers.openai_compat import (
 )
 
 CASE = Case(
-    kind=SuiteKind.MARKDOWN, app="shop", case_id="shop/a.md", test_file="/x/shop/a.md",
-    expected="bad", code="SELECT 1;", messages=(Message(role="user", content="PROMPT"),),
+    kind=SuiteKind.MARKDOWN,
+    app="shop",
+    case_id="shop/a.md",
+    test_file="/x/shop/a.md",
+    expected="bad",
+    code="SELECT 1;",
+    messages=(Message(role="user", content="PROMPT"),),
 )
 OK_BODY = {
     "id": "gen-1",
     "model": "vendor/model-a",
     "provider": "VendorCloud",
-    "choices": [{"finish_reason": "stop",
-                 "message": {"role": "assistant",
-                             "content": '{"assessment": "bad", "explanation": "x"}'}}],
+    "choices": [
+        {
+            "finish_reason": "stop",
+            "message": {
+                "role": "assistant",
+                "content": '{"assessment": "bad", "explanation": "x"}',
+            },
+        }
+    ],
     "usage": {"prompt_tokens": 120, "completion_tokens": 30, "cost": 0.00042},
 }
 
@@ -51,18 +62,22 @@ def provider_for(
         sleeps.append(seconds)
 
     config = ClientSettings(
-        base_url="https://openrouter.ai/api/v1", api_key="sk-secret-123", model="vendor/model-a",
+        base_url="https://openrouter.ai/api/v1",
+        api_key="sk-secret-123",
+        model="vendor/model-a",
         **settings,  # type: ignore[arg-type]
     )
     client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
-    provider = OpenAICompatibleProvider(config, client=client, rng=random.Random(1),
-                                        sleep=fake_sleep)
+    provider = OpenAICompatibleProvider(
+        config, client=client, rng=random.Random(1), sleep=fake_sleep
+    )
     return provider, requests, sleeps
 
 
 async def test_payload_and_headers_follow_openrouter() -> None:
-    provider, requests, _ = provider_for([httpx.Response(200, json=OK_BODY)], max_tokens=321,
-                                         temperature=0.0, seed=7)
+    provider, requests, _ = provider_for(
+        [httpx.Response(200, json=OK_BODY)], max_tokens=321, temperature=0.0, seed=7
+    )
     completion = await provider.complete(CASE)
     body = json.loads(requests[0].content)
     assert body["max_tokens"] == 321 and body["temperature"] == 0.0 and body["seed"] == 7
@@ -81,11 +96,11 @@ async def test_payload_and_headers_follow_openrouter() -> None:
     assert completion.attempts == 1 and completion.error is None
 
 
-@pytest.mark.parametrize(("kind", "expected"), [("json_object", {"type": "json_object"}),
-                                                 ("none", None)])
+@pytest.mark.parametrize(
+    ("kind", "expected"), [("json_object", {"type": "json_object"}), ("none", None)]
+)
 async def test_response_format_fallbacks(kind: str, expected: object) -> None:
-    provider, requests, _ = provider_for([httpx.Response(200, json=OK_BODY)],
-                                         response_format=kind)
+    provider, requests, _ = provider_for([httpx.Response(200, json=OK_BODY)], response_format=kind)
     await provider.complete(CASE)
     body = json.loads(requests[0].content)
     assert body.get("response_format") == expected
@@ -113,8 +128,10 @@ async def test_local_server_gets_no_openrouter_fields_and_no_key() -> None:
 @pytest.mark.parametrize("status", [408, 429, 500, 502, 503, 524, 529])
 async def test_retryable_statuses_are_retried(status: int) -> None:
     provider, requests, sleeps = provider_for(
-        [httpx.Response(status, json={"error": {"code": status, "message": "busy"}}),
-         httpx.Response(200, json=OK_BODY)]
+        [
+            httpx.Response(status, json={"error": {"code": status, "message": "busy"}}),
+            httpx.Response(200, json=OK_BODY),
+        ]
     )
     notices: list[RetryNotice] = []
     completion = await provider.complete(CASE, notices.append)
@@ -125,8 +142,10 @@ async def test_retryable_statuses_are_retried(status: int) -> None:
 
 async def test_retry_after_is_honoured() -> None:
     provider, _, sleeps = provider_for(
-        [httpx.Response(429, headers={"Retry-After": "7"}, json={"error": {"code": 429}}),
-         httpx.Response(200, json=OK_BODY)]
+        [
+            httpx.Response(429, headers={"Retry-After": "7"}, json={"error": {"code": 429}}),
+            httpx.Response(200, json=OK_BODY),
+        ]
     )
     await provider.complete(CASE)
     assert sleeps == [7.0]

@@ -19,9 +19,15 @@ from secbench_tui.core.store import Store
 
 def cases(n: int) -> list[Case]:
     return [
-        Case(kind=SuiteKind.MARKDOWN, app="a" if i < n // 2 else "b", case_id=f"c{i:03d}.md",
-             test_file=f"/s/c{i:03d}.md", expected="bad" if i % 2 else "good", code=f"q{i}",
-             messages=(Message(role="user", content=f"prompt {i}"),))
+        Case(
+            kind=SuiteKind.MARKDOWN,
+            app="a" if i < n // 2 else "b",
+            case_id=f"c{i:03d}.md",
+            test_file=f"/s/c{i:03d}.md",
+            expected="bad" if i % 2 else "good",
+            code=f"q{i}",
+            messages=(Message(role="user", content=f"prompt {i}"),),
+        )
         for i in range(n)
     ]
 
@@ -53,16 +59,24 @@ class Scripted:
             maybe = on_retry(result)
             if maybe is not None:
                 await maybe
-        return Completion(text=verdict(case.expected), cost=0.5, prompt_tokens=3,
-                          completion_tokens=1)
+        return Completion(
+            text=verdict(case.expected), cost=0.5, prompt_tokens=3, completion_tokens=1
+        )
 
     async def aclose(self) -> None:
         return None
 
 
 async def run(store: Store, provider: Scripted, case_list: list[Case], **kw: object):
-    spec = RunSpec(model="m", cases=case_list, suite_kind="markdown", suite_path="/s",
-                   settings={"seed": 1}, prompt_hash="p", **kw)  # type: ignore[arg-type]
+    spec = RunSpec(
+        model="m",
+        cases=case_list,
+        suite_kind="markdown",
+        suite_path="/s",
+        settings={"seed": 1},
+        prompt_hash="p",
+        **kw,
+    )  # type: ignore[arg-type]
     engine = Engine(spec, provider, store)
     events = [event async for event in engine.events()]
     return engine, events
@@ -85,8 +99,11 @@ async def test_events_in_order_and_every_case_recorded_once(store: Store, tmp_pa
     assert [e.done for e in finished] == list(range(1, 21))
     assert len([e for e in events if isinstance(e, CaseStarted)]) == 20
     assert events[-1].status == "completed" and events[-1].summary["accuracy"] == 1.0
-    rows = sqlite3.connect(tmp_path / "r.db").execute(
-        "SELECT case_id, COUNT(*) FROM evaluations GROUP BY case_id").fetchall()
+    rows = (
+        sqlite3.connect(tmp_path / "r.db")
+        .execute("SELECT case_id, COUNT(*) FROM evaluations GROUP BY case_id")
+        .fetchall()
+    )
     assert len(rows) == 20 and all(count == 1 for _, count in rows)
 
 
@@ -110,15 +127,21 @@ async def test_a_failing_case_is_recorded_and_the_run_goes_on(store: Store) -> N
     provider = Scripted(lambda c, n: ValueError("boom") if c.case_id == "c002.md" else None)
     _, events = await run(store, provider, cases(5))
     finished = [e.evaluation for e in events if isinstance(e, CaseFinished)]
-    assert [e.scored.outcome.value for e in finished] == ["correct", "correct", "error",
-                                                          "correct", "correct"]
+    assert [e.scored.outcome.value for e in finished] == [
+        "correct",
+        "correct",
+        "error",
+        "correct",
+        "correct",
+    ]
     assert "boom" in (finished[2].completion.error or "")
     assert events[-1].status == "completed"
 
 
 async def test_run_level_fault_aborts_and_keeps_finished_cases(store: Store) -> None:
-    provider = Scripted(lambda c, n: RunAborted("set OPENROUTER_API_KEY", 401)
-                        if c.case_id == "c003.md" else None)
+    provider = Scripted(
+        lambda c, n: RunAborted("set OPENROUTER_API_KEY", 401) if c.case_id == "c003.md" else None
+    )
     _, events = await run(store, provider, cases(8))
     last = events[-1]
     assert isinstance(last, RunFinished) and last.status == "aborted"
@@ -131,8 +154,9 @@ async def test_run_level_fault_aborts_and_keeps_finished_cases(store: Store) -> 
 
 async def test_stop_finishes_in_flight_and_keeps_them(store: Store) -> None:
     provider = Scripted(lambda c, n: 0.01)
-    spec = RunSpec(model="m", cases=cases(40), suite_kind="markdown", suite_path="/s",
-                   concurrency=3)
+    spec = RunSpec(
+        model="m", cases=cases(40), suite_kind="markdown", suite_path="/s", concurrency=3
+    )
     engine = Engine(spec, provider, store)
     seen = 0
     async for event in engine.events():
@@ -170,8 +194,13 @@ async def test_results_are_reused_unless_forced(store: Store) -> None:
 
 
 async def test_retry_errors_reasks_only_errors(store: Store) -> None:
-    failing = Scripted(lambda c, n: Completion(error="HTTP 503", status=503)
-                       if c.case_id in ("c001.md", "c004.md") else None)
+    failing = Scripted(
+        lambda c, n: (
+            Completion(error="HTTP 503", status=503)
+            if c.case_id in ("c001.md", "c004.md")
+            else None
+        )
+    )
     _, first = await run(store, failing, cases(6))
     assert first[-1].summary["errors"] == 2
     retry = Scripted()

@@ -18,30 +18,58 @@ from secbench_tui.core.models import (
 )
 from secbench_tui.core.store import SCHEMA_VERSION, ResultFilter, Store, StoreError
 
-SPEC_COLUMNS = ["id", "timestamp", "test_file", "model_name", "expected_result",
-                "actual_result", "explanation"]
+SPEC_COLUMNS = [
+    "id",
+    "timestamp",
+    "test_file",
+    "model_name",
+    "expected_result",
+    "actual_result",
+    "explanation",
+]
 
 
 def make_case(i: int, app: str = "shop", expected: str = "bad") -> Case:
-    return Case(kind=SuiteKind.MARKDOWN, app=app, case_id=f"{app}/case-{i:02d}.md",
-                test_file=f"/suite/{app}/case-{i:02d}.md", expected=expected,
-                code=f"SELECT {i};", description=f"case {i}",
-                messages=(Message(role="user", content=f"p{i}"),))
+    return Case(
+        kind=SuiteKind.MARKDOWN,
+        app=app,
+        case_id=f"{app}/case-{i:02d}.md",
+        test_file=f"/suite/{app}/case-{i:02d}.md",
+        expected=expected,
+        code=f"SELECT {i};",
+        description=f"case {i}",
+        messages=(Message(role="user", content=f"p{i}"),),
+    )
 
 
 async def new_run(store: Store, model: str = "m/a") -> int:
-    return await store.create_run(model=model, suite_kind="markdown", suite_path="/suite",
-                                  suite_hash="h", prompt_hash="p", settings={"seed": 1},
-                                  fingerprint="f", tool_version="t", total_cases=3)
+    return await store.create_run(
+        model=model,
+        suite_kind="markdown",
+        suite_path="/suite",
+        suite_hash="h",
+        prompt_hash="p",
+        settings={"seed": 1},
+        fingerprint="f",
+        tool_version="t",
+        total_cases=3,
+    )
 
 
 async def record(store: Store, run_id: int, i: int, outcome: Outcome, **kw: object) -> int:
     case = make_case(i, **kw)  # type: ignore[arg-type]
     actual = {"correct": case.expected, "wrong": "good"}.get(outcome.value)
     evaluation = Evaluation(
-        run_id=run_id, case=case, index=i,
-        completion=Completion(text=f"reply {i} <b>", prompt_tokens=10, completion_tokens=2,
-                              cost=0.01, latency_ms=100.0 + i),
+        run_id=run_id,
+        case=case,
+        index=i,
+        completion=Completion(
+            text=f"reply {i} <b>",
+            prompt_tokens=10,
+            completion_tokens=2,
+            cost=0.01,
+            latency_ms=100.0 + i,
+        ),
         scored=Scored(actual=actual, outcome=outcome, explanation=f"because {i}"),
     )
     return await store.record(evaluation, request_hash=f"r{i}")
@@ -99,8 +127,13 @@ async def test_keyset_pages_and_filters(tmp_path: Path) -> None:
     run_a = await new_run(store, "m/a")
     run_b = await new_run(store, "m/b")
     for i in range(25):
-        await record(store, run_a if i % 2 else run_b, i,
-                     Outcome.CORRECT if i % 3 else Outcome.WRONG, app="x" if i < 10 else "y")
+        await record(
+            store,
+            run_a if i % 2 else run_b,
+            i,
+            Outcome.CORRECT if i % 3 else Outcome.WRONG,
+            app="x" if i < 10 else "y",
+        )
     seen: list[int] = []
     after = None
     while page := await store.results_page(after_id=after, limit=7):
@@ -135,17 +168,22 @@ async def test_database_of_the_original_evaluator_is_migrated(tmp_path: Path) ->
     ]
     conn.executemany(
         "INSERT INTO evaluations (timestamp, test_file, model_name, expected_result,"
-        " actual_result, explanation) VALUES (?, ?, ?, ?, ?, ?)", rows,
+        " actual_result, explanation) VALUES (?, ?, ?, ?, ?, ?)",
+        rows,
     )
     conn.commit()
     conn.close()
     store = await Store.open(path)
     runs = await store.runs()
-    assert [(r.model_name, r.status) for r in runs] == [("gpt-4", "imported"),
-                                                         ("claude", "imported")]
+    assert [(r.model_name, r.status) for r in runs] == [
+        ("gpt-4", "imported"),
+        ("claude", "imported"),
+    ]
     page = await store.results_page(limit=10, with_text=True)
     assert [(r["app"], r["outcome"]) for r in page] == [
-        ("purchase-order", "correct"), ("purchase-order", "wrong"), ("wms", "unparsed")
+        ("purchase-order", "correct"),
+        ("purchase-order", "wrong"),
+        ("wms", "unparsed"),
     ]
     assert [r["explanation"] for r in page] == ["e1", "e2", "e3"]
     await store.close()

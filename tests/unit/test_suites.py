@@ -73,9 +73,7 @@ def test_fixture_suite_loads_sorted_with_skips() -> None:
         "shop/list-orders-02-bad.md",
     ]
     skipped = {s.path.name: s.reason for s in suite.skipped}
-    assert set(skipped) == {
-        "broken-bad-expected.md", "broken-empty-code.md", "broken-no-code.md"
-    }
+    assert set(skipped) == {"broken-bad-expected.md", "broken-empty-code.md", "broken-no-code.md"}
     assert all(str(s).startswith("skipped ") and str(s.path) in str(s) for s in suite.skipped)
 
 
@@ -89,9 +87,7 @@ def test_prompt_is_spec_then_evaluation_prompt_then_code() -> None:
     assert spec_at < eval_at < code_at
     assert "A tiny shop used by the tests" not in content  # SPEC's description is never sent
     assert "Scenario: list orders" not in content  # nor the case's
-    assert content == build_markdown_prompt(
-        content[:eval_at].strip(), "EVALUATION TEXT", case.code
-    )
+    assert content == build_markdown_prompt(content[:eval_at].strip(), "EVALUATION TEXT", case.code)
 
 
 def test_unknown_app_is_named(tmp_path: Path) -> None:
