@@ -759,16 +759,27 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Serve from its own process; prints `base_url <url>` once listening."""
+    """Serve from its own process; prints `base_url <url>` once listening.
+
+    It stops on SIGTERM or Ctrl+C, or with `--until-stdin-closes` when its parent goes away.
+    """
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--delay", type=float, default=0.0, help="seconds added to every request")
     p.add_argument("--keep-bodies", action="store_true", help="keep every request in memory")
+    p.add_argument(
+        "--until-stdin-closes",
+        action="store_true",
+        help="exit when standard input reaches its end (the parent has gone)",
+    )
     args = p.parse_args(argv)
     server = LoopbackServer(delay=args.delay, keep_bodies=args.keep_bodies)
     with server:
         print(f"base_url {server.base_url}", flush=True)
         try:
-            threading.Event().wait()
+            if args.until_stdin_closes:
+                sys.stdin.read()
+            else:
+                threading.Event().wait()
         except KeyboardInterrupt:
             pass
     return 0
