@@ -57,11 +57,12 @@ def first_screen_tmux(db: Path, repeat: int) -> list[float] | None:
     env = {**os.environ, "XDG_CACHE_HOME": str(db.parent / "cache")}
     for i in range(repeat):
         name = f"secbench-bench-{os.getpid()}-{i}"
+        tmux = ["tmux", "-L", name]  # a server of its own, gone with its session
         command = f"{sys.executable} -m secbench_tui --model baseline/random --db {db}"
         start = time.perf_counter()
         subprocess.run(
             [
-                "tmux",
+                *tmux,
                 "new-session",
                 "-d",
                 "-s",
@@ -80,14 +81,14 @@ def first_screen_tmux(db: Path, repeat: int) -> list[float] | None:
         try:
             while time.perf_counter() - start < 30:
                 screen = subprocess.run(
-                    ["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True
+                    [*tmux, "capture-pane", "-p", "-t", name], capture_output=True, text=True
                 ).stdout
                 if "Model" in screen and "Suite" in screen:
                     times.append(time.perf_counter() - start)
                     break
                 time.sleep(0.01)
         finally:
-            subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+            subprocess.run([*tmux, "kill-server"], capture_output=True)
     return times
 
 

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[Callable[..., str]]:
     name = f"secbench-test-{os.getpid()}"
+    tmux = ["tmux", "-L", name]  # a tmux server of its own: no clash with any other session
     env = {
         **os.environ,
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
@@ -34,7 +35,7 @@ def terminal(tmp_path: Path) -> Iterator[Callable[..., str]]:
     )
     subprocess.run(
         [
-            "tmux",
+            *tmux,
             "new-session",
             "-d",
             "-s",
@@ -53,15 +54,15 @@ def terminal(tmp_path: Path) -> Iterator[Callable[..., str]]:
 
     def screen(*keys: str) -> str:
         if keys:
-            subprocess.run(["tmux", "send-keys", "-t", name, *keys], check=True)
+            subprocess.run([*tmux, "send-keys", "-t", name, *keys], check=True)
         return subprocess.run(
-            ["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True, check=True
+            [*tmux, "capture-pane", "-p", "-t", name], capture_output=True, text=True, check=True
         ).stdout
 
     try:
         yield screen
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
 
 
 def wait_for(screen: Callable[..., str], text: str, rounds: int = 1500) -> str:
