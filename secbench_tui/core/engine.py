@@ -239,7 +239,7 @@ class Engine:
             else:
                 pending.append(_Work(len(pending), item.index, item.case, item.repeat))
         total = len(spec.cases) * spec.repeats
-        done = total - len(pending)
+        done = total - len(pending) - len(reused)
         yield RunStarted(
             run_id=run_id,
             model=spec.model,
@@ -250,6 +250,9 @@ class Engine:
             concurrency=spec.concurrency,
             skipped=spec.skipped,
         )
+        for evaluation in reused:
+            done += 1
+            yield CaseFinished(run_id, evaluation, done, total)
         status, message = "completed", None
         try:
             async for event in self._ask_all(run_id, pending, done, total):

@@ -507,11 +507,14 @@ class Store:
         after_id: int | None = None,
         limit: int = 200,
         with_text: bool = False,
+        newest_first: bool = False,
     ) -> list[dict[str, Any]]:
         """One page of results in id order (keyset pagination: pass the last id seen)."""
         where, params = (flt or ResultFilter()).where()
         if after_id is not None:
-            where += (" AND " if where else " WHERE ") + "e.id > ?"
+            where += (" AND " if where else " WHERE ") + (
+                "e.id < ?" if newest_first else "e.id > ?"
+            )
             params.append(after_id)
         columns = (
             "e.*, c.code AS code, c.description AS description"
@@ -524,7 +527,8 @@ class Store:
         )
         join = " LEFT JOIN case_texts c ON c.hash = e.case_hash" if with_text else ""
         cursor = await self.db.execute(
-            f"SELECT {columns} FROM evaluations e{join}{where} ORDER BY e.id LIMIT ?",
+            f"SELECT {columns} FROM evaluations e{join}{where}"
+            f" ORDER BY e.id{' DESC' if newest_first else ''} LIMIT ?",
             [*params, limit],
         )
         return [dict(row) for row in await cursor.fetchall()]

@@ -187,6 +187,8 @@ async def test_results_are_reused_unless_forced(store: Store) -> None:
     again = Scripted()
     _, events = await run(store, again, cases(6))
     assert again.asked == [] and events[0].reused == 6  # type: ignore[union-attr]
+    shown = [e for e in events if isinstance(e, CaseFinished)]
+    assert [(e.evaluation.reused, e.done) for e in shown] == [(True, i) for i in range(1, 7)]
     assert events[-1].summary["reused"] == 6 and events[-1].summary["correct"] == 6
     forced = Scripted()
     await run(store, forced, cases(6), force=True)
