@@ -34,7 +34,9 @@ class LoadedSuite:
 
 def is_vuldetectbench(path: Path) -> bool:
     """A VulDetectBench test set: `task{N}_code.jsonl` files, as the benchmark ships them."""
-    return any((path / f"task{n}_code.jsonl").is_file() for n in range(1, 6))
+    from secbench_tui.core.suites.vuldetectbench import is_vuldetectbench_dir
+
+    return is_vuldetectbench_dir(path)
 
 
 def load_suite(settings: Settings) -> LoadedSuite:

@@ -377,7 +377,7 @@ class Engine:
             raise
         except Exception as exc:  # a failing case is data, not an exception
             completion = Completion(error=f"{type(exc).__name__}: {exc}")
-            scored = Scored(actual=None, outcome=Outcome.ERROR)
+            scored = score_completion(case, completion, self.spec.vdb_scoring)
         evaluation = Evaluation(
             run_id=run_id,
             case=case,

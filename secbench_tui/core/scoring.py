@@ -15,11 +15,16 @@ def score_markdown(case: Case, reply: str | None) -> Scored:
 
 
 def score_completion(case: Case, completion: Completion, vdb_scoring: str = "correct") -> Scored:
-    """Errors stay errors (never a verdict); anything else is scored by the case's suite."""
-    if completion.error is not None:
-        return Scored(actual=None, outcome=Outcome.ERROR, explanation=None)
+    """Errors stay errors (never a verdict); anything else is scored by the case's suite.
+
+    A VulDetectBench error still goes through its scorer, which records what the
+    aggregate metrics need of a sample that scored nothing (task 1's gold class).
+    """
     if case.kind is SuiteKind.VULDETECTBENCH:
         from secbench_tui.core.vdb_scoring import score_vuldetectbench
 
-        return score_vuldetectbench(case, completion.text or "", vdb_scoring)
+        reply = None if completion.error is not None else completion.text or ""
+        return score_vuldetectbench(case, reply, vdb_scoring)
+    if completion.error is not None:
+        return Scored(actual=None, outcome=Outcome.ERROR, explanation=None)
     return score_markdown(case, completion.text)
