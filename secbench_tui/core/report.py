@@ -81,13 +81,6 @@ class Contender:
     def baseline(self) -> bool:
         return self.model.startswith(BASELINE_PREFIX)
 
-    def passed(self, key: str) -> bool | None:
-        """Whether every try of this case was correct; None when the case was not asked."""
-        rows = self.by_case.get(key)
-        if not rows:
-            return None
-        return all(r["outcome"] == Outcome.CORRECT.value for r in rows)
-
     def first_tries(self) -> dict[str, Row]:
         return {key: rows[0] for key, rows in self.by_case.items()}
 
@@ -186,10 +179,6 @@ class ReportData:
         for task, _ in self.vdb_columns:
             tasks[task] = tasks.get(task, 0) + 1
         return list(tasks.items())
-
-    @property
-    def models(self) -> list[str]:
-        return [c.label for c in self.contenders]
 
 
 # --- reading the database ----------------------------------------------------------------
@@ -412,10 +401,6 @@ def _short(label: str) -> str:
     return label if len(label) <= LABEL_CHARS else label[: LABEL_CHARS - 1] + "\u2026"
 
 
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value * 100:.1f}%"
-
-
 def _accuracy_chart(contenders: Sequence[Contender]) -> Chart | None:
     if not contenders:
         return None
@@ -430,7 +415,7 @@ def _accuracy_chart(contenders: Sequence[Contender]) -> Chart | None:
                 width=plot * acc,
                 css=f"s{c.index % 10}" + (" ref" if c.baseline else ""),
                 label=_short(c.label),
-                value=_pct(c.stats["accuracy"]),
+                value=_fmt_pct(c.stats["accuracy"]),
                 low=left + plot * low,
                 high=left + plot * high,
             )
@@ -461,7 +446,7 @@ def _app_chart(contenders: Sequence[Contender], apps: Sequence[str]) -> Chart | 
                     width=plot * (acc or 0.0),
                     css=f"s{c.index % 10}",
                     label=_short(c.label),
-                    value=_pct(acc),
+                    value=_fmt_pct(acc),
                 )
             )
             y += step
