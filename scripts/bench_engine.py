@@ -146,12 +146,21 @@ def a_prompt(suite: Path) -> str:
 
 
 def make_suite(root: Path, cases: int) -> Path:
+    """`cases` cases in 10 apps, each app with a SPEC.md as large as the bundled ones.
+
+    The bundled apps' `# Prompt` sections run to about 11 kB and are sent with every case,
+    so a benchmark with a one-line SPEC.md would flatter memory and JSON costs.
+    """
     apps = 10
     per_app = cases // apps
     verdicts = {
         f"app{a:02d}": ["good" if i % 2 else "bad" for i in range(per_app)] for a in range(apps)
     }
     write_suite(root, verdicts)
+    bundled = sorted((REPO_ROOT / "secbench_tui" / "cases").glob("*/SPEC.md"))
+    if bundled:
+        for n, app in enumerate(sorted(verdicts)):
+            shutil.copyfile(bundled[n % len(bundled)], root / app / "SPEC.md")
     return root
 
 
@@ -310,8 +319,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         suite = make_suite(workdir / "suite", args.cases)
         cases = len(list(suite.glob("*/*.md"))) - 10
+        spec_kb = sum(p.stat().st_size for p in suite.glob("*/SPEC.md")) / 10 / 1000
         print(
-            f"secbench-tui engine benchmark: {cases} cases, loopback server in its own process,"
+            f"secbench-tui engine benchmark: {cases} cases (SPEC.md {spec_kb:.1f} kB on average),"
+            " loopback server in its own process,"
             f" {os.cpu_count()} CPUs, Python {sys.version.split()[0]}\n"
         )
         print(HEADER)
