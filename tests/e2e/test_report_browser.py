@@ -156,7 +156,7 @@ class Dom(HTMLParser):
         self.handlers += [(tag, k) for k in attributes if k.startswith("on")]
         ours = {
             "svg": attributes.get("class") == "chart" or attributes.get("aria-hidden") == "true",
-            "details": attributes.get("class") == "case",
+            "details": attributes.get("class") in ("case", "differ"),
         }
         if tag in ("img", "iframe", "object", "embed", "x", "i") or not ours.get(tag, True):
             self.foreign.append(tag)
