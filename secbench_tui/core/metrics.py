@@ -126,7 +126,11 @@ def usage_stats(rows: Iterable[Row]) -> dict[str, Any]:
 
 
 def summarize(rows: Sequence[Row]) -> dict[str, Any]:
-    """The summary of one run: overall, per app, usage."""
+    """The summary of one run: overall, per app, usage.
+
+    Outcome counts cover every row; accuracy and the verdict figures cover the markdown
+    (good/bad) rows, since VulDetectBench tasks are scored by their own metrics.
+    """
     by_app: dict[str, list[Row]] = {}
     for row in rows:
         by_app.setdefault(row["app"], []).append(row)
@@ -141,7 +145,16 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
         },
         **usage_stats(rows),
     }
-    summary["cases"] = len(rows)
+    outcomes = {o: 0 for o in ("correct", "wrong", "unparsed", "error")}
+    for row in rows:
+        outcomes[row["outcome"]] = outcomes.get(row["outcome"], 0) + 1
+    summary.update(
+        cases=len(rows),
+        correct=outcomes["correct"],
+        wrong=outcomes["wrong"],
+        unparsed=outcomes["unparsed"],
+        errors=outcomes["error"],
+    )
     return summary
 
 

@@ -128,9 +128,22 @@ def now_iso() -> str:
 def text_hash(*parts: str) -> str:
     digest = hashlib.sha256()
     for part in parts:
-        digest.update(part.encode("utf-8"))
+        digest.update(part.encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
     return digest.hexdigest()
+
+
+def storable(value: Any) -> Any:
+    """Text SQLite can hold: a lone surrogate (JSON's "\\ud800" decodes to one) becomes U+FFFD.
+
+    A model's reply is untrusted input; one odd character must not cost the case.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return value
 
 
 async def _migrate_legacy(db: aiosqlite.Connection) -> None:
@@ -443,37 +456,40 @@ class Store:
         case_hash = text_hash(case.code, case.description)
         await self.db.execute(
             "INSERT OR IGNORE INTO case_texts (hash, code, description) VALUES (?, ?, ?)",
-            (case_hash, case.code, case.description),
+            (case_hash, storable(case.code), storable(case.description)),
         )
-        values = (
-            evaluation.timestamp or now_iso(),
-            case.test_file,
-            await self._model_of(evaluation),
-            case.expected,
-            scored.actual,
-            scored.explanation,
-            evaluation.run_id,
-            case.kind.value,
-            case.app,
-            case.case_id,
-            evaluation.index,
-            evaluation.repeat,
-            scored.outcome.value,
-            completion.text,
-            completion.error,
-            completion.status,
-            completion.finish_reason,
-            completion.prompt_tokens,
-            completion.completion_tokens,
-            completion.cost,
-            completion.latency_ms,
-            completion.attempts,
-            completion.served_model,
-            completion.provider,
-            json.dumps(scored.scores, sort_keys=True),
-            case_hash,
-            request_hash,
-            reused_from,
+        values = tuple(
+            storable(value)
+            for value in (
+                evaluation.timestamp or now_iso(),
+                case.test_file,
+                await self._model_of(evaluation),
+                case.expected,
+                scored.actual,
+                scored.explanation,
+                evaluation.run_id,
+                case.kind.value,
+                case.app,
+                case.case_id,
+                evaluation.index,
+                evaluation.repeat,
+                scored.outcome.value,
+                completion.text,
+                completion.error,
+                completion.status,
+                completion.finish_reason,
+                completion.prompt_tokens,
+                completion.completion_tokens,
+                completion.cost,
+                completion.latency_ms,
+                completion.attempts,
+                completion.served_model,
+                completion.provider,
+                json.dumps(scored.scores, sort_keys=True),
+                case_hash,
+                request_hash,
+                reused_from,
+            )
         )
         cursor = await self.db.execute(
             f"INSERT OR REPLACE INTO evaluations ({', '.join(_EVAL_COLUMNS)})"

@@ -208,3 +208,19 @@ async def test_missing_folder_and_garbage_file_name_the_path(tmp_path: Path) -> 
     junk.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StoreError, match=str(junk)):
         await Store.open(junk)
+
+
+async def test_a_reply_with_a_lone_surrogate_is_stored(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "r.db")
+    run_id = await new_run(store)
+    evaluation = Evaluation(
+        run_id=run_id,
+        case=make_case(1),
+        completion=Completion(text='{"x": "\ud800"}'),
+        scored=Scored(actual=None, outcome=Outcome.UNPARSED, explanation="bad \udfff char"),
+    )
+    await store.record(evaluation, request_hash="r")
+    (row,) = await store.results_page(with_text=True)
+    assert row["raw_reply"].startswith('{"x": "') and "\ufffd" in row["raw_reply"]
+    assert row["explanation"].startswith("bad ") and row["explanation"].endswith(" char")
+    await store.close()
