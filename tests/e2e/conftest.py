@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.e2e.server import LoopbackServer
+# `tests.e2e.server` must import however pytest was started (`pytest` or `python -m pytest`).
+_ROOT = str(Path(__file__).resolve().parents[2])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from tests.e2e.server import LoopbackServer  # noqa: E402
 
 
 @pytest.fixture
