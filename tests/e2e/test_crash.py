@@ -60,7 +60,7 @@ def stderr_of(db: Path) -> str:
 def test_sigkill_midway_then_again_asks_only_what_was_missing(tmp_path: Path, again: str) -> None:
     cases = make_suite(tmp_path / "suite", 40)
     db = tmp_path / "results.db"
-    with LoopbackServer(delay=0.05) as server:
+    with LoopbackServer(delay=0.1) as server:
         proc = start_cli(
             server.base_url, db, tmp_path / "suite", "--concurrency", "4", key=FAKE_KEY
         )
