@@ -15,6 +15,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from secbench_tui.core.models import Outcome
@@ -113,6 +114,17 @@ def to_csv(data: ReportData) -> str:
     return buffer.getvalue()
 
 
+def junit_timestamp(started_at: str | None) -> str:
+    """JUnit's schema wants `YYYY-MM-DDTHH:MM:SS`, no zone and no fraction: UTC it is."""
+    try:
+        when = datetime.fromisoformat(str(started_at).replace("Z", "+00:00"))
+    except ValueError:
+        return _xml_text(started_at)
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S")
+
+
 def _xml_text(value: object) -> str:
     return _NOT_XML.sub("\ufffd", "" if value is None else str(value))
 
@@ -160,7 +172,7 @@ def to_junit(data: ReportData) -> str:
             root,
             "testsuite",
             name=_xml_text(c.label),
-            timestamp=_xml_text(c.run.started_at),
+            timestamp=junit_timestamp(c.run.started_at),
             skipped="0",
         )
         properties = ET.SubElement(suite, "properties")

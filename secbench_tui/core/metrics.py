@@ -21,7 +21,13 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tup
     """95% Wilson score interval for a proportion; (0, 1) when there is no data."""
     if n <= 0:
         return 0.0, 1.0
-    p = successes / n
+    return proportion_interval(successes / n, n, z)
+
+
+def proportion_interval(p: float, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The Wilson interval of an observed share `p` of `n` independent units."""
+    if n <= 0:
+        return 0.0, 1.0
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
@@ -101,6 +107,32 @@ def verdict_stats(rows: Iterable[Row]) -> dict[str, Any]:
         "f1": f1,
         "confusion": {"tp": tp, "fp": fp, "tn": tn, "fn": fn},
     }
+
+
+def case_interval(rows: Iterable[Row]) -> tuple[float, float] | None:
+    """Accuracy's 95% interval when a case may have been asked several times.
+
+    Tries of one case are not independent (a model that misreads a case tends to misread it
+    again), so the interval treats each case as one unit: the Wilson interval of the mean
+    per-case pass share over the number of distinct cases. With one try per case it is
+    exactly the plain Wilson interval.
+    """
+    tries: dict[str, list[int]] = {}
+    for row in rows:
+        tally = tries.setdefault(str(row["case_id"]), [0, 0])
+        tally[0] += row["outcome"] == "correct"
+        tally[1] += 1
+    if not tries:
+        return None
+    share = sum(passed / asked for passed, asked in tries.values()) / len(tries)
+    return proportion_interval(share, len(tries))
+
+
+def cost_per_correct(cost: float | None, correct: int) -> float | None:
+    """What one right answer cost: None when the cost is unknown or nothing was right."""
+    if cost is None or correct <= 0:
+        return None
+    return cost / correct
 
 
 def usage_stats(rows: Iterable[Row]) -> dict[str, Any]:

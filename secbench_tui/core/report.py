@@ -13,10 +13,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
 from itertools import combinations
@@ -29,9 +30,11 @@ from secbench_tui import __version__
 from secbench_tui.core.metrics import (
     CaseRepeats,
     PairComparison,
+    case_interval,
     case_repeats,
     compare_pair,
     confusion_matrix,
+    cost_per_correct,
     repeat_stats,
     usage_stats,
     verdict_stats,
@@ -43,9 +46,34 @@ BASELINE_PREFIX = "baseline/"
 HARDEST_SHOWN = 20
 DIFFERING_SHOWN = 30
 LABEL_CHARS = 40
+SIGNIFICANCE = 0.05  # McNemar p below this: the two models differ by more than chance
 # VulDetectBench's documented metrics per task, shown as percentages in this order.
 VDB_METRICS = ("accuracy", "f1", "se", "me", "mar", "mir", "urs", "ors")
-VDB_METRIC_NAMES = {"accuracy": "Accuracy", "f1": "F1"}
+# Column heading and what it measures, as the benchmark defines it.
+VDB_METRIC_NAMES = {
+    "accuracy": ("Accuracy", "share of YES/NO answers that match the label"),
+    "f1": ("F1", "F1 with YES (vulnerable) as the positive class"),
+    "se": ("SE", "strict evaluation: 1 for the optimal option, 0.5 for the sub-optimal one"),
+    "me": ("ME", "moderate evaluation: 1 when every option named is the optimal or sub-optimal"),
+    "mar": ("MAR", "macro recall: the mean share of gold key objects and functions named"),
+    "mir": ("MIR", "micro recall: gold key objects and functions named, pooled over samples"),
+    "urs": ("URS", "union line recall: lines in common over the union of reply and gold lines"),
+    "ors": ("ORS", "line recall: lines in common over the gold lines"),
+}
+VDB_TASK_NAMES = {
+    "task1": "Task 1: vulnerability existence",
+    "task2": "Task 2: vulnerability type (CWE)",
+    "task3": "Task 3: key objects and functions",
+    "task4": "Task 4: root cause location",
+    "task5": "Task 5: trigger point location",
+}
+# Settings that mean nothing for some runs: the endpoint's for an offline baseline,
+# VulDetectBench's for a markdown suite, the markdown suite's for VulDetectBench.
+ENDPOINT_SETTINGS = frozenset(
+    {"base_url", "temperature", "max_tokens", "response_format", "max_retries", "timeout"}
+)
+VDB_ONLY_SETTINGS = frozenset({"tasks", "method", "vdb_scoring"})
+MARKDOWN_ONLY_SETTINGS = frozenset({"apps"})
 
 Row = dict[str, Any]
 
@@ -72,6 +100,11 @@ class Contender:
     repeat: dict[str, Any] | None = None
     by_case: dict[str, list[Row]] = field(default_factory=dict)
     vdb: dict[str, Any] = field(default_factory=dict)
+    rank: int | None = None  # 1 = most accurate on its suite; None for references
+    colour: str = "ref"  # the chart class: s0..s9 for models, ref for references
+    standing: str = ""  # against its suite's most accurate model: best, tied, behind, ahead
+    vs_best: PairComparison | None = None
+    settings: list[tuple[str, str]] = field(default_factory=list)  # shown, not common to all
 
     @property
     def model(self) -> str:
@@ -80,6 +113,20 @@ class Contender:
     @property
     def baseline(self) -> bool:
         return self.model.startswith(BASELINE_PREFIX)
+
+    @property
+    def case_count(self) -> int:
+        """Distinct cases answered (tries of one case count once)."""
+        return len(self.by_case) if self.by_case else int(self.stats.get("cases", 0))
+
+    @property
+    def reused(self) -> int:
+        return sum(1 for row in self.rows if row.get("reused_from"))
+
+    @property
+    def duration_s(self) -> float | None:
+        start, end = _parse_time(self.run.started_at), _parse_time(self.run.finished_at)
+        return (end - start).total_seconds() if start and end else None
 
     def first_tries(self) -> dict[str, Row]:
         return {key: rows[0] for key, rows in self.by_case.items()}
@@ -116,6 +163,37 @@ class Pair:
     comparison: PairComparison
     differing: list[CaseView]
 
+    @property
+    def better(self) -> Contender | None:
+        """The model right on more of the cases where they differ, if not by chance."""
+        m = self.comparison
+        if m.p_value >= SIGNIFICANCE or m.only_a == m.only_b:
+            return None
+        return self.a if m.only_a > m.only_b else self.b
+
+
+@dataclass
+class Verdict:
+    """The answer to "which model?" on one suite, with how sure the numbers let us be.
+
+    `top` holds the most accurate model and every model McNemar's test cannot tell apart
+    from it (p >= 0.05 on the cases both answered); `behind` those it beats by more than
+    chance. `near_chance` lists models not clearly better than the best reference (an
+    offline baseline that never reads the code). `partial` lists models that answered
+    fewer of the suite's cases than the others: their figures are not comparable.
+    """
+
+    suite: str
+    cases: int
+    best: Contender
+    top: list[Contender]
+    behind: list[Contender]
+    ahead: list[Contender]
+    partial: list[Contender]
+    reference: Contender | None
+    near_chance: list[Contender]
+    cheapest: Contender | None
+
 
 @dataclass
 class Bar:
@@ -136,6 +214,7 @@ class Chart:
     plot: int
     bars: list[Bar]
     groups: list[tuple[float, str]] = field(default_factory=list)
+    marks: list[tuple[float, str]] = field(default_factory=list)  # (x, label): dashed lines
 
     @property
     def ticks(self) -> list[tuple[float, str]]:
@@ -158,6 +237,9 @@ class ReportData:
     vdb_columns: list[tuple[str, str]]
     accuracy_chart: Chart | None
     app_chart: Chart | None
+    verdicts: list[Verdict] = field(default_factory=list)
+    common_settings: list[tuple[str, str]] = field(default_factory=list)
+    others: list[RunRecord] = field(default_factory=list)  # runs with results left out
     tool_version: str = __version__
 
     @property
@@ -171,6 +253,14 @@ class ReportData:
     @property
     def with_repeats(self) -> list[Contender]:
         return [c for c in self.contenders if c.repeat is not None]
+
+    @property
+    def real_pairs(self) -> list[Pair]:
+        return [p for p in self.pairs if not (p.a.baseline or p.b.baseline)]
+
+    @property
+    def reference_pairs(self) -> list[Pair]:
+        return [p for p in self.pairs if p.a.baseline or p.b.baseline]
 
     @property
     def vdb_tasks(self) -> list[tuple[str, int]]:
@@ -188,12 +278,22 @@ async def select_runs(
     store: Store, run_ids: Sequence[int] | None, models: Sequence[str] | None
 ) -> list[RunRecord]:
     """The runs asked for, or by default the latest run with results of each model and suite."""
-    every = await store.runs()
+    return choose_runs(await store.runs(), store.path, run_ids, models)
+
+
+def choose_runs(
+    every: Sequence[RunRecord],
+    path: Path,
+    run_ids: Sequence[int] | None,
+    models: Sequence[str] | None,
+) -> list[RunRecord]:
+    """`select_runs` on runs already read: by default, per model and suite, the latest
+    whole run (completed, not narrowed by --apps or --limit), else the latest run."""
     if run_ids:
         missing = sorted(set(run_ids) - {r.id for r in every})
         if missing:
             raise ReportError(
-                f"--runs: no run {', '.join(map(str, missing))} in {store.path}; "
+                f"--runs: no run {', '.join(map(str, missing))} in {path}; "
                 f"runs there: {_id_ranges([r.id for r in every]) or 'none'}"
             )
     if models:
@@ -201,7 +301,7 @@ async def select_runs(
         unknown = [m for m in models if m not in known]
         if unknown:
             raise ReportError(
-                f"--models: no runs of {', '.join(unknown)} in {store.path}; "
+                f"--models: no runs of {', '.join(unknown)} in {path}; "
                 f"models there: {', '.join(known) or 'none'}"
             )
     runs = [
@@ -213,24 +313,55 @@ async def select_runs(
     ]
     if not runs:
         raise ReportError(
-            f"--db {store.path}: no results to report"
+            f"--db {path}: no results to report"
             + (" for this selection" if run_ids or models else "")
             + "; run an evaluation first, e.g. secbench-tui --model baseline/random --no-ui"
         )
     if run_ids:
         return runs
-    latest: dict[tuple[str, ...], RunRecord] = {}
-    for run in runs:  # in id order: later runs replace earlier ones
-        latest[_suite_identity(run)] = run
-    return sorted(latest.values(), key=lambda r: r.id)
+    chosen: dict[tuple[str, ...], RunRecord] = {}
+    for run in runs:  # in id order: a later run replaces an earlier one...
+        held = chosen.get(_suite_identity(run))
+        # ...unless it covers less (--apps, --limit, stopped) than the whole run held.
+        if held is None or is_whole(run) or not is_whole(held):
+            chosen[_suite_identity(run)] = run
+    return sorted(chosen.values(), key=lambda r: r.id)
+
+
+def is_whole(run: RunRecord) -> bool:
+    """A run that completed over its whole suite (its tasks): no --apps, no --limit."""
+    settings = run.settings
+    return run.status == "completed" and not settings.get("apps") and settings.get("limit") is None
+
+
+def narrowed_by(run: RunRecord) -> str:
+    """Why a run covers only part of its suite, in the words of the command line."""
+    settings, parts = run.settings, []
+    if settings.get("apps"):
+        parts.append("--apps " + ",".join(map(str, settings["apps"])))
+    if settings.get("limit") is not None:
+        parts.append(f"--limit {settings['limit']}")
+    tasks = settings.get("tasks")
+    if run.suite_kind == SuiteKind.VULDETECTBENCH.value and isinstance(tasks, list):
+        if not set(tasks) >= {1, 2, 3, 4, 5}:
+            parts.append("--tasks " + ",".join(map(str, tasks)))
+    if run.status != "completed":
+        parts.append(run.status)
+    return ", ".join(parts)
 
 
 def _suite_identity(run: RunRecord) -> tuple[str, ...]:
     """What makes two runs the same benchmark for one model; VulDetectBench's prompting
-    method and scoring change the figures as much as another suite would."""
+    method, scoring and tasks change the figures as much as another suite would (its tasks
+    are five benchmarks, each with its own metrics)."""
     identity = (run.model_name, run.suite_kind, run.suite_path)
     if run.suite_kind == SuiteKind.VULDETECTBENCH.value:
-        extra = (str(run.settings.get("method")), str(run.settings.get("vdb_scoring")))
+        tasks = run.settings.get("tasks")
+        extra = (
+            str(run.settings.get("method")),
+            str(run.settings.get("vdb_scoring")),
+            ",".join(map(str, sorted(tasks))) if isinstance(tasks, list) else "",
+        )
         return identity + extra
     return identity
 
@@ -277,8 +408,15 @@ def _markdown_contender(index: int, run: RunRecord, label: str, rows: list[Row])
         by_app.setdefault(row["app"], []).append(row)
         contender.by_case.setdefault(case_key(row), []).append(row)
     contender.apps = {app: verdict_stats(app_rows) for app, app_rows in by_app.items()}
+    for app, app_rows in by_app.items():
+        contender.apps[app]["distinct_cases"] = len({row["case_id"] for row in app_rows})
     contender.confusion = confusion_matrix(rows)
     contender.repeat = repeat_stats(rows, contender.repeats)
+    stats = contender.stats
+    if contender.repeats > 1:  # tries of one case are not independent: cases are the units
+        stats["accuracy_ci"] = case_interval(rows)
+    stats["distinct_cases"] = len(contender.by_case)
+    stats["cost_per_correct"] = cost_per_correct(stats["cost"], stats["correct"])
     return contender
 
 
@@ -380,6 +518,7 @@ def _case_views(contenders: Sequence[Contender]) -> list[CaseView]:
 
 
 def _pairs(contenders: Sequence[Contender], cases: dict[str, CaseView]) -> list[Pair]:
+    """Every two models on their shared cases, models against each other first."""
     pairs = []
     for a, b in combinations(contenders, 2):
         if a.baseline and b.baseline:
@@ -388,7 +527,108 @@ def _pairs(contenders: Sequence[Contender], cases: dict[str, CaseView]) -> list[
         if comparison.shared:
             differing = [cases[key] for key in comparison.differing[:DIFFERING_SHOWN]]
             pairs.append(Pair(a, b, comparison, differing))
+    pairs.sort(key=lambda p: (p.a.baseline or p.b.baseline, p.a.index, p.b.index))
     return pairs
+
+
+# --- ranking: which model, and how sure --------------------------------------------------
+
+
+def _rank_key(c: Contender) -> tuple[Any, ...]:
+    """Most accurate first; then balanced accuracy, then the cheaper right answer."""
+    s = c.stats
+    cost = s.get("cost_per_correct")
+    return (
+        -(s.get("accuracy") or 0.0),
+        -(s.get("balanced_accuracy") or 0.0),
+        float("inf") if cost is None else cost,
+        c.run.id,
+    )
+
+
+def rank(contenders: Sequence[Contender]) -> list[Contender]:
+    """Models in ranking order within each suite, references after them; sets `rank`,
+    `index` and `colour`. A model that answered fewer cases than its suite's most
+    (a narrowed or stopped run) ranks after the whole ones."""
+    by_suite: dict[str, list[Contender]] = {}
+    for c in contenders:
+        by_suite.setdefault(c.run.suite_path, []).append(c)
+    ordered: list[Contender] = []
+    colours = 0
+    for suite in sorted(by_suite):
+        group = by_suite[suite]
+        most = max(c.case_count for c in group)
+        models = sorted(
+            (c for c in group if not c.baseline),
+            key=lambda c: (c.case_count < most, *_rank_key(c)),
+        )
+        for number, c in enumerate(models, 1):
+            c.rank, c.colour = number, f"s{colours % 10}"
+            colours += 1
+        ordered += models + sorted((c for c in group if c.baseline), key=_rank_key)
+    for index, c in enumerate(ordered):
+        c.index = index
+    return ordered
+
+
+def _comparison(pairs: Sequence[Pair], a: Contender, b: Contender) -> PairComparison | None:
+    """A's comparison with B (A's wins in `only_a`), whichever order the pair was built in."""
+    for pair in pairs:
+        if pair.a is a and pair.b is b:
+            return pair.comparison
+        if pair.a is b and pair.b is a:
+            m = pair.comparison
+            return replace(m, only_a=m.only_b, only_b=m.only_a)
+    return None
+
+
+def _standing(comparison: PairComparison | None) -> str:
+    if comparison is None or comparison.shared == 0:
+        return "n/a"
+    if comparison.p_value >= SIGNIFICANCE or comparison.only_a == comparison.only_b:
+        return "tied"
+    return "behind" if comparison.only_a > comparison.only_b else "ahead"
+
+
+def verdicts(contenders: Sequence[Contender], pairs: Sequence[Pair]) -> list[Verdict]:
+    """One verdict per suite that has a model other than the references; sets `standing`."""
+    found = []
+    for suite in sorted({c.run.suite_path for c in contenders}):
+        group = [c for c in contenders if c.run.suite_path == suite]
+        models = [c for c in group if not c.baseline]
+        if not models:
+            continue
+        best, most = models[0], max(c.case_count for c in group)
+        best.standing = "best"
+        for c in group:
+            if c is not best:
+                c.vs_best = _comparison(pairs, best, c)
+                c.standing = _standing(c.vs_best)
+        references = [c for c in group if c.baseline]
+        reference = references[0] if references else None
+        top = [c for c in models if c.standing in ("best", "tied")]
+        near_chance = []
+        if reference is not None:
+            for c in models:
+                if _standing(_comparison(pairs, reference, c)) != "ahead":
+                    near_chance.append(c)
+        priced = [c for c in top if c.stats.get("cost_per_correct") is not None]
+        cheapest = min(priced, key=lambda c: c.stats["cost_per_correct"]) if priced else None
+        found.append(
+            Verdict(
+                suite=suite,
+                cases=most,
+                best=best,
+                top=top,
+                behind=[c for c in models if c.standing == "behind"],
+                ahead=[c for c in models if c.standing == "ahead"],
+                partial=[c for c in models if c.case_count < most],
+                reference=reference,
+                near_chance=near_chance,
+                cheapest=cheapest if len(top) > 1 else None,
+            )
+        )
+    return found
 
 
 def _hardest(cases: Sequence[CaseView]) -> list[CaseView]:
@@ -404,24 +644,36 @@ def _short(label: str) -> str:
 def _accuracy_chart(contenders: Sequence[Contender]) -> Chart | None:
     if not contenders:
         return None
-    left, plot, step = 300, 420, 24
+    left, plot, step, top = 300, 420, 24, 24
     bars = []
     for i, c in enumerate(contenders):
         acc = c.stats["accuracy"] or 0.0
         low, high = c.stats["accuracy_ci"] or (0.0, 0.0)
+        interval = f"  ({_fmt_pct(low, 0)}\u2013{_fmt_pct(high, 0)})" if c.stats["cases"] else ""
         bars.append(
             Bar(
-                y=10 + i * step,
+                y=top + i * step,
                 width=plot * acc,
-                css=f"s{c.index % 10}" + (" ref" if c.baseline else ""),
+                css=c.colour,
                 label=_short(c.label),
-                value=_fmt_pct(c.stats["accuracy"]),
+                value=_fmt_pct(c.stats["accuracy"]) + interval,
                 low=left + plot * low,
                 high=left + plot * high,
             )
         )
+    marks = []
+    suites = {c.run.suite_path for c in contenders}
+    references = [c for c in contenders if c.baseline and c.stats["accuracy"] is not None]
+    if references and len(suites) == 1:
+        best = max(c.stats["accuracy"] for c in references)
+        marks.append((left + plot * best, f"best reference {_fmt_pct(best)}"))
     return Chart(
-        width=left + plot + 70, height=30 + len(bars) * step, left=left, plot=plot, bars=bars
+        width=left + plot + 150,
+        height=top + 20 + len(bars) * step,
+        left=left,
+        plot=plot,
+        bars=bars,
+        marks=marks,
     )
 
 
@@ -444,7 +696,7 @@ def _app_chart(contenders: Sequence[Contender], apps: Sequence[str]) -> Chart | 
                 Bar(
                     y=y,
                     width=plot * (acc or 0.0),
-                    css=f"s{c.index % 10}",
+                    css=c.colour,
                     label=_short(c.label),
                     value=_fmt_pct(acc),
                 )
@@ -463,7 +715,8 @@ async def gather(
     now: datetime | None = None,
 ) -> ReportData:
     """Everything the report and the exports show, read from `store`."""
-    runs = await select_runs(store, run_ids, models)
+    every = await store.runs()
+    runs = choose_runs(every, store.path, run_ids, models)
     vdb_kind = SuiteKind.VULDETECTBENCH.value
     labels = _labels([r for r in runs if r.suite_kind != vdb_kind])
     labels |= _labels([r for r in runs if r.suite_kind == vdb_kind])
@@ -475,6 +728,7 @@ async def gather(
             vdb.append(_vdb_contender(len(vdb), run, labels[run.id], rows))
         else:
             contenders.append(_markdown_contender(len(contenders), run, labels[run.id], rows))
+    contenders = rank(contenders)
     apps = sorted({app for c in contenders for app in c.apps})
     cases = _case_views(contenders)
     real = [c for c in contenders if not c.baseline] or contenders
@@ -482,6 +736,14 @@ async def gather(
     app_totals = {
         app: verdict_stats([r for c in real for r in c.rows if r["app"] == app]) for app in apps
     }
+    pairs = _pairs(contenders, {c.key: c for c in cases})
+    chosen = {r.id for r in runs}
+    others = [
+        r
+        for r in every
+        if r.id not in chosen and r.finished > 0 and (not models or r.model_name in models)
+    ]
+    common = _settings(contenders + vdb)
     return ReportData(
         database=str(store.path),
         generated_at=(now or datetime.now()).astimezone(),
@@ -492,12 +754,58 @@ async def gather(
         cases=cases,
         overall={**verdict_stats(real_rows), **usage_stats(real_rows), "models": len(real)},
         app_totals=app_totals,
-        pairs=_pairs(contenders, {c.key: c for c in cases}),
+        pairs=pairs,
         hardest=_hardest(cases),
         vdb_columns=_vdb_columns(vdb),
         accuracy_chart=_accuracy_chart(contenders),
         app_chart=_app_chart(contenders, apps),
+        verdicts=verdicts(contenders, pairs),
+        common_settings=common,
+        others=[] if run_ids else others,
     )
+
+
+def _setting_text(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return ",".join(map(str, value))
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def applicable_settings(run: RunRecord) -> list[tuple[str, str]]:
+    """The run's recorded settings that mean something for it, as (name, text)."""
+    skip: set[str] = set()
+    if run.suite_kind == SuiteKind.VULDETECTBENCH.value:
+        skip |= MARKDOWN_ONLY_SETTINGS
+    else:
+        skip |= VDB_ONLY_SETTINGS
+    if run.model_name.startswith(BASELINE_PREFIX):
+        skip |= ENDPOINT_SETTINGS
+    return [
+        (key, _setting_text(value))
+        for key, value in sorted(run.settings.items())
+        if key not in skip and value is not None
+    ]
+
+
+def _settings(contenders: Sequence[Contender]) -> list[tuple[str, str]]:
+    """Settings every run shares (shown once); each contender keeps the rest in `settings`."""
+    shown = {c.run.id: applicable_settings(c.run) for c in contenders}
+    common: list[tuple[str, str]] = []
+    if len(contenders) > 1:
+        first, *rest = shown.values()
+        common = [item for item in first if all(item in other for other in rest)]
+    for c in contenders:
+        c.settings = [item for item in shown[c.run.id] if item not in common]
+    return common
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 # --- rendering ---------------------------------------------------------------------------
@@ -512,7 +820,42 @@ def _fmt_p(value: float) -> str:
 
 
 def _fmt_money(value: float | None) -> str:
-    return "n/a" if value is None else f"${value:.4f}"
+    """Dollars to three significant digits ($0.534, $0.000114), cents from $1 up."""
+    if value is None:
+        return "n/a"
+    if value == 0 or value >= 1:
+        return f"${value:,.2f}" if value else "$0"
+    digits = 2 - math.floor(math.log10(value))
+    return f"${value:.{digits}f}"
+
+
+def _fmt_compact(value: int | None) -> str:
+    """612k, 1.81M: token counts short enough for a table cell."""
+    if value is None:
+        return "n/a"
+    for size, unit in ((1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")):
+        if value >= size:
+            scaled = value / size
+            return f"{scaled:.3g}{unit}" if scaled < 100 else f"{scaled:.0f}{unit}"
+    return str(value)
+
+
+def _fmt_when(text: str | None) -> str:
+    when = _parse_time(text)
+    if when is None:
+        return text or ""
+    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s"
+    return f"{minutes // 60} h {minutes % 60} min"
 
 
 def _fmt_ms(value: float | None) -> str:
@@ -548,8 +891,12 @@ def _environment() -> jinja2.Environment:
         money=_fmt_money,
         ms=_fmt_ms,
         num=_fmt_int,
+        compact=_fmt_compact,
+        when=_fmt_when,
+        duration=_fmt_duration,
         bucket=_bucket,
         vdb_crashes=vdb_crashes,
+        narrowed=narrowed_by,
     )
     return env
 
@@ -569,7 +916,13 @@ def render_html(data: ReportData) -> str:
     )
     template = _environment().get_template("report.html.j2")
     return template.render(
-        data=data, script=script, style=style, csp=csp, vdb_names=VDB_METRIC_NAMES
+        data=data,
+        script=script,
+        style=style,
+        csp=csp,
+        vdb_names=VDB_METRIC_NAMES,
+        vdb_tasks=VDB_TASK_NAMES,
+        alpha=SIGNIFICANCE,
     )
 
 

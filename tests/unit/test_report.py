@@ -152,8 +152,10 @@ async def test_default_selection_is_the_latest_run_of_each_model(db: Path) -> No
 
 async def test_explicit_runs_keep_both_runs_of_a_model_apart(db: Path) -> None:
     data = await gather_from(db, run_ids=[1, 2])
-    assert [c.label for c in data.contenders] == ["m/alpha (run 1)", "m/alpha (run 2)"]
+    # Equal accuracy (3 of 5); run 2 ranks first on balanced accuracy (run 1 says bad always).
+    assert [c.label for c in data.contenders] == ["m/alpha (run 2)", "m/alpha (run 1)"]
     assert [c.stats["correct"] for c in data.contenders] == [3, 3]
+    assert [c.rank for c in data.contenders] == [1, 2]
 
 
 async def test_models_filter(db: Path) -> None:
@@ -349,14 +351,21 @@ def tables(html: str) -> dict[str, list[list[str]]]:
     return parser.tables
 
 
+def by_model(table: list[list[str]]) -> dict[str, dict[str, str]]:
+    """A ranked table's rows keyed by the Model column, each row keyed by its headers."""
+    header, *rows = table
+    column = header.index("Model")
+    return {row[column]: dict(zip(header, row, strict=False)) for row in rows}
+
+
 async def test_html_has_the_spec_sections_and_every_case(db: Path) -> None:
     html = report.render_html(await gather_from(db))
     found = tables(html)
-    overview = {row[0]: row for row in found["overview-table"][1:]}
-    assert overview["m/alpha"][3] == "60.0%"
-    assert overview["m/beta"][3] == "40.0%"
-    assert overview["baseline/always-bad reference"][3] == "60.0%"
-    assert overview["Overall (2 models, without references)"][3] == "50.0%"
+    overview = by_model(found["overview-table"])
+    assert overview["m/alpha"]["Accuracy 95% CI"].split()[0] == "60.0%"
+    assert overview["m/beta"]["Accuracy 95% CI"].split()[0] == "40.0%"
+    assert overview["baseline/always-bad reference"]["Accuracy 95% CI"].split()[0] == "60.0%"
+    assert overview["Overall (2 models, without references)"]["Accuracy 95% CI"] == "50.0%"
     matrix = {row[0]: row[1:] for row in found["app-matrix"][1:]}
     assert matrix["m/alpha"][:2] == ["0.0% of 2", "100.0% of 3"]  # apps sorted: blog, shop
     assert html.count('<details class="case"') == len(CASES)
