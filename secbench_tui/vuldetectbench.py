@@ -113,7 +113,8 @@ class _AgentProvider:
         self.name = name
 
     async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
-        prompt = {"system": case.messages[0].content, "user": case.messages[1].content}
+        system, user = case.prompt_messages()
+        prompt = {"system": system.content, "user": user.content}
         started = time.perf_counter()
         try:
             text = await asyncio.to_thread(self.agent, prompt)

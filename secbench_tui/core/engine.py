@@ -75,8 +75,10 @@ class RunSpec:
         )
 
     def request_hash(self, case: Case) -> str:
-        request = {k: self.settings.get(k) for k in REQUEST_SETTINGS if k != "base_url"}
-        messages = json.dumps([[m.role, m.content] for m in case.messages])
+        """Identifies what was asked: same model, endpoint, settings, case and prompt."""
+        request = {k: self.settings.get(k) for k in REQUEST_SETTINGS}
+        request["base_url"] = str(request["base_url"] or "").rstrip("/")
+        messages = json.dumps([[m.role, m.content] for m in case.prompt_messages()])
         return text_hash(
             self.model,
             case.case_id,
@@ -156,6 +158,10 @@ class Engine:
             self._stop_message = message or "stopped by the user"
             self._stopping.set()
 
+    def _check_budget(self) -> None:
+        if self.spec.max_cost is not None and self._cost >= self.spec.max_cost:
+            self.stop(f"budget reached: cost {self._cost:.4f} >= --max-cost {self.spec.max_cost}")
+
     @property
     def stopping(self) -> bool:
         return self._stopping.is_set()
@@ -219,11 +225,11 @@ class Engine:
         started = time.perf_counter()
         run_id, resumed = await self._open_run()
         self.run_id = run_id
-        done_keys = (
-            await self.store.finished_keys(run_id, include_errors=not spec.retry_errors)
-            if resumed
-            else set()
-        )
+        done_keys: set[tuple[str, int]] = set()
+        if resumed:
+            done_keys = await self.store.finished_keys(run_id, include_errors=not spec.retry_errors)
+            self._cost = await self.store.spent(run_id)  # the budget covers the whole run
+            self._check_budget()
         work = [
             _Work(0, index, case, repeat)
             for index, case in enumerate(spec.cases)
@@ -271,7 +277,7 @@ class Engine:
         yield RunFinished(run_id=run_id, status=status, message=message, summary=summary)
 
     async def _summary(self, run_id: int, wall: float) -> dict[str, Any]:
-        rows = await self.store.run_results(run_id)
+        rows = await self.store.run_results(run_id, with_text=False)
         summary = summarize(rows)
         vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
         if vdb_rows:
@@ -348,11 +354,7 @@ class Engine:
                     await self._queue.put(_Done(work.seq, evaluation))
                     if evaluation.completion.cost:
                         self._cost += evaluation.completion.cost
-                        if self.spec.max_cost is not None and self._cost >= self.spec.max_cost:
-                            self.stop(
-                                f"budget reached: cost {self._cost:.4f} >= --max-cost "
-                                f"{self.spec.max_cost}"
-                            )
+                        self._check_budget()
                 finally:
                     await self.limit.release(success)
         except BaseException as exc:  # noqa: B036 - handed to the consumer, which re-raises

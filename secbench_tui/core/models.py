@@ -39,6 +39,11 @@ class Case(BaseModel):
     `app` groups cases in reports: the markdown suite's app folder, or `taskN` for
     VulDetectBench. `case_id` is unique within a suite and stable across runs: the
     path relative to the suite root for markdown cases, `taskN/POS` for VulDetectBench.
+
+    A markdown case sends one user message: its app's `prompt_prefix` (the SPEC's prompt
+    and the evaluation prompt, one string shared by every case of the app) and then its
+    code. It is joined only when asked for, so a suite of 20,000 cases does not hold
+    20,000 copies of the same SPEC. Cases with prompts of their own set `messages`.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -49,10 +54,18 @@ class Case(BaseModel):
     test_file: str
     expected: str
     code: str
-    messages: tuple[Message, ...]
+    messages: tuple[Message, ...] = ()
+    prompt_prefix: str = ""
     description: str = ""
     structured: bool = True
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    def prompt_messages(self) -> tuple[Message, ...]:
+        """The messages sent to the model for this case."""
+        if self.messages:
+            return self.messages
+        text = f"{self.prompt_prefix}\n\n{self.code}" if self.prompt_prefix else self.code
+        return (Message(role="user", content=text),)
 
 
 class Completion(BaseModel):

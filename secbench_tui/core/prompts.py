@@ -25,8 +25,13 @@ VERDICT_SCHEMA: dict[str, Any] = {
 RESPONSE_FORMATS = ("json_schema", "json_object", "none")
 
 
+def build_markdown_prefix(app_prompt: str, evaluation_prompt: str) -> str:
+    """What precedes every case's code in its app: the SPEC's prompt, then the evaluation prompt."""
+    return "\n\n".join(part for part in (app_prompt.strip(), evaluation_prompt.strip()) if part)
+
+
 def build_markdown_prompt(app_prompt: str, evaluation_prompt: str, code: str) -> str:
-    parts = [app_prompt.strip(), evaluation_prompt.strip(), code.rstrip("\n")]
+    parts = [build_markdown_prefix(app_prompt, evaluation_prompt), code]
     return "\n\n".join(part for part in parts if part)
 
 

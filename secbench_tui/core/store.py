@@ -558,14 +558,31 @@ class Store:
         row = await cursor.fetchone()
         return dict(row) if row else None
 
-    async def run_results(self, run_id: int) -> list[dict[str, Any]]:
+    async def run_results(self, run_id: int, with_text: bool = True) -> list[dict[str, Any]]:
+        """A run's results in case order; without text, only what figures are made of."""
+        columns = (
+            "e.*, c.code AS code, c.description AS description"
+            if with_text
+            else "e.id, e.app, e.case_id, e.case_index, e.repeat, e.suite_kind, e.outcome,"
+            " e.expected_result, e.actual_result, e.prompt_tokens, e.completion_tokens, e.cost,"
+            " e.latency_ms, e.reused_from, e.scores, e.explanation"
+        )
+        join = " LEFT JOIN case_texts c ON c.hash = e.case_hash" if with_text else ""
         cursor = await self.db.execute(
-            "SELECT e.*, c.code AS code, c.description AS description FROM evaluations e"
-            " LEFT JOIN case_texts c ON c.hash = e.case_hash WHERE e.run_id=?"
+            f"SELECT {columns} FROM evaluations e{join} WHERE e.run_id=?"
             " ORDER BY e.case_index, e.repeat",
             (run_id,),
         )
         return [dict(row) for row in await cursor.fetchall()]
+
+    async def spent(self, run_id: int) -> float:
+        """What a run's own requests cost (results reused from earlier runs cost nothing)."""
+        cursor = await self.db.execute(
+            "SELECT TOTAL(cost) FROM evaluations WHERE run_id=? AND reused_from IS NULL",
+            (run_id,),
+        )
+        row = await cursor.fetchone()
+        return float(row[0]) if row else 0.0
 
     async def distinct(self, column: str) -> list[str]:
         if column not in ("model_name", "app", "outcome"):

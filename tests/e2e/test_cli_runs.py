@@ -6,8 +6,6 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-import pytest
-
 from tests.e2e import server as srv
 from tests.e2e.harness import by_case, rows, run_cli, runs, write_suite
 from tests.e2e.server import LoopbackServer
@@ -140,11 +138,6 @@ def test_resume_only_continues_a_run_with_the_same_settings(
     assert [server.count(c.marker) for c in cases] == [2, 2, 1, 1, 1, 1]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine: --max-cost counts only this invocation's spending; a resumed run restarts "
-    "the count at 0 instead of from the cost already recorded in the run (reported to lead)",
-)
 def test_max_cost_counts_what_the_resumed_run_already_spent(
     tmp_path: Path, server: LoopbackServer
 ) -> None:

@@ -80,7 +80,8 @@ def test_fixture_suite_loads_sorted_with_skips() -> None:
 def test_prompt_is_spec_then_evaluation_prompt_then_code() -> None:
     suite = load_markdown_suite(FIXTURE, apps=["shop"], evaluation_prompt="EVALUATION TEXT")
     case = suite.cases[0]
-    content = case.messages[0].content
+    (message,) = case.prompt_messages()
+    content = message.content
     spec_at = content.index("Tables: orders")
     eval_at = content.index("EVALUATION TEXT")
     code_at = content.index(case.code)

@@ -174,7 +174,7 @@ class OpenAICompatibleProvider:
         s = self.settings
         body: dict[str, Any] = {
             "model": s.model,
-            "messages": [{"role": m.role, "content": m.content} for m in case.messages],
+            "messages": [{"role": m.role, "content": m.content} for m in case.prompt_messages()],
             "max_tokens": s.max_tokens,
         }
         if s.temperature is not None:
@@ -280,7 +280,12 @@ class OpenAICompatibleProvider:
             code, message = _error_message(data)
             self._raise_for(code or 502, f"in a 200 body: {message}", retry_after)
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise _Attempt("200 with no choices in the body", status=200, retryable=True)
+            raise _Attempt(
+                "200 with no choices in the body",
+                status=200,
+                retryable=True,
+                retry_after=retry_after,
+            )
         choice = choices[0]
         finish = choice.get("finish_reason") or choice.get("native_finish_reason")
         reply = choice.get("message")
@@ -308,7 +313,11 @@ class OpenAICompatibleProvider:
             )
         if not isinstance(text, str) or not text.strip():
             raise _Attempt(
-                "200 with empty content", status=200, retryable=True, finish_reason=finish
+                "200 with empty content",
+                status=200,
+                retryable=True,
+                retry_after=retry_after,
+                finish_reason=finish,
             )
         raw_usage = data.get("usage")
         usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}

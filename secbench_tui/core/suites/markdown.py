@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from secbench_tui.core.models import Case, Message, SuiteKind
-from secbench_tui.core.prompts import build_markdown_prompt
+from secbench_tui.core.models import Case, SuiteKind
+from secbench_tui.core.prompts import build_markdown_prefix
 
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([^\s`]*)[^`]*$")
@@ -157,13 +157,13 @@ def load_markdown_suite(
     """Every usable case of the chosen apps, sorted by path, with the files skipped."""
     suite = MarkdownSuite(root=root, apps=discover_apps(root, apps))
     for app in suite.apps:
+        prefix = build_markdown_prefix(app.prompt, evaluation_prompt)
         for path in app.case_files:
             parsed = parse_case_file(path)
             if isinstance(parsed, str):
                 suite.skipped.append(SkippedFile(path, parsed))
                 continue
             code, expected, description = parsed
-            prompt = build_markdown_prompt(app.prompt, evaluation_prompt, code)
             suite.cases.append(
                 Case(
                     kind=SuiteKind.MARKDOWN,
@@ -173,7 +173,7 @@ def load_markdown_suite(
                     expected=expected,
                     code=code,
                     description=description,
-                    messages=(Message(role="user", content=prompt),),
+                    prompt_prefix=prefix,
                     structured=True,
                 )
             )
