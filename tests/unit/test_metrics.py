@@ -9,12 +9,15 @@ from fractions import Fraction
 import pytest
 
 from secbench_tui.core.metrics import (
+    case_interval,
     case_repeats,
     compare_pair,
     confusion_matrix,
+    cost_per_correct,
     mcnemar_exact,
     pass_hat_k,
     percentile,
+    proportion_interval,
     repeat_stats,
     verdict_stats,
     wilson_interval,
@@ -163,3 +166,27 @@ def test_repeat_stats() -> None:
     assert stats["consistency"] == pytest.approx((1 + 2 / 3 + 1) / 3)
     assert stats["always_same"] == pytest.approx(2 / 3)
     assert repeat_stats(rows, 1) is None
+
+
+def test_case_interval_counts_cases_not_tries() -> None:
+    once = [row(f"a/{n}", "bad", "bad" if n < 6 else "good") for n in range(10)]
+    assert case_interval(once) == pytest.approx(wilson_interval(6, 10))
+    thrice = [r for r in once for _ in range(3)]  # the same answers asked three times
+    assert case_interval(thrice) == pytest.approx(wilson_interval(6, 10))  # not (18, 30)
+    mixed = [row("a/1", "bad", v) for v in ("bad", "good")] + [row("a/2", "bad", "bad")]
+    assert case_interval(mixed) == pytest.approx(proportion_interval(0.75, 2))
+    assert case_interval([]) is None
+
+
+def test_proportion_interval_is_wilson_for_whole_counts() -> None:
+    for successes, n in ((0, 5), (3, 7), (50, 50)):
+        assert proportion_interval(successes / n, n) == pytest.approx(wilson_interval(successes, n))
+    low, high = proportion_interval(2 / 3, 30)
+    assert low < 2 / 3 < high
+
+
+def test_cost_per_correct() -> None:
+    assert cost_per_correct(0.5, 4) == pytest.approx(0.125)
+    assert cost_per_correct(0.0, 4) == 0.0  # a free model: each right answer costs nothing
+    assert cost_per_correct(None, 4) is None  # cost unknown
+    assert cost_per_correct(0.5, 0) is None  # nothing right: no price per right answer
