@@ -108,6 +108,24 @@ def scored(case: Case, said: str | None, n: int) -> tuple[Completion, Scored]:
 async def fill(path: Path, planned: list[Planned]) -> None:
     store = await Store.open(path)
     try:
+        # An earlier, narrowed run: left out of the report but listed with its hostile --apps.
+        narrowed = await store.create_run(
+            model=MODELS[0],
+            suite_kind="markdown",
+            suite_path=evil(0, "/suite"),
+            suite_hash="s",
+            prompt_hash="p",
+            settings={"repeats": 1, "apps": [EVIL_APP], "limit": 1},
+            fingerprint="narrowed",
+            tool_version="0",
+            total_cases=1,
+        )
+        first = planned[0]
+        completion, score = scored(first.case, first.answers[MODELS[0]], 0)
+        await store.record(
+            Evaluation(run_id=narrowed, case=first.case, completion=completion, scored=score), "n"
+        )
+        await store.finish_run(narrowed, "completed")
         for model in MODELS:
             run_id = await store.create_run(
                 model=model,
@@ -291,6 +309,9 @@ def test_hostile_strings_stay_text(written: tuple[Path, list[Planned]], tmp_path
         # The payloads are shown to the reader as text.
         assert "&lt;script&gt;document.documentElement.dataset.pwned=" in loaded.text
         assert "evil/&lt;img src=x onerror=" in loaded.text
+        # The verdict names models; the left-out run shows its --apps; settings are text.
+        assert 'id="verdict"' in loaded.text and 'id="others"' in loaded.text
+        assert '--apps app"&gt;&lt;svg onload=' in loaded.text
 
 
 def expected_visible(
