@@ -155,6 +155,11 @@ class CaseView:
     failed_by: list[str] = field(default_factory=list)  # labels of the models judged
     judged: int = 0
 
+    @property
+    def name(self) -> str:
+        """The case id without its app folder, for tables that show the app beside it."""
+        return self.case_id.removeprefix(f"{self.app}/")
+
 
 @dataclass
 class Pair:

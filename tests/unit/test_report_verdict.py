@@ -31,7 +31,7 @@ CASES = [
     Case(
         kind=SuiteKind.MARKDOWN,
         app="shop" if n % 3 else "blog",
-        case_id=f"app/case-{n:02d}.md",
+        case_id=f"{'shop' if n % 3 else 'blog'}/case-{n:02d}.md",
         test_file=f"/suite/case-{n:02d}.md",
         expected="bad" if n % 2 else "good",
         code=f"SELECT {n};",
@@ -335,3 +335,30 @@ async def test_exports_carry_the_new_figures_and_a_schema_timestamp(store: Store
     assert exports.junit_timestamp("2026-01-02T03:04:05.678Z") == "2026-01-02T03:04:05"
     assert exports.junit_timestamp("2026-01-02T05:04:05+02:00") == "2026-01-02T03:04:05"
     assert math.isclose(twin["summary"]["accuracy"], 28 / 30)
+
+
+async def test_a_lone_model_without_references_is_told_how_to_get_chance_level(
+    store: Store,
+) -> None:
+    await record_run(store, "m/alone", TWIN)
+    await record_run(store, "baseline/random", BAD_ONLY)
+    data = await report.gather(store, models=["m/alone"])
+    (verdict,) = data.verdicts
+    assert verdict.reference is None and verdict.near_chance == []
+    text = " ".join(re.sub(r"<[^>]+>", "", report.render_html(data)).split())
+    assert "m/alone is the only model here: 93.3% of answers right" in text
+    assert "No reference in this report, so chance level is unknown" in text
+    assert "secbench-tui --model baseline/random --no-ui" in text
+
+
+async def test_hardest_cases_name_the_case_once_and_say_all_when_all_missed(
+    store: Store,
+) -> None:
+    await designed(store)
+    await record_run(store, "m/third", right_on(*range(1, N)))  # misses case 0, as twin does
+    data = await report.gather(store, models=["m/twin", "m/weak", "m/third"])
+    first = data.hardest[0]
+    assert (first.case_id, first.name, first.app) == ("blog/case-00.md", "case-00.md", "blog")
+    rows = {row[0]: row for row in tables(report.render_html(data))["hardest-table"][1:]}
+    assert rows["case-00.md"][1:5] == ["blog", "good", "3 of 3", "all 3"]
+    assert rows["case-01.md"][3:5] == ["1 of 3", "m/twin"]  # not all: named
