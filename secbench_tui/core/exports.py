@@ -77,6 +77,10 @@ def _run_summary(c: Contender) -> dict[str, Any]:
         "model": run.model_name,
         "label": c.label,
         "baseline": c.baseline,
+        "rank": c.rank,
+        "vs_best": None
+        if c.vs_best is None
+        else {"standing": c.standing, "p_value": c.vs_best.p_value, "shared": c.vs_best.shared},
         "suite_kind": run.suite_kind,
         "suite_path": run.suite_path,
         "suite_hash": run.suite_hash,

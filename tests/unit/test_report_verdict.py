@@ -329,6 +329,12 @@ async def test_exports_carry_the_new_figures_and_a_schema_timestamp(store: Store
     twin = next(r for r in document["runs"] if r["model"] == "m/twin")
     assert twin["summary"]["cost_per_correct"] == pytest.approx(0.03 / 28)
     assert twin["summary"]["distinct_cases"] == N
+    assert twin["rank"] == 2 and twin["vs_best"] == {
+        "standing": "tied",
+        "p_value": 0.5,
+        "shared": N,
+    }
+    assert [r["rank"] for r in document["runs"] if r["baseline"]] == [None]
     root = ET.fromstring(exports.to_junit(data))
     for suite in root.iter("testsuite"):
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", suite.get("timestamp") or "")
