@@ -115,6 +115,11 @@ class Contender:
         return self.model.startswith(BASELINE_PREFIX)
 
     @property
+    def suite_label(self) -> str:
+        """The suite folder and its parent: short enough for a table column."""
+        return "/".join(Path(self.run.suite_path).parts[-2:])
+
+    @property
     def case_count(self) -> int:
         """Distinct cases answered (tries of one case count once)."""
         return len(self.by_case) if self.by_case else int(self.stats.get("cases", 0))
