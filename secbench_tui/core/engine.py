@@ -16,7 +16,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from secbench_tui import __version__
@@ -128,6 +128,7 @@ class _Work:
     index: int
     case: Case
     repeat: int
+    request_hash: str
 
 
 @dataclass(frozen=True)
@@ -191,10 +192,7 @@ class Engine:
         )
         return run_id, False
 
-    async def _reuse(self, run_id: int, work: _Work) -> Evaluation | None:
-        row = await self.store.reusable(self.spec.request_hash(work.case), work.repeat)
-        if row is None:
-            return None
+    async def _reuse(self, run_id: int, work: _Work, row: dict[str, Any]) -> Evaluation:
         completion = Completion(
             text=row["raw_reply"],
             status=row["http_status"],
@@ -217,7 +215,7 @@ class Engine:
             timestamp=now_iso(),
             reused=True,
         )
-        await self.store.record(evaluation, self.spec.request_hash(work.case), row["id"])
+        await self.store.record(evaluation, work.request_hash, row["id"])
         return evaluation
 
     async def events(self) -> AsyncIterator[Event]:
@@ -231,19 +229,21 @@ class Engine:
             self._cost = await self.store.spent(run_id)  # the budget covers the whole run
             self._check_budget()
         work = [
-            _Work(0, index, case, repeat)
+            _Work(0, index, case, repeat, request)
             for index, case in enumerate(spec.cases)
+            for request in (spec.request_hash(case),)
             for repeat in range(spec.repeats)
             if (case.case_id, repeat) not in done_keys
         ]
+        earlier = {} if spec.force else await self.store.reusable([w.request_hash for w in work])
         reused: list[Evaluation] = []
         pending: list[_Work] = []
         for item in work:
-            hit = None if spec.force else await self._reuse(run_id, item)
-            if hit is not None:
-                reused.append(hit)
+            row = earlier.get((item.request_hash, item.repeat))
+            if row is not None:
+                reused.append(await self._reuse(run_id, item, row))
             else:
-                pending.append(_Work(len(pending), item.index, item.case, item.repeat))
+                pending.append(replace(item, seq=len(pending)))
         total = len(spec.cases) * spec.repeats
         done = total - len(pending) - len(reused)
         yield RunStarted(
@@ -389,5 +389,5 @@ class Engine:
             scored=scored,
             timestamp=now_iso(),
         )
-        await self.store.record(evaluation, self.spec.request_hash(case))
+        await self.store.record(evaluation, work.request_hash)
         return evaluation

@@ -266,6 +266,7 @@ class Store:
         self.db = db
         self.path = path
         self._run_models: dict[int, str] = {}
+        self._known_texts: set[str] = set()  # case_texts rows this connection has written
 
     @classmethod
     async def open(cls, path: Path | str) -> Store:
@@ -438,15 +439,22 @@ class Store:
         cursor = await self.db.execute(sql, (run_id,))
         return {(row[0], row[1]) for row in await cursor.fetchall()}
 
-    async def reusable(self, request_hash: str, repeat: int) -> dict[str, Any] | None:
-        """The latest complete (non-error) result asked with exactly this request."""
-        cursor = await self.db.execute(
-            "SELECT * FROM evaluations WHERE request_hash=? AND repeat=? AND outcome != 'error'"
-            " ORDER BY id DESC LIMIT 1",
-            (request_hash, repeat),
-        )
-        row = await cursor.fetchone()
-        return dict(row) if row else None
+    async def reusable(
+        self, request_hashes: Sequence[str]
+    ) -> dict[tuple[str, int], dict[str, Any]]:
+        """The latest complete (non-error) result of each request, by (request hash, repeat)."""
+        found: dict[tuple[str, int], dict[str, Any]] = {}
+        unique = sorted(set(request_hashes))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            cursor = await self.db.execute(
+                "SELECT * FROM evaluations WHERE outcome != 'error'"
+                f" AND request_hash IN ({', '.join('?' * len(chunk))}) ORDER BY id",
+                chunk,
+            )
+            for row in await cursor.fetchall():
+                found[(row["request_hash"], row["repeat"])] = dict(row)
+        return found
 
     async def record(
         self, evaluation: Evaluation, request_hash: str, reused_from: int | None = None
@@ -454,10 +462,12 @@ class Store:
         """Write one result and commit it before returning."""
         case, completion, scored = evaluation.case, evaluation.completion, evaluation.scored
         case_hash = text_hash(case.code, case.description)
-        await self.db.execute(
-            "INSERT OR IGNORE INTO case_texts (hash, code, description) VALUES (?, ?, ?)",
-            (case_hash, storable(case.code), storable(case.description)),
-        )
+        if case_hash not in self._known_texts:
+            await self.db.execute(
+                "INSERT OR IGNORE INTO case_texts (hash, code, description) VALUES (?, ?, ?)",
+                (case_hash, storable(case.code), storable(case.description)),
+            )
+            self._known_texts.add(case_hash)
         values = tuple(
             storable(value)
             for value in (
