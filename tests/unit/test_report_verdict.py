@@ -63,12 +63,13 @@ async def record_run(
     status: str = "completed",
     cases: list[Case] = CASES,
     kind: str = "markdown",
+    suite: str = "/suite",
 ) -> int:
     tries = [a if isinstance(a, list) else [a] for a in answers]
     run_id = await store.create_run(
         model=model,
         suite_kind=kind,
-        suite_path="/suite",
+        suite_path=suite,
         suite_hash="suitehash",
         prompt_hash="prompthash",
         settings=settings if settings is not None else {"repeats": len(tries[0])},
@@ -121,6 +122,9 @@ async def test_models_are_ranked_by_accuracy_with_references_last(store: Store) 
     assert [c.rank for c in data.contenders] == [1, 2, 3, None]
     assert [c.standing for c in data.contenders] == ["best", "tied", "behind", "behind"]
     assert [c.colour for c in data.contenders] == ["s0", "s1", "s2", "ref"]
+    chart = data.accuracy_chart
+    assert chart is not None and [b.css for b in chart.bars] == ["s0", "s1", "s2", "ref"]
+    assert chart.marks == [(chart.left + chart.plot * 0.5, "best reference 50.0%")]
 
 
 async def test_verdict_names_the_tie_the_cheaper_twin_and_the_model_at_chance(
@@ -368,3 +372,21 @@ async def test_hardest_cases_name_the_case_once_and_say_all_when_all_missed(
     rows = {row[0]: row for row in tables(report.render_html(data))["hardest-table"][1:]}
     assert rows["case-00.md"][1:5] == ["blog", "good", "3 of 3", "all 3"]
     assert rows["case-01.md"][3:5] == ["1 of 3", "m/twin"]  # not all: named
+
+
+async def test_each_suite_gets_its_own_ranking_and_verdict(store: Store) -> None:
+    await record_run(store, "m/a", TWIN, suite="/one")
+    await record_run(store, "m/b", STRONG, suite="/one")
+    await record_run(store, "m/a", STRONG, suite="/two")
+    await record_run(store, "baseline/random", BAD_ONLY, suite="/three")  # references only
+    data = await report.gather(store)
+    assert [(c.run.suite_path, c.model, c.rank) for c in data.contenders] == [
+        ("/one", "m/b", 1),
+        ("/one", "m/a", 2),
+        ("/three", "baseline/random", None),
+        ("/two", "m/a", 1),
+    ]
+    assert [(v.suite, v.best.model) for v in data.verdicts] == [("/one", "m/b"), ("/two", "m/a")]
+    assert data.accuracy_chart is not None and data.accuracy_chart.marks == []
+    html = report.render_html(data)
+    assert "<h3>On <code>/one</code></h3>" in html and "<h3>On <code>/two</code></h3>" in html
