@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -18,6 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The package built as a wheel and installed into a folder of its own (deps from here)."""
     work = tmp_path_factory.mktemp("install")
+    source = work / "src"  # setuptools builds in the source tree: keep the checkout clean
+    skip = (".git", ".venv", "build", "reports", "*.db", "__pycache__", ".*_cache", "tests")
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*skip))
     build = subprocess.run(
         [
             sys.executable,
