@@ -616,7 +616,8 @@ def verdicts(contenders: Sequence[Contender], pairs: Sequence[Pair]) -> list[Ver
                 c.standing = _standing(c.vs_best)
         references = [c for c in group if c.baseline]
         reference = references[0] if references else None
-        top = [c for c in models if c.standing in ("best", "tied")]
+        partial = [c for c in models if c.case_count < most]
+        top = [c for c in models if c.standing in ("best", "tied") and c not in partial]
         near_chance = []
         if reference is not None:
             for c in models:
@@ -632,7 +633,7 @@ def verdicts(contenders: Sequence[Contender], pairs: Sequence[Pair]) -> list[Ver
                 top=top,
                 behind=[c for c in models if c.standing == "behind"],
                 ahead=[c for c in models if c.standing == "ahead"],
-                partial=[c for c in models if c.case_count < most],
+                partial=partial,
                 reference=reference,
                 near_chance=near_chance,
                 cheapest=cheapest if len(top) > 1 else None,

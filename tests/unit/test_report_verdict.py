@@ -185,6 +185,8 @@ async def test_a_narrowed_run_is_flagged_and_ranked_after_whole_ones(store: Stor
     (verdict,) = data.verdicts
     assert verdict.best.model == "m/whole" and verdict.cases == N
     assert [c.model for c in verdict.partial] == ["m/part"]
+    # Not distinguishable on 10 shared cases, but never offered as an equal choice.
+    assert data.contenders[1].standing == "tied" and verdict.top == [verdict.best]
     html = report.render_html(data)
     assert "Not comparable: <strong>m/part</strong> answered 10 of 30 cases" in html
     assert f"(run {part}: --limit 10)" in html
