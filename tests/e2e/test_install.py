@@ -33,7 +33,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "-q",
             "-w",
             str(work / "dist"),
-            str(ROOT),
+            str(source),
         ],
         capture_output=True,
         text=True,
