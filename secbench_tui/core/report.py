@@ -1,7 +1,9 @@
 """The HTML report: results read from the database, arranged for people choosing a model.
 
-`gather()` reads the chosen runs from a `Store` (by default the latest run of each model on
-each suite) and computes every figure through `core.metrics`; `render_html()` turns that into
+`gather()` reads the chosen runs from a `Store` (by default the latest whole run of each model
+on each suite), computes every figure through `core.metrics` and ranks the models into a
+verdict: the most accurate, those McNemar's test cannot tell from it, those no better than
+an offline reference, and what a correct answer costs. `render_html()` turns that into
 one self-contained page with jinja2, autoescape on, so every string from a model, a case, a
 model name or an app name is escaped. The page's own script and stylesheet are inline and
 pinned by hashes in a Content-Security-Policy, so nothing else could run even if a string ever
