@@ -20,7 +20,9 @@ reply token that appears in the gold, repeats included (recall can pass 1); task
 5 read only the first snippet and compare it with its own first character, never with
 the gold, and report mean(URS and ORS pooled) for both. Replies on which the library
 crashes (no backtick snippet, a snippet starting with whitespace...) score 0 and are
-counted in `crashes`, since the library itself would stop the whole run there.
+counted in `crashes`, since the library itself would stop the whole run there. A sample
+with no reply at all (an error) is counted in `errors`, never in `crashes`: it never
+reached the scorer.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def _error(case: Case, task: int, scoring: str) -> Scored:
     elif task == 3:
         scores = {"tp": 0.0, "gold": float(len(case.expected.split())), "recall": 0.0}
     if scoring == "library":
-        scores["crashed"] = 1.0
+        scores["crashed"] = 0.0  # no reply reached the library's scorer
     return Scored(actual=None, outcome=Outcome.ERROR, explanation="no reply", scores=scores)
 
 
@@ -312,10 +314,14 @@ def _lib_task2(case: Case, reply: str) -> Scored:
     se, se_code = _lib_se(reply, best, second, parts)
     me, me_code = _lib_me(reply, best, second, parts)
     scores = {"se": se, "me": me, "crashed": 0.0}
-    if not se_code and not me_code:
-        return Scored(actual=None, outcome=Outcome.UNPARSED, scores=scores)
-    outcome = Outcome.CORRECT if se == 1 else Outcome.WRONG
-    return Scored(actual=se_code or me_code, outcome=outcome, scores=scores)
+    code = se_code or me_code
+    if se == 1:
+        outcome = Outcome.CORRECT
+    elif code or extract_options(reply, options(str(case.meta.get("selection", "")))):
+        outcome = Outcome.WRONG  # the library reads only the gold letters; it named another
+    else:
+        outcome = Outcome.UNPARSED
+    return Scored(actual=code or None, outcome=outcome, scores=scores)
 
 
 def _lib_task3(case: Case, reply: str) -> Scored:

@@ -99,10 +99,29 @@ def test_the_recorded_replies_exercise_the_bugs() -> None:
     assert max(recalls) > 1  # repeated tokens count again
 
 
-def test_an_error_is_a_crash_scored_zero() -> None:
-    entry = next(e for e in outputs() if e["task"] == 4)
+def test_an_error_scores_zero_and_is_not_a_crash() -> None:
+    """No reply never reached the library's scorer: counted in `errors`, not `crashes`."""
+    entry = next(e for e in outputs() if e["task"] == 4 and not _score(e).scores["crashed"])
     scored = score_vuldetectbench(case_for(entry), None, "library")
     assert scored.outcome is Outcome.ERROR
-    assert scored.scores == {"crashed": 1.0}
-    summary = aggregate_vuldetectbench([(4, scored), (4, _score(entry))], "library")
-    assert summary["task4"]["errors"] == 1 and summary["task4"]["crashes"] >= 1
+    assert scored.scores == {"crashed": 0.0}
+    summary = aggregate_vuldetectbench([(4, scored), (4, _score(entry))], "library")["task4"]
+    assert (summary["errors"], summary["crashes"]) == (1, 0)
+    assert summary["urs"] == pytest.approx(_score(entry).scores["urs"] / 2)
+
+
+@pytest.mark.parametrize(
+    ("reply", "outcome", "actual"),
+    [
+        ("B.", Outcome.CORRECT, "B"),
+        ("C.", Outcome.WRONG, "C"),
+        ("D.", Outcome.WRONG, None),  # named, but not a gold option: wrong, not unparsed
+        ("It is a buffer overflow.", Outcome.UNPARSED, None),
+    ],
+)
+def test_library_task2_outcomes(reply: str, outcome: Outcome, actual: str | None) -> None:
+    selection = "A.No Vulnerabilities\nB.CWE-121:Stack\nC.CWE-476:NULL\nD.CWE-15:External"
+    entry = {"task": 2, "pos": 0, "idx": "0", "selection": selection}
+    entry["gold"] = "B.CWE-121:Stack|C.CWE-476:NULL"
+    scored = score_vuldetectbench(case_for(entry), reply, "library")
+    assert (scored.outcome, scored.actual) == (outcome, actual)
