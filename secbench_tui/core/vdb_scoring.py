@@ -23,6 +23,9 @@ crashes (no backtick snippet, a snippet starting with whitespace...) score 0 and
 counted in `crashes`, since the library itself would stop the whole run there. A sample
 with no reply at all (an error) is counted in `errors`, never in `crashes`: it never
 reached the scorer.
+
+`summary_metrics` and `summary_counts` split `aggregate_vuldetectbench`'s result into the
+metrics a run summary reports (exactly `METRIC_KEYS`, fractions) and the sample counts.
 """
 
 from __future__ import annotations
@@ -37,6 +40,13 @@ from secbench_tui.core.suites.vuldetectbench import NO_VULNERABILITIES, options
 from secbench_tui.core.vdb_tokenize import word_tokenize
 
 SCORINGS: tuple[str, ...] = ("correct", "library")
+METRIC_KEYS: dict[str, tuple[str, str]] = {
+    "task1": ("accuracy", "f1"),
+    "task2": ("se", "me"),
+    "task3": ("mar", "mir"),
+    "task4": ("urs", "ors"),
+    "task5": ("urs", "ors"),
+}
 
 
 def check_scoring(scoring: str) -> str:
@@ -517,3 +527,44 @@ _LIB_AGGREGATE = {
     4: _lib_agg_task45,
     5: _lib_agg_task45,
 }
+
+
+# ---------------------------------------------------------------------------
+# What a run summary shows
+# ---------------------------------------------------------------------------
+
+
+def summary_metrics(aggregate: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Only the documented metrics of each task, e.g. `{"task1": {"accuracy", "f1"}}`.
+
+    What `--summary-json` promises under "vuldetectbench": these keys and nothing else,
+    as fractions (library scoring can pass 1 in task 3, as the library does).
+    """
+    return {
+        task: {key: float(metrics.get(key, 0.0)) for key in METRIC_KEYS[task]}
+        for task, metrics in aggregate.items()
+        if task in METRIC_KEYS
+    }
+
+
+def summary_counts(aggregate: dict[str, dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """The sample counts of each task: `n`, `errors`, `unparsed`, `no_gold`, `crashes`."""
+    return {
+        task: {key: int(value) for key, value in metrics.items() if key not in METRIC_KEYS[task]}
+        for task, metrics in aggregate.items()
+        if task in METRIC_KEYS
+    }
+
+
+def crash_note(counts: dict[str, Any]) -> str:
+    """The crashes in words: "vuldetectbench 0.0.5 crashes on 3 of 100 samples (scored 0)".
+
+    Empty when there were none, as always under the correct scoring.
+    """
+    crashes = int(counts.get("crashes") or 0)
+    if not crashes:
+        return ""
+    return (
+        f"vuldetectbench 0.0.5 crashes on {crashes} of {int(counts.get('n') or 0)} "
+        "samples (scored 0)"
+    )

@@ -13,11 +13,15 @@ from vdb_fixtures import case_for, library_results, make_case, outputs
 
 from secbench_tui.core.models import Outcome, Scored
 from secbench_tui.core.vdb_scoring import (
+    METRIC_KEYS,
     aggregate_vuldetectbench,
+    crash_note,
     extract_options,
     extract_yes_no,
     score_vuldetectbench,
     snippet_lines,
+    summary_counts,
+    summary_metrics,
 )
 
 SELECTION = (
@@ -277,3 +281,45 @@ def test_aggregates_errors_as_zero() -> None:
 def test_unknown_scoring_names_the_setting() -> None:
     with pytest.raises(ValueError, match="--vdb-scoring"):
         score_vuldetectbench(make_case(1, "YES"), "YES", "strict")
+
+
+# --- what a run summary shows ------------------------------------------------
+
+
+def _one_of_each(scoring: str) -> dict[str, Any]:
+    replies = {1: "NO", 2: "C.", 3: "`a` `a` `a`", 4: "`{`", 5: "no snippet"}
+    golds = {1: "YES", 2: GOLD2, 3: "a b", 4: GOLD45, 5: GOLD45}
+    samples = [
+        (task, score_vuldetectbench(make_case(task, golds[task], SELECTION), reply, scoring))
+        for task, reply in replies.items()
+    ]
+    samples.append((3, score_vuldetectbench(make_case(3, ""), "`x`", scoring)))
+    return aggregate_vuldetectbench(samples, scoring)
+
+
+@pytest.mark.parametrize("scoring", ["correct", "library"])
+def test_summary_metrics_have_exactly_the_documented_keys(scoring: str) -> None:
+    metrics = summary_metrics(_one_of_each(scoring))
+    assert {task: set(m) for task, m in metrics.items()} == {
+        "task1": {"accuracy", "f1"},
+        "task2": {"se", "me"},
+        "task3": {"mar", "mir"},
+        "task4": {"urs", "ors"},
+        "task5": {"urs", "ors"},
+    }
+    assert all(isinstance(v, float) for m in metrics.values() for v in m.values())
+    assert {task: tuple(sorted(keys)) for task, keys in METRIC_KEYS.items()} == {
+        task: tuple(sorted(m)) for task, m in metrics.items()
+    }
+
+
+def test_summary_counts_and_the_crash_note() -> None:
+    correct = summary_counts(_one_of_each("correct"))
+    assert correct["task3"] == {"n": 2, "errors": 0, "unparsed": 0, "no_gold": 1}
+    assert correct["task5"] == {"n": 1, "errors": 0, "unparsed": 1}
+    assert crash_note(correct["task5"]) == ""
+    library = summary_counts(_one_of_each("library"))
+    assert library["task5"]["crashes"] == 1 and library["task4"]["crashes"] == 0
+    note = crash_note(library["task5"])
+    assert note == "vuldetectbench 0.0.5 crashes on 1 of 1 samples (scored 0)"
+    assert summary_metrics(_one_of_each("library"))["task3"]["mar"] == pytest.approx(1.5 / 2)
