@@ -119,6 +119,19 @@ def test_missing_field_is_named(tmp_path: Path) -> None:
         load_vuldetectbench(tmp_path, tasks=[2])
 
 
+def test_limit_keeps_the_first_cases_of_each_task(small_set: Path) -> None:
+    for task in (2, 4):
+        lines = [json.dumps(_record(task, idx=str(i))) for i in range(5)]
+        _write(small_set, task, lines)
+    cases = load_vuldetectbench(small_set, tasks=[2, 4, 1], limit=3)
+    assert [c.case_id for c in cases] == [
+        "task2/0", "task2/1", "task2/2", "task4/0", "task4/1", "task4/2", "task1/0", "task1/1",
+    ]  # fmt: skip
+    assert [c.meta["idx"] for c in cases[:3]] == ["0", "1", "2"]
+    with pytest.raises(VulDetectBenchError, match="--limit 0"):
+        load_vuldetectbench(small_set, limit=0)
+
+
 def test_blank_lines_do_not_count_as_positions(tmp_path: Path) -> None:
     _write(tmp_path, 1, [json.dumps(_record(1, "a")), "", json.dumps(_record(1, "b"))])
     cases = load_vuldetectbench(tmp_path, tasks=[1])

@@ -3,7 +3,7 @@
 Each line is one record (`idx`, `cwe`, `code`, `answer`, and `selection` for task 2).
 A record becomes a `Case` identified by task and position in its file, since `idx`
 repeats within task 1. The prompts are those of the `vuldetectbench` 0.0.5 library,
-byte for byte: the test in tests/unit/test_vdb_prompts.py checks the sha256 of all 5,400
+byte for byte: tests/unit/test_vdb_loader.py checks the sha256 of all 5,400
 (task, method, position) prompts. Their text ships with the package in
 `vuldetectbench_templates.json`.
 
@@ -138,14 +138,17 @@ def _check_record(path: Path, number: int, task: int, record: dict[str, Any]) ->
         )
 
 
-def load_task(path: Path, task: int, method: str | None = None) -> list[Case]:
+def load_task(
+    path: Path, task: int, method: str | None = None, limit: int | None = None
+) -> list[Case]:
+    """The cases of one task in file order; with `limit`, only the first `limit` of them."""
     file = task_file(path, task)
     if not file.is_file():
         raise VulDetectBenchError(
             f"{file}: missing; task {task} needs it (choose other tasks with --tasks)"
         )
     cases: list[Case] = []
-    for pos, (number, record) in enumerate(_read_records(file)):
+    for pos, (number, record) in enumerate(_read_records(file)[:limit]):
         _check_record(file, number, task, record)
         system, user = build_prompt(task, record, method)
         meta: dict[str, Any] = {
@@ -178,16 +181,26 @@ def load_task(path: Path, task: int, method: str | None = None) -> list[Case]:
 
 
 def load_vuldetectbench(
-    path: Path, tasks: Sequence[int] = TASKS, method: str | None = None
+    path: Path,
+    tasks: Sequence[int] = TASKS,
+    method: str | None = None,
+    limit: int | None = None,
 ) -> list[Case]:
-    """The cases of the chosen tasks, task by task, in file order."""
+    """The cases of the chosen tasks, task by task, in file order.
+
+    `limit` keeps the first `limit` cases of each task, so a short run still reports every
+    task asked for (the published files are not sorted by label: the first cases are a fair
+    sample).
+    """
     method = check_method(method)
     chosen = check_tasks(tasks)
+    if limit is not None and limit < 1:
+        raise VulDetectBenchError(f"--limit {limit}: give a number of cases per task, 1 or more")
     if not path.is_dir():
         raise VulDetectBenchError(f"{path}: not a folder (--cases needs the test set folder)")
     cases: list[Case] = []
     for task in chosen:
-        cases.extend(load_task(path, task, method))
+        cases.extend(load_task(path, task, method, limit))
     return cases
 
 
