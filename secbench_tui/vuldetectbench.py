@@ -41,7 +41,7 @@ from secbench_tui.core.prompts import sha256_text
 from secbench_tui.core.providers.base import RetryCallback
 from secbench_tui.core.store import Store
 from secbench_tui.core.suites.vuldetectbench import TASKS, load_vuldetectbench, templates
-from secbench_tui.core.vdb_scoring import check_scoring
+from secbench_tui.core.vdb_scoring import aggregate_vuldetectbench, check_scoring
 
 __all__ = ["Agent", "Tasks", "VulDetectBench_Engine"]
 
@@ -203,7 +203,8 @@ class VulDetectBench_Engine:  # noqa: N801 - the library's name, so scripts keep
         self.run_id, self.summary = finished.run_id, finished.summary
         if finished.status == "aborted":
             raise RuntimeError(f"run {finished.run_id} aborted: {finished.message}")
-        report = self._report(evaluations, finished.summary.get("vuldetectbench", {}))
+        samples = [(int(e.case.meta["task"]), e.scored) for e in evaluations]
+        report = self._report(evaluations, aggregate_vuldetectbench(samples, self.scoring))
         if self.save_path is None:
             print(report)
         else:

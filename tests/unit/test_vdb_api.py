@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -114,7 +116,10 @@ def test_agent_failures_are_recorded_not_raised(tmp_path: Path) -> None:
         {"Avg Moderate Evaluation Score": 0.0},
         {"Avg Strict Evaluation Score": 0.0},
     ]
-    assert engine.summary["vuldetectbench"]["task2"]["errors"] == 1
+    with closing(sqlite3.connect(tmp_path / "results.db")) as conn:
+        recorded = conn.execute("SELECT case_id, outcome, error FROM evaluations").fetchall()
+    assert [(c, o) for c, o, _ in recorded if o == "error"] == [("task2/0", "error")]
+    assert "RuntimeError: model overloaded" in next(e for _, o, e in recorded if o == "error")
 
 
 def test_bad_settings_fail_early(tmp_path: Path) -> None:
