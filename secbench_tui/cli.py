@@ -51,7 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", help="model id, e.g. openai/gpt-4o-mini or baseline/random")
     run.add_argument("--cases", type=Path, help="suite folder (default: the bundled suite)")
     run.add_argument("--apps", type=_csv, help="only these apps, comma separated")
-    run.add_argument("--limit", type=int, help="only the first N cases")
+    run.add_argument(
+        "--limit", type=int, help="only the first N cases (of each task, for VulDetectBench)"
+    )
     run.add_argument("--tasks", type=_tasks, help="VulDetectBench tasks, e.g. 1,3 (default all)")
     run.add_argument("--method", help="VulDetectBench prompting: cot or few-shot")
     run.add_argument(

@@ -83,20 +83,28 @@ class Settings(BaseModel):
     def key(self) -> str | None:
         return self.api_key.get_secret_value() if self.api_key else None
 
-    def recorded(self) -> dict[str, Any]:
-        """What a run records about how it was made: never the key."""
-        return {
-            "base_url": self.base_url,
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-            "seed": self.seed,
-            "response_format": self.response_format,
-            "max_retries": self.max_retries,
-            "limit": self.limit,
-            "apps": self.apps,
-            "tasks": self.tasks,
-            "method": self.method,
-        }
+    def recorded(self, vuldetectbench: bool = False, baseline: bool = False) -> dict[str, Any]:
+        """What a run records about how it was made, as far as it applies: never the key.
+
+        Baselines answer offline, so only their seed matters; markdown suites have apps and
+        a response format, VulDetectBench runs have tasks and a prompting method.
+        """
+        recorded: dict[str, Any] = {"seed": self.seed, "limit": self.limit}
+        if not baseline:
+            recorded.update(
+                base_url=self.base_url,
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                max_retries=self.max_retries,
+                timeout=self.timeout,
+            )
+            if not vuldetectbench:
+                recorded["response_format"] = self.response_format
+        if vuldetectbench:
+            recorded.update(tasks=self.tasks, method=self.method)
+        else:
+            recorded["apps"] = self.apps
+        return recorded
 
 
 def bundled_cases_dir() -> Path:

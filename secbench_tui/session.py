@@ -65,8 +65,21 @@ def load_suite(settings: Settings) -> LoadedSuite:
         prompt_hash = sha256_text(prompt_text)
         kind = SuiteKind.MARKDOWN
     if settings.limit is not None:
-        cases = cases[: settings.limit]
+        cases = first_cases(cases, settings.limit, per_app=kind is SuiteKind.VULDETECTBENCH)
     return LoadedSuite(kind, root, cases, skipped, prompt_hash)
+
+
+def first_cases(cases: list[Case], limit: int, per_app: bool) -> list[Case]:
+    """The first `limit` cases, or the first `limit` of each app (each VulDetectBench task)."""
+    if not per_app:
+        return cases[:limit]
+    taken: dict[str, int] = {}
+    kept = []
+    for case in cases:
+        if taken.get(case.app, 0) < limit:
+            taken[case.app] = taken.get(case.app, 0) + 1
+            kept.append(case)
+    return kept
 
 
 def make_provider(settings: Settings) -> Provider:
@@ -101,7 +114,10 @@ def build_spec(settings: Settings, suite: LoadedSuite) -> RunSpec:
         cases=suite.cases,
         suite_kind=suite.kind.value,
         suite_path=str(suite.root.resolve()),
-        settings=settings.recorded(),
+        settings=settings.recorded(
+            vuldetectbench=suite.kind is SuiteKind.VULDETECTBENCH,
+            baseline=is_baseline(settings.model),
+        ),
         prompt_hash=suite.prompt_hash,
         repeats=settings.repeats,
         concurrency=settings.concurrency,

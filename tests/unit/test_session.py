@@ -1,0 +1,67 @@
+"""From settings to a run: limits, recorded settings, usage errors."""
+
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from secbench_tui.config import Settings
+from secbench_tui.core.models import Case, Message, SuiteKind
+from secbench_tui.session import UsageError, build_spec, first_cases, load_suite, make_provider
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "suite"
+
+
+def case(app: str, i: int) -> Case:
+    return Case(
+        kind=SuiteKind.VULDETECTBENCH,
+        app=app,
+        case_id=f"{app}/{i}",
+        test_file="t",
+        expected="YES",
+        code="c",
+        messages=(Message(role="user", content="u"),),
+    )
+
+
+def test_limit_is_per_task_for_vuldetectbench_and_overall_otherwise() -> None:
+    cases = [case("task1", i) for i in range(5)] + [case("task2", i) for i in range(5)]
+    assert [c.case_id for c in first_cases(cases, 2, per_app=True)] == [
+        "task1/0",
+        "task1/1",
+        "task2/0",
+        "task2/1",
+    ]
+    assert [c.case_id for c in first_cases(cases, 2, per_app=False)] == ["task1/0", "task1/1"]
+
+
+def test_markdown_limit_takes_the_first_cases_in_path_order() -> None:
+    suite = load_suite(Settings(cases=FIXTURE, limit=3))
+    assert [c.case_id for c in suite.cases] == [
+        "blog/edit-post-01-good.md",
+        "blog/edit-post-02-bad.md",
+        "shop/get-order-01-bad.md",
+    ]
+    assert len(suite.skipped) == 3
+
+
+def test_recorded_settings_say_what_applies_and_never_the_key() -> None:
+    settings = Settings(
+        model="vendor/m", cases=FIXTURE, api_key=SecretStr("sk-hidden"), temperature=0.2, seed=4
+    )
+    spec = build_spec(settings, load_suite(settings))
+    assert spec.settings["temperature"] == 0.2 and spec.settings["response_format"]
+    assert "tasks" not in spec.settings and "method" not in spec.settings
+    assert "sk-hidden" not in repr(spec.settings)
+    baseline = Settings(model="baseline/random", cases=FIXTURE, seed=4)
+    recorded = build_spec(baseline, load_suite(baseline)).settings
+    assert recorded["seed"] == 4 and "base_url" not in recorded and "temperature" not in recorded
+
+
+def test_usage_errors_name_the_setting(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--cases"):
+        load_suite(Settings(cases=tmp_path / "missing"))
+    with pytest.raises(UsageError, match="OPENROUTER_API_KEY"):
+        make_provider(Settings(model="vendor/m"))
+    with pytest.raises(UsageError, match="--model"):
+        make_provider(Settings())
