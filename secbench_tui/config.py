@@ -50,21 +50,21 @@ class Settings(BaseModel):
     @classmethod
     def _known_format(cls, value: str) -> str:
         if value not in ("json_schema", "json_object", "none"):
-            raise ValueError("--response-format must be json_schema, json_object or none")
+            raise ValueError("must be json_schema, json_object or none")
         return value
 
     @field_validator("method")
     @classmethod
     def _known_method(cls, value: str | None) -> str | None:
         if value is not None and value not in VDB_METHODS:
-            raise ValueError(f"--method must be one of {', '.join(VDB_METHODS)} (got {value!r})")
+            raise ValueError(f"must be one of {', '.join(VDB_METHODS)} (got {value!r})")
         return value
 
     @field_validator("vdb_scoring")
     @classmethod
     def _known_scoring(cls, value: str) -> str:
         if value not in VDB_SCORINGS:
-            raise ValueError(f"--vdb-scoring must be one of {', '.join(VDB_SCORINGS)}")
+            raise ValueError(f"must be one of {', '.join(VDB_SCORINGS)}")
         return value
 
     @field_validator("tasks")
@@ -72,7 +72,7 @@ class Settings(BaseModel):
     def _known_tasks(cls, value: list[int]) -> list[int]:
         bad = [t for t in value if t not in (1, 2, 3, 4, 5)]
         if bad or not value:
-            raise ValueError("--tasks takes numbers from 1 to 5, e.g. --tasks 1,3")
+            raise ValueError("takes numbers from 1 to 5, e.g. --tasks 1,3")
         return sorted(set(value))
 
     @property

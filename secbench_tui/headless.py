@@ -66,10 +66,15 @@ def format_summary(summary: dict[str, Any], status: str, message: str | None) ->
                 f"    {app}: {_pct(stats['accuracy'])} of {stats['cases']}"
                 f" (unparsed {stats['unparsed']}, errors {stats['errors']})"
             )
-    for task, metrics in (summary.get("vuldetectbench") or {}).items():
-        if isinstance(metrics, dict):
-            shown = "  ".join(f"{k} {_pct(v)}" for k, v in metrics.items() if isinstance(v, float))
-            lines.append(f"    {task}: {shown}")
+    if summary.get("vuldetectbench"):
+        from secbench_tui.core.vdb_scoring import crash_note
+
+        lines.append(f"  VulDetectBench, {summary.get('vdb_scoring', 'correct')} scoring:")
+        counts = summary.get("vuldetectbench_counts") or {}
+        for task, metrics in summary["vuldetectbench"].items():
+            shown = "  ".join(f"{k} {_pct(v)}" for k, v in metrics.items())
+            note = crash_note(counts.get(task, {}))
+            lines.append(f"    {task}: {shown}" + (f"  ({note})" if note else ""))
     cost = summary.get("cost")
     lines.append(
         f"  tokens {summary['prompt_tokens']} in / {summary['completion_tokens']} out"

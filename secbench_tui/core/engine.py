@@ -72,6 +72,8 @@ class RunSpec:
             json.dumps(request, sort_keys=True),
             str(self.repeats),
             str(self.settings.get("method")),
+            str(self.settings.get("tasks")),
+            self.vdb_scoring,
         )
 
     def request_hash(self, case: Case) -> str:
@@ -281,7 +283,11 @@ class Engine:
         summary = summarize(rows)
         vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
         if vdb_rows:
-            from secbench_tui.core.vdb_scoring import aggregate_vuldetectbench
+            from secbench_tui.core.vdb_scoring import (
+                aggregate_vuldetectbench,
+                summary_counts,
+                summary_metrics,
+            )
 
             samples = [
                 (
@@ -295,7 +301,10 @@ class Engine:
                 )
                 for r in vdb_rows
             ]
-            summary["vuldetectbench"] = aggregate_vuldetectbench(samples, self.spec.vdb_scoring)
+            aggregate = aggregate_vuldetectbench(samples, self.spec.vdb_scoring)
+            summary["vuldetectbench"] = summary_metrics(aggregate)
+            summary["vuldetectbench_counts"] = summary_counts(aggregate)
+            summary["vdb_scoring"] = self.spec.vdb_scoring
         summary["wall_seconds"] = wall
         summary["run_id"] = run_id
         summary["model"] = self.spec.model
