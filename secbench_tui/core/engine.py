@@ -29,7 +29,7 @@ from secbench_tui.core.events import (
     RunStarted,
 )
 from secbench_tui.core.metrics import summarize
-from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, Scored, SuiteKind
+from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, SuiteKind
 from secbench_tui.core.providers.base import Provider, RetryNotice, RunAborted
 from secbench_tui.core.scoring import score_completion
 from secbench_tui.core.store import Store, now_iso, text_hash
@@ -284,24 +284,12 @@ class Engine:
         vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
         if vdb_rows:
             from secbench_tui.core.vdb_scoring import (
-                aggregate_vuldetectbench,
+                aggregate_rows,
                 summary_counts,
                 summary_metrics,
             )
 
-            samples = [
-                (
-                    int(r["app"].removeprefix("task")),
-                    Scored(
-                        actual=r["actual_result"],
-                        outcome=Outcome(r["outcome"]),
-                        explanation=r["explanation"],
-                        scores=json.loads(r["scores"] or "{}"),
-                    ),
-                )
-                for r in vdb_rows
-            ]
-            aggregate = aggregate_vuldetectbench(samples, self.spec.vdb_scoring)
+            aggregate = aggregate_rows(vdb_rows, self.spec.vdb_scoring)
             summary["vuldetectbench"] = summary_metrics(aggregate)
             summary["vuldetectbench_counts"] = summary_counts(aggregate)
             summary["vdb_scoring"] = self.spec.vdb_scoring

@@ -17,7 +17,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cache
@@ -41,7 +41,7 @@ from secbench_tui.core.metrics import (
     usage_stats,
     verdict_stats,
 )
-from secbench_tui.core.models import Outcome, Scored, SuiteKind
+from secbench_tui.core.models import Outcome, SuiteKind
 from secbench_tui.core.store import RunRecord, Store
 
 BASELINE_PREFIX = "baseline/"
@@ -433,38 +433,10 @@ def _markdown_contender(index: int, run: RunRecord, label: str, rows: list[Row])
 
 
 def vuldetectbench_metrics(rows: Sequence[Row], scoring: str) -> dict[str, Any]:
-    """Task metrics of a VulDetectBench run, by the benchmark's scorer when it is installed.
+    """Task metrics of a VulDetectBench run, by the run's own scoring."""
+    from secbench_tui.core.vdb_scoring import aggregate_rows
 
-    Without it (an older checkout), each task shows the mean of every per-sample score.
-    """
-    samples = [
-        (
-            int(str(r["app"]).removeprefix("task") or 0),
-            Scored(
-                actual=r["actual_result"],
-                outcome=Outcome(r["outcome"]),
-                explanation=r["explanation"],
-                scores=json.loads(r["scores"] or "{}"),
-            ),
-        )
-        for r in rows
-    ]
-    try:
-        from secbench_tui.core.vdb_scoring import aggregate_vuldetectbench
-    except ImportError:
-        return _mean_scores(samples)
-    return dict(aggregate_vuldetectbench(samples, scoring))
-
-
-def _mean_scores(samples: Iterable[tuple[int, Scored]]) -> dict[str, Any]:
-    sums: dict[str, dict[str, list[float]]] = {}
-    for task, scored in samples:
-        for name, value in scored.scores.items():
-            sums.setdefault(f"task{task}", {}).setdefault(name, []).append(float(value))
-    return {
-        task: {name: sum(values) / len(values) for name, values in metrics.items()}
-        for task, metrics in sorted(sums.items())
-    }
+    return dict(aggregate_rows(rows, scoring))
 
 
 def _vdb_contender(index: int, run: RunRecord, label: str, rows: list[Row]) -> Contender:

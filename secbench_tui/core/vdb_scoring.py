@@ -30,9 +30,10 @@ metrics a run summary reports (exactly `METRIC_KEYS`, fractions) and the sample 
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from secbench_tui.core.models import Case, Outcome, Scored
@@ -568,3 +569,20 @@ def crash_note(counts: dict[str, Any]) -> str:
         f"vuldetectbench 0.0.5 crashes on {crashes} of {int(counts.get('n') or 0)} "
         "samples (scored 0)"
     )
+
+
+def aggregate_rows(rows: Iterable[Mapping[str, Any]], scoring: str = "correct") -> dict[str, Any]:
+    """`aggregate_vuldetectbench` over results as the store returns them (app = "taskN")."""
+    samples = [
+        (
+            int(str(row["app"]).removeprefix("task")),
+            Scored(
+                actual=row["actual_result"],
+                outcome=Outcome(row["outcome"]),
+                explanation=row["explanation"],
+                scores=json.loads(row["scores"] or "{}"),
+            ),
+        )
+        for row in rows
+    ]
+    return aggregate_vuldetectbench(samples, scoring)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sys
 from datetime import datetime
 from html.parser import HTMLParser
 from pathlib import Path
@@ -283,29 +282,6 @@ async def test_vuldetectbench_section(tmp_path: Path) -> None:
     table = tables(html)["vdb-table"]
     assert table[-1][0].startswith("m/vdb")
     assert table[-1][-4:] == ["50.0%", "66.7%", "50.0%", "100.0%"]
-
-
-async def test_vuldetectbench_without_its_scorer_shows_mean_scores(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setitem(sys.modules, "secbench_tui.core.vdb_scoring", None)
-    rows = [
-        {
-            "app": "task4",
-            "actual_result": "x",
-            "outcome": "wrong",
-            "explanation": None,
-            "scores": '{"urs": 0.5, "ors": 1.0}',
-        },
-        {
-            "app": "task4",
-            "actual_result": "x",
-            "outcome": "correct",
-            "explanation": None,
-            "scores": '{"urs": 1.0, "ors": 1.0}',
-        },
-    ]
-    assert report.vuldetectbench_metrics(rows, "correct") == {"task4": {"urs": 0.75, "ors": 1.0}}
 
 
 # --- the HTML ----------------------------------------------------------------------------
