@@ -2,7 +2,8 @@
 
 `make_app(settings)` builds it (the tests use the same factory); `run_app(settings)` runs it
 and returns the exit code. The app owns one `Store` for the session, opened on first use, so
-the results screen can browse while a run writes.
+the results screen can browse while a run writes. Every way out (`q`, Textual's own `ctrl+q`)
+asks first while a run is active, and errors become notifications (`tui.errors`).
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ from pathlib import Path
 
 from textual.app import App
 from textual.binding import Binding
+from textual.screen import ModalScreen
 
 from secbench_tui.config import Settings
+from secbench_tui.core import catalog
 from secbench_tui.core.store import Store
+from secbench_tui.tui.errors import LOG_NAME, Guarded, report_error
 from secbench_tui.tui.screens.base import BaseScreen
 from secbench_tui.tui.screens.confirm import ConfirmScreen
 from secbench_tui.tui.screens.export import ExportScreen
@@ -24,7 +28,7 @@ from secbench_tui.tui.screens.run import RunScreen
 from secbench_tui.tui.screens.setup import SetupScreen
 
 
-class SecbenchApp(App[int]):
+class SecbenchApp(Guarded, App[int]):
     TITLE = "secbench-tui"
     CSS_PATH = "app.tcss"
     BINDINGS = [
@@ -46,6 +50,15 @@ class SecbenchApp(App[int]):
         self.offline_catalog = offline_catalog  # True: never ask GET /models (snapshots)
         self._store: Store | None = None
         self._store_lock = asyncio.Lock()
+        self.errors: list[BaseException] = []  # unexpected ones, shown as notifications
+        self.error_log = (cache_dir or catalog.cache_dir()) / LOG_NAME
+
+    def _handle_exception(self, error: Exception) -> None:
+        """What escapes `Guarded` (a timer, drawing) is a notification too, once running."""
+        if self.is_running and not self._exit and len(self.screen_stack) > 1:
+            report_error(self, error)
+        else:
+            super()._handle_exception(error)
 
     async def store(self) -> Store:
         """The session's database, opened on first use (raises StoreError with the fix)."""
@@ -75,6 +88,14 @@ class SecbenchApp(App[int]):
         screen = self.run_screen()
         return screen is not None and screen.active
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Hide keys that do nothing here: `r` on the results, screens under a dialog."""
+        if isinstance(self.screen, ModalScreen) and action in ("results", "export", "quit_app"):
+            return False
+        if action == "results" and isinstance(self.screen, ResultsScreen):
+            return False
+        return True
+
     def action_results(self) -> None:
         if not any(isinstance(s, ResultsScreen) for s in self.screen_stack):
             self.push_screen(ResultsScreen())
@@ -88,6 +109,10 @@ class SecbenchApp(App[int]):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
+
+    async def action_quit(self) -> None:
+        """Textual's `ctrl+q`: the same question as `q` while a run is active."""
+        self.action_quit_app()
 
     def action_quit_app(self) -> None:
         run = self.run_screen()
@@ -110,9 +135,7 @@ class SecbenchApp(App[int]):
         )
 
     async def _stop_then_exit(self, run: RunScreen) -> None:
-        if run.engine is not None:
-            run.engine.stop()
-            run.state = "stopping"
+        run.stop()
         self.notify("stopping: waiting for the cases in flight…", timeout=30)
         for worker in [w for w in self.workers if w.group == "eval"]:
             try:

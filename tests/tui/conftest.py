@@ -79,11 +79,16 @@ async def wait_until(pilot: Pilot[Any], condition: Callable[[], bool], limit: in
 
 
 async def settle(pilot: Pilot[Any]) -> None:
-    """Every worker finished and every message handled."""
+    """Every worker finished and every message handled; no unexpected error on the way.
+
+    The app turns an unexpected exception into a notification and goes on (`tui.errors`);
+    `app.errors` keeps them, so a test never passes over one unnoticed.
+    """
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
     await pilot.app.workers.wait_for_complete()
     await pilot.pause()
+    assert not getattr(pilot.app, "errors", []), pilot.app.errors  # type: ignore[attr-defined]
 
 
 async def record_run(settings: Settings) -> int:

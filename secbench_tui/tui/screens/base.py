@@ -1,4 +1,4 @@
-"""What every screen shares: worker failures become notifications, in this one place."""
+"""What every screen shares: failures become notifications (`tui.errors`), in one place."""
 
 from __future__ import annotations
 
@@ -7,23 +7,15 @@ from typing import TYPE_CHECKING, Any
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from secbench_tui.core.store import StoreError
-from secbench_tui.session import UsageError
+from secbench_tui.tui.errors import Guarded, describe_error, report_error
 
 if TYPE_CHECKING:
     from secbench_tui.tui.app import SecbenchApp
 
-
-def describe_error(error: BaseException) -> str:
-    """A one-line message for a notification: our own errors already say what to do."""
-    if isinstance(error, UsageError | StoreError) or type(error).__module__.startswith(
-        "secbench_tui."
-    ):
-        return str(error)
-    return f"{type(error).__name__}: {error}"
+__all__ = ["BaseScreen", "describe_error"]
 
 
-class BaseScreen(Screen[Any]):
+class BaseScreen(Guarded, Screen[Any]):
     @property
     def secbench(self) -> SecbenchApp:
         from secbench_tui.tui.app import SecbenchApp
@@ -33,13 +25,8 @@ class BaseScreen(Screen[Any]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state is WorkerState.ERROR and event.worker.error is not None:
-            self.notify(
-                describe_error(event.worker.error),
-                title=f"{event.worker.name or 'task'} failed",
-                severity="error",
-                timeout=12,
-            )
+            report_error(self.app, event.worker.error, f"{event.worker.name or 'task'} failed")
 
     def export_selection(self) -> list[int]:
-        """Run ids `e` should export from this screen; empty means all runs."""
+        """Run ids `e` should export from this screen; empty means the report's default."""
         return []

@@ -20,7 +20,7 @@ from textual.worker import Worker, WorkerState
 
 from secbench_tui.config import Settings
 from secbench_tui.core.store import Store
-from secbench_tui.tui.screens.base import describe_error
+from secbench_tui.tui.errors import Guarded, describe_error
 
 
 async def write_report(store: Store, settings: Settings, run_ids: Sequence[int]) -> Path:
@@ -40,7 +40,7 @@ async def write_report(store: Store, settings: Settings, run_ids: Sequence[int])
     return outputs.report.resolve()
 
 
-class ExportScreen(ModalScreen[Path | None]):
+class ExportScreen(Guarded, ModalScreen[Path | None]):
     BINDINGS = [Binding("escape,enter,e", "close", "Close", id="export.close")]
 
     def __init__(self, settings: Settings, run_ids: Sequence[int]) -> None:
