@@ -141,3 +141,35 @@ async def test_typing_on_the_list_types_into_the_filter_but_bound_keys_keep_mean
         await pilot.press("escape", "q")
         await pilot.pause()
     assert app.return_code == 0
+
+
+async def test_the_model_given_on_the_command_line_is_highlighted_and_described(
+    make_settings: Callable[..., Settings], server: LoopbackServer
+) -> None:
+    app = make_app(make_settings(model="openai/gpt-4o-mini", base_url=server.base_url))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.screen.query_one(ModelPicker).catalog.source == "network"
+        options = app.screen.query_one("#model-list", OptionList)
+        assert options.highlighted_option is not None
+        assert options.highlighted_option.id == "openai/gpt-4o-mini"
+        detail = str(app.screen.query_one("#model-detail").render())
+        assert detail.startswith("openai/gpt-4o-mini") and "128k ctx" in detail
+
+
+async def test_slash_filters_models_from_anywhere_and_the_status_counts_the_limit(
+    make_settings: Callable[..., Settings],
+) -> None:
+    app = make_app(make_settings(model="baseline/random"), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.screen.query_one("#groups", SelectionList).focus()
+        await pilot.press("slash", *"good")
+        field = app.screen.query_one("#model-filter", Input)
+        assert field.has_focus and field.value == "good"
+        assert listed(app) == ["baseline/always-good"]
+        status = app.screen.query_one("#setup-status")
+        assert "8 cases" in str(status.render())
+        app.screen.query_one("#limit", Input).value = "3"
+        await pilot.pause()
+        assert "3 of 8 cases (limit 3)" in str(status.render())

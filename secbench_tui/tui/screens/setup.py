@@ -38,6 +38,7 @@ def settings_error(exc: ValidationError) -> str:
 class SetupScreen(BaseScreen):
     BINDINGS = [
         Binding("ctrl+r", "start", "Run", id="setup.run", priority=True),
+        Binding("slash", "filter_models", "Filter models", id="setup.filter"),
     ]
 
     def __init__(self, settings: Settings) -> None:
@@ -76,7 +77,8 @@ class SetupScreen(BaseScreen):
         self.sub_title = "setup"
         self.query_one("#model-list").focus()
         picker = self.query_one(ModelPicker)
-        picker.set_catalog(model_catalog.Catalog(model_catalog.arrange([], []), "none"))
+        chosen = [self.settings.model] if self.settings.model else []
+        picker.set_catalog(model_catalog.Catalog(model_catalog.arrange([], chosen), "none"))
         self.load_catalog()
 
     @work(exclusive=True, group="catalog", exit_on_error=False)
@@ -97,17 +99,35 @@ class SetupScreen(BaseScreen):
             return
         fresh = await model_catalog.load_catalog(base_url, recent, app.cache_dir)
         self.post_message(CatalogLoaded(fresh))
+        if fresh.error:
+            shown = "the cached list" if fresh.source == "cache" else "the baselines"
+            self.notify(
+                f"{fresh.error}.\nShowing {shown} and recent models; a model id typed in the "
+                "filter works too.",
+                title="model list offline",
+                severity="warning",
+                timeout=8,
+            )
 
     def on_catalog_loaded(self, message: CatalogLoaded) -> None:
         self.query_one(ModelPicker).set_catalog(message.catalog)
         self.refresh_status()
 
+    def action_filter_models(self) -> None:
+        self.query_one(ModelPicker).focus_filter()
+
     @on(ModelPicker.Chosen)
     @on(SuitePicker.Changed)
+    @on(Input.Changed, "#limit")
     def refresh_status(self) -> None:
         model = self.query_one(ModelPicker).chosen
         suite = self.query_one(SuitePicker)
         n = suite.case_count()
+        limit = self.query_one("#limit", Input).value.strip()
+        cases = f"{n} cases"
+        if limit.isdigit() and suite.case_count(int(limit)) < n:
+            per_task = " per task" if suite.choice.vuldetectbench else ""
+            cases = f"{suite.case_count(int(limit))} of {n} cases (limit {limit}{per_task})"
         s = self.settings
         key = "key set" if s.key else "no key"
         if model and is_baseline(model):
@@ -118,7 +138,7 @@ class SetupScreen(BaseScreen):
             ("model ", "dim"),
             (model or "none: choose one", "bold" if model else "bold red"),
             ("  ·  ", "dim"),
-            f"{n} cases",
+            cases,
             ("  ·  ", "dim"),
             f"db {s.db}",
             ("  ·  ", "dim"),

@@ -9,7 +9,6 @@ from __future__ import annotations
 from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
@@ -18,15 +17,22 @@ from textual.widgets.option_list import Option
 
 from secbench_tui.core.catalog import Catalog, ModelInfo
 from secbench_tui.tui import format as fmt
+from secbench_tui.tui.errors import Guarded
 
 MAX_SHOWN = 300
+ID_WIDTH = 32
+HEADER = f"  {'model':<{ID_WIDTH}} {'ctx':>5} {'$/M in/out':>13} json"
+
+
+def fit(text: str, width: int) -> str:
+    return f"{text:<{width}}" if len(text) <= width else text[: width - 1] + "…"
 
 
 def model_row(model: ModelInfo, chosen: bool, recent: bool) -> Text:
     """One line: id, context, prices per million tokens, structured output, a tag."""
     row = Text(no_wrap=True, overflow="ellipsis")
     row.append("● " if chosen else "  ", style="bold green")
-    row.append(f"{model.id:<30.30}", style="bold" if chosen else "")
+    row.append(fit(model.id, ID_WIDTH), style="bold" if chosen else "")
     ctx = "" if model.context_length is None else f"{model.context_length // 1000}k"
     row.append(f" {ctx:>5}", style="dim")
     row.append(f" {fmt.short_price(model):>13}", style="dim")
@@ -52,9 +58,7 @@ def model_detail(model: ModelInfo | None, typed: str = "") -> Text:
     )
 
 
-class ModelPicker(Vertical):
-    BINDINGS = [Binding("slash", "filter", "Filter models", id="setup.filter")]
-
+class ModelPicker(Guarded, Vertical):
     class Chosen(Message):
         def __init__(self, model_id: str) -> None:
             super().__init__()
@@ -74,6 +78,7 @@ class ModelPicker(Vertical):
             id="model-filter",
             select_on_focus=False,
         )
+        yield Static(Text(HEADER, style="dim"), id="model-header")
         yield OptionList(id="model-list")
         yield Static(id="model-detail")
         yield Static(id="model-source")
@@ -89,13 +94,15 @@ class ModelPicker(Vertical):
         if catalog.error:
             source += " · offline"
         self.query_one("#model-source", Static).update(Text(source, style="dim"))
-        self.refilter()
+        self.refilter(prefer_chosen=True)
 
     @property
     def query_text(self) -> str:
         return self.query_one("#model-filter", Input).value.strip()
 
-    def refilter(self) -> None:
+    def refilter(self, prefer_chosen: bool = False) -> None:
+        """Show the models matching the filter; keep the highlight where it was, or on the
+        chosen model when the list is new (`prefer_chosen`) or the highlighted one is gone."""
         option_list = self.query_one("#model-list", OptionList)
         found = self.catalog.filter(self.query_text)
         self._shown = found[:MAX_SHOWN]
@@ -110,7 +117,9 @@ class ModelPicker(Vertical):
         highlighted = option_list.highlighted_option
         option_list.set_options(options)
         ids = [m.id for m in self._shown]
-        keep = highlighted.id if highlighted is not None else self.chosen
+        keep = self.chosen
+        if highlighted is not None and not (prefer_chosen and self.chosen in ids):
+            keep = highlighted.id if highlighted.id in ids else self.chosen
         if keep in ids:
             option_list.highlighted = ids.index(keep)
         elif ids:
@@ -131,7 +140,7 @@ class ModelPicker(Vertical):
         self.chosen = model_id
         self.post_message(self.Chosen(model_id))
 
-    def action_filter(self) -> None:
+    def focus_filter(self) -> None:
         self.query_one("#model-filter", Input).focus()
 
     @on(Input.Changed, "#model-filter")

@@ -18,6 +18,7 @@ from textual.widgets.selection_list import Selection
 
 from secbench_tui.config import VDB_METHODS
 from secbench_tui.session import is_vuldetectbench
+from secbench_tui.tui.errors import Guarded
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def scan_suite(root: Path) -> SuiteChoice:
     return SuiteChoice(root, False, apps, problem)
 
 
-class SuitePicker(Vertical):
+class SuitePicker(Guarded, Vertical):
     class Changed(Message):
         """The folder or the selection changed; the screen recounts."""
 
@@ -128,9 +129,16 @@ class SuitePicker(Vertical):
         value = self.query_one("#method", Select).value
         return value if isinstance(value, str) else None
 
-    def case_count(self) -> int:
+    def case_count(self, limit: int | None = None) -> int:
+        """Cases the chosen apps or tasks hold; with `limit`, how many a run would ask (the
+        first `limit` of a markdown suite, of each VulDetectBench task: as `load_suite`)."""
         chosen = set(self.selected)
-        return sum(n for name, n in self.choice.groups if name in chosen)
+        counts = [n for name, n in self.choice.groups if name in chosen]
+        if limit is None:
+            return sum(counts)
+        if self.choice.vuldetectbench:
+            return sum(min(n, limit) for n in counts)
+        return min(sum(counts), limit)
 
     def updates(self) -> dict[str, object]:
         """The Settings fields this picker decides."""
