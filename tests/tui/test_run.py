@@ -167,3 +167,45 @@ async def test_quit_during_a_run_asks_then_stops_and_keeps_results(
     stored = db_rows(Path("results.db"))
     assert 1 <= len(stored) < 5
     assert run_status(Path("results.db")) == ["stopped"]
+
+
+async def test_ctrl_q_during_a_run_asks_too(
+    remote_settings: Settings, clean_suite: Path, server: LoopbackServer
+) -> None:
+    server.delay = 0.3
+    app = make_app(remote_settings, offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        run = await start(pilot, app)
+        await wait_until(pilot, lambda: run.query_one("#run-table", DataTable).row_count >= 1)
+        await pilot.press("ctrl+q")  # Textual's own quit key: it must not drop the run
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.is_running and run.active
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not app.is_running, limit=5000)
+    assert run_status(Path("results.db")) == ["stopped"]
+    assert 1 <= len(db_rows(Path("results.db"))) < 5
+
+
+async def test_after_the_run_escape_goes_back_to_setup_and_the_footer_says_so(
+    make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    app = make_app(make_settings(model="baseline/always-good"), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen))
+        await settle(pilot)
+        run = app.screen
+        assert isinstance(run, RunScreen) and run.state == "completed"
+        shown = {b.binding.description for b in run.active_bindings.values()}
+        assert "Back to setup" in shown and "Stop" not in shown
+        summary = str(run.query_one("#run-summary", Static).render())
+        good = sum(1 for _, expected, _ in db_rows(Path("results.db")) if expected == "good")
+        assert f"cases 5  correct {good}  wrong {5 - good}  unparsed 0  errors 0" in summary
+        await pilot.press("escape")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "SetupScreen"

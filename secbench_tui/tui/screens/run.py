@@ -40,6 +40,7 @@ from secbench_tui.tui.widgets.case_detail import code_language
 from secbench_tui.tui.widgets.run_stats import RunStats, RunTally
 
 MAX_ROWS = 1000
+CASE_WIDTH = 28  # the end of a case id; the table keeps every column in its pane
 
 
 def summary_text(event: RunFinished) -> Text:
@@ -48,13 +49,16 @@ def summary_text(event: RunFinished) -> Text:
     text = Text.assemble((f"Run {event.run_id} {event.status}", "bold"), f": {s.get('model')}")
     if event.message:
         text.append(f"\n  {event.message}")
+    if "cases" in s:
+        text.append(
+            f"\n  cases {s['cases']}  correct {s['correct']}  wrong {s['wrong']}"
+            f"  unparsed {s['unparsed']}  errors {s['errors']}"
+        )
     if s.get("accuracy") is not None:
         low, high = s["accuracy_ci"]
         text.append(
             f"\n  accuracy {fmt.pct(s['accuracy'])} (95% CI {fmt.pct(low)}-{fmt.pct(high)})"
             f"  balanced {fmt.pct(s.get('balanced_accuracy'))}"
-            f"  ·  cases {s['cases']}  correct {s['correct']}  wrong {s['wrong']}"
-            f"  unparsed {s['unparsed']}  errors {s['errors']}"
         )
         for app, stats in s.get("apps", {}).items():
             text.append(f"\n    {app}: {fmt.pct(stats['accuracy'])} of {stats['cases']}")
@@ -80,7 +84,8 @@ def summary_text(event: RunFinished) -> Text:
 class RunScreen(BaseScreen):
     BINDINGS = [
         Binding("ctrl+c", "request_stop", "Stop", id="run.stop", priority=True),
-        Binding("escape", "stop_or_back", "Stop / back", id="run.back"),
+        Binding("escape", "request_stop", "Stop", id="run.stop_escape"),
+        Binding("escape", "new_run", "Back to setup", id="run.back"),
         Binding("n", "new_run", "New run", id="run.new"),
     ]
 
@@ -95,6 +100,7 @@ class RunScreen(BaseScreen):
         self.finished: RunFinished | None = None
         self._retry_until: float | None = None
         self._last_retry: Retrying | None = None
+        self._stop_asked = False  # stop() came before the engine existed
 
     @property
     def active(self) -> bool:
@@ -143,6 +149,8 @@ class RunScreen(BaseScreen):
             self.post_message(RunFailed(describe_error(exc)))
             return
         self.engine = Engine(build_spec(settings, suite), provider, store)
+        if self._stop_asked:
+            self.engine.stop()
         try:
             async for event in self.engine.events():
                 self._post_event(event)
@@ -231,7 +239,7 @@ class RunScreen(BaseScreen):
         repeat = f" #{ev.repeat + 1}" if ev.repeat else ""
         return (
             str(event.done),
-            fmt.tail(ev.case.case_id + repeat, 30),
+            fmt.tail(ev.case.case_id + repeat, CASE_WIDTH),
             ev.case.expected[:16],
             (ev.scored.actual or "-")[:16],
             Text(outcome, style=fmt.OUTCOME_STYLES[outcome]),
@@ -334,24 +342,26 @@ class RunScreen(BaseScreen):
         if action == "new_run":
             return not self.active
         if action == "request_stop":
-            return self.active  # when idle, ctrl+c keeps its usual meaning
+            return self.active  # when idle, ctrl+c and escape keep their usual meaning
         return True
 
-    def action_stop_or_back(self) -> None:
-        if self.active:
-            self.action_request_stop()
-        else:
-            self.action_new_run()
+    def stop(self) -> None:
+        """Let the cases in flight finish, keep every finished one, then end the run."""
+        if not self.active:
+            return
+        self._stop_asked = True
+        if self.engine is not None:
+            self.engine.stop()
+        self.state = "stopping"
 
     def action_request_stop(self) -> None:
-        if self.state == "stopping" or self.engine is None:
+        if self.state == "stopping":
             self.notify("stopping: waiting for the cases in flight", timeout=3)
             return
 
         def answered(yes: bool | None) -> None:
-            if yes and self.engine is not None and self.active:
-                self.engine.stop()
-                self.state = "stopping"
+            if yes:
+                self.stop()
 
         self.app.push_screen(
             ConfirmScreen(

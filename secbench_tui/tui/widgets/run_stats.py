@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -15,10 +16,13 @@ from secbench_tui.core.events import CaseFinished, RunStarted
 from secbench_tui.core.models import Outcome
 from secbench_tui.tui import format as fmt
 
+PACE_WINDOW = 20  # the ETA follows the pace of the last this-many answers
+
 
 @dataclass
 class RunTally:
-    """Counts over the cases finished while this screen watched (reused ones are not asked)."""
+    """The run so far: outcomes, tokens and cost count every finished case, as the summary
+    does (reused ones included); the pace and the ETA count only the cases asked now."""
 
     clock: Callable[[], float] = time.monotonic
     total: int = 0
@@ -26,6 +30,7 @@ class RunTally:
     pending: int = 0
     reused: int = 0
     asked: int = 0
+    answered_at: deque[float] = field(default_factory=lambda: deque(maxlen=PACE_WINDOW + 1))
     counts: dict[str, int] = field(default_factory=lambda: {o.value: 0 for o in Outcome})
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -35,13 +40,16 @@ class RunTally:
 
     def start(self, event: RunStarted) -> None:
         self.total, self.pending, self.reused = event.total, event.pending, event.reused
-        self.done = event.total - event.pending
+        self.done = event.total - event.pending - event.reused  # reused ones arrive as cases
         self.started = self.clock()
+        self.answered_at.append(self.started)
 
     def add(self, event: CaseFinished) -> None:
         ev = event.evaluation
         self.done = event.done
-        self.asked += 1
+        if not ev.reused:
+            self.asked += 1
+            self.answered_at.append(self.clock())
         self.counts[ev.scored.outcome.value] += 1
         self.prompt_tokens += ev.completion.prompt_tokens or 0
         self.completion_tokens += ev.completion.completion_tokens or 0
@@ -64,11 +72,21 @@ class RunTally:
 
     @property
     def eta(self) -> float | None:
-        """Seconds left at the pace so far; None before the first answer."""
-        elapsed = self.elapsed
-        if elapsed is None or not self.asked or self.ended is not None:
+        """Seconds left at the pace of the latest answers; None before the first answer.
+
+        A slow start (a rate limit, a cold provider) stops counting once `PACE_WINDOW`
+        answers have come since. The next answer is due one interval after the last one;
+        while it is late the ETA holds instead of counting down to nothing.
+        """
+        if not self.asked or self.ended is not None or len(self.answered_at) < 2:
             return None
-        return elapsed / self.asked * max(0, self.total - self.done)
+        first, last = self.answered_at[0], self.answered_at[-1]
+        per_case = (last - first) / (len(self.answered_at) - 1)
+        left = max(0, self.total - self.done)
+        if not left:
+            return 0.0
+        next_due = max(0.0, last + per_case - self.clock())
+        return next_due + per_case * (left - 1)
 
 
 class RunStats(Vertical):
