@@ -7,15 +7,18 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from textual.widgets import DataTable, Input, Select, Static
 
 from secbench_tui.config import Settings
 from secbench_tui.tui.app import make_app
+from secbench_tui.tui.screens import results as results_screen
 from secbench_tui.tui.screens.results import ResultsScreen
 from secbench_tui.tui.widgets.results_table import PAGE, ResultsTable
+from tests.e2e.server import LoopbackServer
 from tests.tui.bulk import fill_results
-from tests.tui.conftest import SIZE, record_run, settle
+from tests.tui.conftest import SIZE, record_run, settle, wait_until
 
 
 def sql(query: str, *params: object) -> list[tuple[object, ...]]:
@@ -29,6 +32,7 @@ def shown_ids(screen: ResultsScreen) -> list[int]:
 
 
 async def open_results(pilot: object, app: object) -> ResultsScreen:
+    """`r` from the setup screen."""
     await settle(pilot)  # type: ignore[arg-type]
     await pilot.press("r")  # type: ignore[attr-defined]
     await settle(pilot)  # type: ignore[arg-type]
@@ -147,3 +151,95 @@ async def test_a_large_database_is_read_a_page_at_a_time(
         await settle(pilot)
         assert table.row_count == total and table.exhausted
         assert shown_ids(screen) == [r[0] for r in sql("SELECT id FROM evaluations ORDER BY id")]
+
+
+async def test_escape_leaves_a_field_first_then_the_screen(
+    make_settings: Callable[..., Settings],
+) -> None:
+    settings = await two_runs(make_settings)
+    app = make_app(settings, offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_results(pilot, app)
+        await pilot.press("slash", *"list")
+        assert screen.query_one("#search", Input).has_focus
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is screen and screen.query_one(ResultsTable).has_focus
+        assert screen.query_one("#search", Input).value == "list"  # the filter stays
+        await pilot.press("escape")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "SetupScreen"
+
+
+async def test_enter_on_a_run_drills_down_and_space_marks_only_from_the_runs(
+    make_settings: Callable[..., Settings],
+) -> None:
+    settings = await two_runs(make_settings)
+    app = make_app(settings, offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_results(pilot, app)
+
+        def shown() -> set[str]:
+            return {b.binding.description for b in screen.active_bindings.values()}
+
+        assert "Mark run" not in shown() and "All runs" not in shown()
+        screen.query_one("#runs-table", DataTable).focus()
+        await pilot.pause()
+        assert "Mark run" in shown()
+        await pilot.press("enter")  # the newest run
+        await settle(pilot)
+        table = screen.query_one(ResultsTable)
+        assert table.has_focus and "All runs" in shown() and "Mark run" not in shown()
+        assert shown_ids(screen) == [r[0] for r in sql("SELECT id FROM evaluations WHERE run_id=2")]
+        await pilot.press("space")  # not on the runs table: marks nothing
+        assert screen.marked == set()
+
+
+async def test_newest_first_pages_backwards_through_every_result(
+    make_settings: Callable[..., Settings],
+) -> None:
+    settings = make_settings()
+    total = await fill_results(Path("results.db"), PAGE + 30, runs=2)
+    app = make_app(settings, offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_results(pilot, app)
+        await pilot.press("o")
+        await settle(pilot)
+        table = screen.query_one(ResultsTable)
+        assert table.newest_first and table.row_count == PAGE
+        await pilot.press("end")
+        await settle(pilot)
+        assert table.row_count == total and table.exhausted
+        newest = [r[0] for r in sql("SELECT id FROM evaluations ORDER BY id DESC")]
+        assert shown_ids(screen) == newest
+        assert "newest first" in str(screen.query_one("#results-status").render())
+        shown = {b.binding.description for b in screen.active_bindings.values()}
+        assert "Oldest first" in shown and "Newest first" not in shown
+
+
+async def test_the_results_follow_a_run_in_progress(
+    remote_settings: Settings,
+    clean_suite: Path,
+    server: LoopbackServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(results_screen, "FOLLOW_EVERY", 0.1)
+    server.delay = 0.4
+    app = make_app(remote_settings, offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "RunScreen")
+        run = app.screen
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, ResultsScreen))
+        screen = app.screen
+        assert isinstance(screen, ResultsScreen)
+        table = screen.query_one(ResultsTable)
+        await wait_until(pilot, lambda: table.row_count >= 1, limit=3000)
+        assert table.row_count < 5 and run.active  # type: ignore[attr-defined]
+        await wait_until(pilot, lambda: table.row_count == 5, limit=5000)
+        await settle(pilot)
+        assert shown_ids(screen) == [r[0] for r in sql("SELECT id FROM evaluations ORDER BY id")]
+        runs = screen.query_one("#runs-table", DataTable)
+        await wait_until(pilot, lambda: runs.get_row_at(0)[5] == "completed", limit=5000)

@@ -2,12 +2,13 @@
 
 Results are read a page at a time (`ResultsTable`); the detail pane reads one row by id.
 Nothing here loads a whole table, so a database of 100,000 results opens as fast as a
-small one.
+small one. While a run of this session is active, the runs and the results follow it.
 """
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -15,8 +16,10 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.events import DescendantFocus
 from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 
+from secbench_tui.config import bundled_cases_dir
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.store import ResultFilter, RunRecord
 from secbench_tui.tui import format as fmt
@@ -25,6 +28,19 @@ from secbench_tui.tui.widgets.case_detail import render_result
 from secbench_tui.tui.widgets.results_table import ResultsTable
 
 SEARCH_DEBOUNCE = 0.25
+FOLLOW_EVERY = 2.0  # seconds between looks at the database while a run is active
+
+
+def suite_label(run: RunRecord) -> str:
+    """What a run asked: `VDB task1,3`, or the suite folder and how many apps were chosen."""
+    settings = run.settings or {}
+    if run.suite_kind == "vuldetectbench":
+        tasks = settings.get("tasks") or []
+        return "VDB " + ",".join(f"task{t}" if i == 0 else str(t) for i, t in enumerate(tasks))
+    bundled = Path(run.suite_path) == bundled_cases_dir().resolve()
+    name = "bundled" if bundled else Path(run.suite_path).name or run.suite_path
+    apps = settings.get("apps")
+    return f"{name} ({len(apps)} apps)" if apps else name
 
 
 def run_cells(run: RunRecord, marked: bool) -> tuple[str | Text, ...]:
@@ -32,6 +48,7 @@ def run_cells(run: RunRecord, marked: bool) -> tuple[str | Text, ...]:
         Text("✓" if marked else " ", style="bold green"),
         str(run.id),
         run.model_name[:34],
+        suite_label(run)[:24],
         run.started_at[:16].replace("T", " "),
         run.status,
         f"{run.finished}/{run.total_cases}",
@@ -46,6 +63,8 @@ class ResultsScreen(BaseScreen):
         Binding("slash", "search", "Search", id="results.search"),
         Binding("a", "all_runs", "All runs", id="results.all_runs"),
         Binding("space", "mark_run", "Mark run", id="results.mark"),
+        Binding("o", "order(True)", "Newest first", id="results.newest"),
+        Binding("o", "order(False)", "Oldest first", id="results.oldest"),
         Binding("f5", "reload", "Reload", id="results.reload"),
     ]
 
@@ -54,11 +73,12 @@ class ResultsScreen(BaseScreen):
         self.runs: dict[int, RunRecord] = {}
         self.run_filter: int | None = None
         self.marked: set[int] = set()
+        self._following = False
 
     def compose(self) -> ComposeResult:
         yield Header()
         runs: DataTable[Text | str] = DataTable(id="runs-table", cursor_type="row")
-        runs.border_title = "Runs (Enter shows a run, space marks it for export)"
+        runs.border_title = "Runs (Enter shows a run's results, space marks it for export)"
         yield runs
         with Horizontal(id="filters"):
             yield Select[str]([], prompt="any model", id="filter-model")
@@ -80,10 +100,11 @@ class ResultsScreen(BaseScreen):
     def on_mount(self) -> None:
         self.sub_title = "results"
         self.query_one("#runs-table", DataTable).add_columns(
-            " ", "run", "model", "started", "status", "cases", "accuracy", "cost"
+            " ", "run", "model", "suite", "started", "status", "cases", "accuracy", "cost"
         )
         self.query_one("#results-table").focus()
         self.load_runs()
+        self.set_interval(FOLLOW_EVERY, self._follow_tick)
 
     # --- loading ----------------------------------------------------------------------
 
@@ -133,6 +154,10 @@ class ResultsScreen(BaseScreen):
         table = self.query_one(ResultsTable)
         await table.reload(store, self.current_filter())
         self._draw_status()
+        self._show_first()
+
+    def _show_first(self) -> None:
+        table = self.query_one(ResultsTable)
         if table.row_count:
             table.move_cursor(row=0, animate=False)
             self.show_detail(table.row_id(0))
@@ -144,6 +169,28 @@ class ResultsScreen(BaseScreen):
         if debounce:
             await asyncio.sleep(debounce)
         await self._reload_results()
+
+    def _follow_tick(self) -> None:
+        """Follow while a run is active, and once more after it ends (its last rows)."""
+        active = self.secbench.run_active
+        if not (active or self._following) or not self.is_current:
+            self._following = active
+            return
+        if any(w.group == "follow" and not w.is_finished for w in self.workers):
+            return  # the last look is still reading: the next tick tries again
+        self.follow_run()
+        self._following = active
+
+    @work(exclusive=True, group="follow", exit_on_error=False)
+    async def follow_run(self) -> None:
+        """A run of this session is writing: refresh the runs and append its new results."""
+        store = await self.secbench.store()
+        self.runs = {r.id: r for r in await store.runs()}
+        self._draw_runs()
+        added = await self.query_one(ResultsTable).follow(store)
+        self._draw_status()
+        if added and self.query_one(ResultsTable).row_count == added:
+            self._show_first()
 
     @work(exclusive=True, group="page", exit_on_error=False)
     async def load_more(self) -> None:
@@ -163,7 +210,8 @@ class ResultsScreen(BaseScreen):
     def _draw_status(self) -> None:
         table = self.query_one(ResultsTable)
         flt = table.filter
-        parts = [f"showing {table.row_count:,} of {table.total:,} results"]
+        order = "newest first" if table.newest_first else "oldest first"
+        parts = [f"showing {table.row_count:,} of {table.total:,} results, {order}"]
         if flt.run_ids:
             parts.append(f"run {flt.run_ids[0]}")
         for label, values in (("model", flt.models), ("app", flt.apps), ("outcome", flt.outcomes)):
@@ -173,6 +221,8 @@ class ResultsScreen(BaseScreen):
             parts.append(f"text {flt.text!r}")
         if self.marked:
             parts.append(f"marked runs {', '.join(str(r) for r in sorted(self.marked))}")
+        if self.secbench.run_active:
+            parts.append("a run is writing: following it")
         self.query_one("#results-status", Static).update(Text("  ·  ".join(parts), style="dim"))
 
     # --- events ---------------------------------------------------------------------
@@ -188,7 +238,12 @@ class ResultsScreen(BaseScreen):
     def _run_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:
             self.run_filter = int(event.row_key.value)
+            self.refresh_bindings()
             self.reload_results()
+            self.query_one(ResultsTable).focus()  # drill down: the arrows now browse its results
+
+    def on_descendant_focus(self, event: DescendantFocus) -> None:
+        self.refresh_bindings()  # `space` marks a run only from the runs table
 
     @on(Select.Changed)
     def _filter_changed(self) -> None:
@@ -204,8 +259,25 @@ class ResultsScreen(BaseScreen):
 
     # --- actions --------------------------------------------------------------------
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "mark_run":
+            return self.focused_runs()
+        if action == "all_runs":
+            return self.run_filter is not None
+        if action == "order":
+            return parameters[0] != self.query_one(ResultsTable).newest_first
+        return True
+
+    def focused_runs(self) -> bool:
+        return self.query_one("#runs-table", DataTable).has_focus
+
     def action_back(self) -> None:
-        if len(self.app.screen_stack) > 1:
+        """Out of a field (or the detail pane) to the results first; from a table, leave."""
+        focused = self.app.focused
+        table = self.query_one(ResultsTable)
+        if focused is not None and focused is not table and not self.focused_runs():
+            table.focus()
+        elif len(self.app.screen_stack) > 1:
             self.dismiss()
 
     def action_search(self) -> None:
@@ -213,6 +285,12 @@ class ResultsScreen(BaseScreen):
 
     def action_all_runs(self) -> None:
         self.run_filter = None
+        self.refresh_bindings()
+        self.reload_results()
+
+    def action_order(self, newest_first: bool) -> None:
+        self.query_one(ResultsTable).newest_first = newest_first
+        self.refresh_bindings()
         self.reload_results()
 
     def action_reload(self) -> None:

@@ -50,6 +50,26 @@ def _section(title: str) -> Rule:
     return Rule(Text(title, style="bold"), align="left", style="dim")
 
 
+def score_line(scores: dict[str, Any]) -> Text:
+    """`hit 1 · tp 1 · fp 0`: a sample's VulDetectBench scores on one line, names sorted."""
+    line = Text()
+    for i, (name, value) in enumerate(sorted(scores.items())):
+        if i:
+            line.append(" · ", style="dim")
+        shown = f"{value:g}" if isinstance(value, int | float) else str(value)
+        line.append(f"{name} ", style="dim")
+        line.append(shown, style="bold")
+    return line or Text("(none)", style="dim")
+
+
+def _scores(row: dict[str, Any]) -> dict[str, Any]:
+    try:
+        scores = json.loads(row.get("scores") or "{}")
+    except ValueError:
+        return {}
+    return scores if isinstance(scores, dict) else {}
+
+
 def render_result(row: dict[str, Any]) -> RenderableType:
     outcome = str(row.get("outcome") or "")
     head = Text.assemble(
@@ -60,27 +80,36 @@ def render_result(row: dict[str, Any]) -> RenderableType:
     )
     if row.get("repeat"):
         head.append(f" · repeat {int(row['repeat']) + 1}", style="dim")
-    verdict = Text.assemble(
-        ("expected ", "dim"),
-        (str(row.get("expected_result")), "bold"),
-        ("   actual ", "dim"),
-        (str(row.get("actual_result") or "-"), "bold"),
-    )
-    parts: list[RenderableType] = [head, verdict]
-    if row.get("suite_kind") == "vuldetectbench":
+    parts: list[RenderableType] = [head]
+    raw_reply: list[RenderableType] = [
+        _section("raw reply"),
+        Text(str(row.get("raw_reply") or "(none)"), style="dim"),
+    ]
+    vuldetectbench = row.get("suite_kind") == "vuldetectbench"
+    if vuldetectbench:
+        # the gold answer and the extracted one can be long (lines of code): one section each
         parts += [
+            _section("expected (gold answer)"),
+            Text(str(row.get("expected_result") or "(none)")),
             _section("extracted answer"),
-            Text(str(row.get("actual_result") or "(none)")),
+            Text(str(row.get("actual_result") or "(none: nothing could be extracted)")),
             _section("scores"),
-            Syntax(
-                json.dumps(json.loads(row.get("scores") or "{}"), indent=2, sort_keys=True),
-                "json",
-                background_color="default",
-            ),
+            score_line(_scores(row)),
+            *raw_reply,  # the model's whole answer, which the extraction read
         ]
+    else:
+        parts.append(
+            Text.assemble(
+                ("expected ", "dim"),
+                (str(row.get("expected_result")), "bold"),
+                ("   actual ", "dim"),
+                (str(row.get("actual_result") or "-"), "bold"),
+            )
+        )
     if row.get("error"):
         parts += [_section("error"), Text(str(row["error"]), style="red")]
-    parts += [_section("explanation"), Text(str(row.get("explanation") or "(none)"))]
+    if not vuldetectbench or row.get("explanation"):
+        parts += [_section("explanation"), Text(str(row.get("explanation") or "(none)"))]
     code = row.get("code")
     if code:
         parts += [
@@ -93,7 +122,8 @@ def render_result(row: dict[str, Any]) -> RenderableType:
                 background_color="default",
             ),
         ]
-    parts += [_section("raw reply"), Text(str(row.get("raw_reply") or "(none)"), style="dim")]
+    if not vuldetectbench:
+        parts += raw_reply
     usage = Text.assemble(
         ("tokens ", "dim"),
         f"{fmt.count(row.get('prompt_tokens'))} in / {fmt.count(row.get('completion_tokens'))} out",
