@@ -10,43 +10,72 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from secbench_tui.tui.errors import Guarded
+
 GUIDE = """\
 [b]secbench-tui[/b] asks a model whether code fragments are secure and scores its verdicts.
+Everything works from the keyboard: [b]tab[/b] / [b]shift+tab[/b] move between panes and \
+fields, the arrows move in lists and tables, [b]enter[/b] chooses, [b]space[/b] ticks a box.
 
-[b]Setup[/b]  pick a model (press [b]/[/b] to type a filter or a model id, Enter to choose),
-the apps or VulDetectBench tasks, and limit / temperature / concurrency; [b]ctrl+r[/b] runs.
-[b]Run[/b]    rows appear as cases finish; [b]escape[/b] or [b]ctrl+c[/b] asks to stop (cases in
-flight finish, every finished case is kept).
-[b]Results[/b] every run in the database; Enter on a run shows its results, [b]a[/b] all runs;
-filter by model, app, outcome or text; the right pane shows the selected result.
-[b]Export[/b] [b]e[/b] writes the HTML report (the selected runs, or all) and shows its path.
+[b]Setup[/b]    [b]/[/b] (or typing on the model list) filters the models; [b]enter[/b] chooses \
+the highlighted one, or the typed id as it is. In the suite pane type another folder and \
+press [b]enter[/b] to load it (a VulDetectBench test folder lists its tasks); [b]space[/b] \
+ticks apps or tasks. Then limit, temperature, concurrency; [b]ctrl+r[/b] starts the run.
+[b]Run[/b]      rows appear as cases finish. [b]escape[/b] or [b]ctrl+c[/b] asks to stop: the \
+cases in flight finish, every finished case is kept. When it ends, [b]r[/b] browses the \
+results, [b]e[/b] exports, [b]n[/b] or [b]escape[/b] goes back to setup.
+[b]Results[/b]  every run in the database, newest first. [b]enter[/b] on a run shows its \
+results ([b]a[/b]: all runs again); the model, app and outcome filters and [b]/[/b] search \
+narrow them; [b]o[/b] flips the order. The right pane shows the highlighted result: code, \
+expected and actual, explanation, raw reply, usage; for VulDetectBench the gold answer, the \
+extracted answer and the sample's scores. [b]escape[/b] leaves a field, then the screen.
+[b]Export[/b]   [b]e[/b] writes the HTML report and shows its path: the runs marked with \
+[b]space[/b] on the results screen (or the run shown there), else the run on screen, else \
+the latest run of each model.
+
+[b]q[/b] quits, asking first while a run is active. [b]ctrl+p[/b] opens the command palette.
 """
 
 
+OUR_IDS = ("app.", "setup.", "run.", "results.")
+
+
 def bindings_table(screen: Screen[object]) -> Table:
+    """The keys `screen` answers to now, each action once with all its keys (`^c / esc`).
+
+    Read while `screen` is on top: what a key does depends on the screen it is pressed on.
+    Hidden bindings of our own (`home`, `end` on the results) are listed too."""
+    keys: dict[str, list[str]] = {}
+    for _, binding, enabled, tooltip in screen.active_bindings.values():
+        ours = (binding.id or "").startswith(OUR_IDS)
+        if enabled and binding.description and (binding.show or ours):
+            shown = keys.setdefault(tooltip or binding.description, [])
+            key = screen.app.get_key_display(binding)
+            if key not in shown:
+                shown.append(key)
     table = Table(box=None, show_header=False, padding=(0, 2))
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column()
-    seen: set[str] = set()
-    for _, binding, enabled, tooltip in screen.active_bindings.values():
-        if binding.show and binding.description and binding.description not in seen and enabled:
-            seen.add(binding.description)
-            table.add_row(screen.app.get_key_display(binding), tooltip or binding.description)
+    for description, shown in keys.items():
+        table.add_row(" / ".join(shown), description)
     return table
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Guarded, ModalScreen[None]):
+    """Built while the screen it explains is still on top, so its keys are read as they are."""
+
     BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close", id="help.close")]
 
     def __init__(self, under: Screen[object]) -> None:
         super().__init__()
         self.under = under
+        self.keys = bindings_table(under)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
             yield Static(Text.from_markup(GUIDE), id="help-guide")
             yield Static(Text("Keys on this screen", style="bold"))
-            yield Static(bindings_table(self.under), id="help-keys")
+            yield Static(self.keys, id="help-keys")
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(result)
