@@ -31,6 +31,7 @@ from secbench_tui.tui.screens.setup import SetupScreen
 class SecbenchApp(Guarded, App[int]):
     TITLE = "secbench-tui"
     CSS_PATH = "app.tcss"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     BINDINGS = [
         Binding("q", "quit_app", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help"),

@@ -17,6 +17,14 @@ def tail(text: str, width: int) -> str:
     return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 
+def fitting(table_width: int, others: int, widest: int, narrowest: int = 12) -> int:
+    """Width for a table's one elastic column: what `others` cells leave of `table_width`
+    (each column also takes 2 cells of padding), between `narrowest` and `widest`."""
+    if table_width <= 0:
+        return widest
+    return max(narrowest, min(widest, table_width - others))
+
+
 def pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.1f}%"
 

@@ -40,7 +40,16 @@ from secbench_tui.tui.widgets.case_detail import code_language
 from secbench_tui.tui.widgets.run_stats import RunStats, RunTally
 
 MAX_ROWS = 1000
-CASE_WIDTH = 28  # the end of a case id; the table keeps every column in its pane
+CASE_WIDTH = 28  # the end of a case id, at most; less in a narrow pane
+VERDICT_WIDTH = 10  # expected and actual are cut here (VulDetectBench answers are long)
+
+
+def other_widths(total: int, vuldetectbench: bool, scrollbar: bool) -> int:
+    """Cells the run table's columns other than the case take: #, expected, actual, outcome,
+    latency, a cell of padding each side of each column, and the scrollbar if there is one."""
+    verdicts = 2 * VERDICT_WIDTH if vuldetectbench else len("expected") + len("actual")
+    numbers = len(str(max(total, 1)))
+    return numbers + verdicts + len("unparsed") + len("latency") + 6 * 2 + 2 * scrollbar
 
 
 def summary_text(event: RunFinished) -> Text:
@@ -101,6 +110,7 @@ class RunScreen(BaseScreen):
         self._retry_until: float | None = None
         self._last_retry: Retrying | None = None
         self._stop_asked = False  # stop() came before the engine existed
+        self._case_width = CASE_WIDTH
 
     @property
     def active(self) -> bool:
@@ -222,6 +232,11 @@ class RunScreen(BaseScreen):
     def on_rows_arrived(self, message: RowsArrived) -> None:
         table = self.query_one("#run-table", DataTable)
         follow = table.cursor_row >= table.row_count - 2
+        if message.events:
+            vdb = message.events[0].evaluation.case.kind.value == "vuldetectbench"
+            scrollbar = self.tally.total >= table.size.height  # the header takes a line
+            others = other_widths(self.tally.total, vdb, scrollbar)
+            self._case_width = fmt.fitting(table.size.width, others, CASE_WIDTH)
         for event in message.events:
             self.tally.add(event)
             table.add_row(*self._row(event), key=str(event.done))
@@ -239,9 +254,9 @@ class RunScreen(BaseScreen):
         repeat = f" #{ev.repeat + 1}" if ev.repeat else ""
         return (
             str(event.done),
-            fmt.tail(ev.case.case_id + repeat, CASE_WIDTH),
-            ev.case.expected[:16],
-            (ev.scored.actual or "-")[:16],
+            fmt.tail(ev.case.case_id + repeat, self._case_width),
+            ev.case.expected[:VERDICT_WIDTH],
+            (ev.scored.actual or "-")[:VERDICT_WIDTH],
             Text(outcome, style=fmt.OUTCOME_STYLES[outcome]),
             fmt.latency(ev.completion.latency_ms),
         )
@@ -264,16 +279,18 @@ class RunScreen(BaseScreen):
     def _draw_retry(self, event: Retrying) -> None:
         n = event.notice
         left = max(0.0, (self._retry_until or 0) - time.monotonic())
+        # the wait first: a narrow terminal cuts the end of the line, where the case id is
         if n.rate_limited:
             text = Text.assemble(
                 ("waiting on rate limit", "bold yellow"),
-                f": {n.case_id} retries in {left:.0f}s (attempt {n.attempt});"
-                f" concurrency now {event.limit}",
+                f": retry in {left:.0f}s (attempt {n.attempt}), concurrency now {event.limit}",
+                (f" · {n.case_id}", "dim"),
             )
         else:
             text = Text.assemble(
                 ("retrying", "bold yellow"),
-                f" {n.case_id} in {left:.0f}s (attempt {n.attempt}): {n.reason[:120]}",
+                f" in {left:.0f}s (attempt {n.attempt}): {n.reason[:120]}",
+                (f" · {n.case_id}", "dim"),
             )
         line = self.query_one("#retry-line", Static)
         line.update(text)

@@ -20,26 +20,42 @@ from secbench_tui.tui import format as fmt
 from secbench_tui.tui.errors import Guarded
 
 MAX_SHOWN = 300
-ID_WIDTH = 32
-HEADER = f"  {'model':<{ID_WIDTH}} {'ctx':>5} {'$/M in/out':>13} json"
+ID_WIDTH = 32  # the widest id column; narrower when the pane is (see `id_width`)
+FIXED_WIDTH = 2 + 6 + 14 + 5  # marker, context, prices, json
+TAG_WIDTH = 8  # " offline", " recent"
+
+
+def id_width(list_width: int) -> tuple[int, bool]:
+    """Room for the id in a row that fits `list_width` cells (padding and scrollbar out),
+    and whether the offline/recent tag fits too (it goes first when the pane is narrow)."""
+    room = list_width - 4 - FIXED_WIDTH
+    if room - TAG_WIDTH >= 20:
+        return min(ID_WIDTH, room - TAG_WIDTH), True
+    return max(8, min(ID_WIDTH, room)), False
+
+
+def header(width: int = ID_WIDTH) -> str:
+    return f"  {'model':<{width}} {'ctx':>5} {'$/M in/out':>13} json"
 
 
 def fit(text: str, width: int) -> str:
     return f"{text:<{width}}" if len(text) <= width else text[: width - 1] + "…"
 
 
-def model_row(model: ModelInfo, chosen: bool, recent: bool) -> Text:
+def model_row(
+    model: ModelInfo, chosen: bool, recent: bool, width: int = ID_WIDTH, tag: bool = True
+) -> Text:
     """One line: id, context, prices per million tokens, structured output, a tag."""
     row = Text(no_wrap=True, overflow="ellipsis")
     row.append("● " if chosen else "  ", style="bold green")
-    row.append(fit(model.id, ID_WIDTH), style="bold" if chosen else "")
+    row.append(fit(model.id, width), style="bold" if chosen else "")
     ctx = "" if model.context_length is None else f"{model.context_length // 1000}k"
     row.append(f" {ctx:>5}", style="dim")
     row.append(f" {fmt.short_price(model):>13}", style="dim")
     row.append(" json" if model.structured else "     ", style="cyan")
-    if model.offline:
+    if tag and model.offline:
         row.append(" offline", style="magenta")
-    elif recent:
+    elif tag and recent:
         row.append(" recent", style="yellow")
     return row
 
@@ -78,7 +94,7 @@ class ModelPicker(Guarded, Vertical):
             id="model-filter",
             select_on_focus=False,
         )
-        yield Static(Text(HEADER, style="dim"), id="model-header")
+        yield Static(Text(header(), style="dim"), id="model-header")
         yield OptionList(id="model-list")
         yield Static(id="model-detail")
         yield Static(id="model-source")
@@ -107,8 +123,11 @@ class ModelPicker(Guarded, Vertical):
         found = self.catalog.filter(self.query_text)
         self._shown = found[:MAX_SHOWN]
         recent = set(self.catalog.recent)
+        width, tag = id_width(self.size.width) if self.size.width else (ID_WIDTH, True)
+        self.query_one("#model-header", Static).update(Text(header(width), style="dim"))
         options: list[Option | None] = [
-            Option(model_row(m, m.id == self.chosen, m.id in recent), id=m.id) for m in self._shown
+            Option(model_row(m, m.id == self.chosen, m.id in recent, width, tag), id=m.id)
+            for m in self._shown
         ]
         if len(found) > MAX_SHOWN:
             options.append(
@@ -131,6 +150,9 @@ class ModelPicker(Guarded, Vertical):
         option = option_list.highlighted_option
         model = self.catalog.find(option.id) if option is not None and option.id else None
         self.query_one("#model-detail", Static).update(model_detail(model, self.query_text))
+
+    def on_resize(self) -> None:
+        self.refilter()  # the id column follows the pane's width
 
     def watch_chosen(self) -> None:
         if self.is_mounted:

@@ -20,6 +20,8 @@ from secbench_tui.tui.errors import Guarded
 
 PAGE = 200
 PREFETCH = 40  # rows from the end at which the next page is read
+CASE_WIDTH = 28  # at most; less in a narrow pane, so the outcome stays in sight
+VERDICT_WIDTH = 10  # expected and actual are cut here (VulDetectBench answers are long)
 
 
 class ResultsTable(Guarded, DataTable[Text | str]):
@@ -36,6 +38,9 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         self.last_id: int | None = None
         self.exhausted = False
         self.fetching = False  # a page is being read (not `loading`: that is Widget's spinner)
+        self.case_width = CASE_WIDTH
+        self._others = 0  # cells the columns other than the case take
+        self._rows: list[dict[str, Any]] = []  # what is shown, to draw again at a new width
 
     def on_mount(self) -> None:
         self.add_columns("id", "run", "case", "expected", "actual", "outcome")
@@ -48,8 +53,11 @@ class ResultsTable(Guarded, DataTable[Text | str]):
             total = await store.count_results(flt)
             rows = await store.results_page(flt, None, PAGE, newest_first=self.newest_first)
         finally:
-            self.fetching = False  # a page is being read (not `loading`: that is Widget's spinner)
+            self.fetching = False
         self.clear()
+        self._rows = []
+        self._others = self._other_widths(rows)
+        self.case_width = fmt.fitting(self.size.width, self._others, CASE_WIDTH)
         self.total = total
         self.last_id = None
         self.exhausted = False
@@ -67,7 +75,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
                 self.filter, self.last_id, PAGE, newest_first=self.newest_first
             )
         finally:
-            self.fetching = False  # a page is being read (not `loading`: that is Widget's spinner)
+            self.fetching = False
         self._append(rows)
         return len(rows)
 
@@ -81,13 +89,48 @@ class ResultsTable(Guarded, DataTable[Text | str]):
     def near_end(self) -> bool:
         return not self.exhausted and self.cursor_row >= self.row_count - PREFETCH
 
+    @staticmethod
+    def _other_widths(rows: list[dict[str, Any]]) -> int:
+        """Cells the columns other than the case need for `rows` (the first page)."""
+
+        def widest(key: str, header: str, cap: int = 100) -> int:
+            shown = (str("-" if r[key] is None else r[key])[:cap] for r in rows)
+            return max([len(header), *(len(v) for v in shown)])
+
+        return (
+            widest("id", "id") + 1  # later pages may count one more digit
+            + widest("run_id", "run")
+            + widest("expected_result", "expected", VERDICT_WIDTH)
+            + widest("actual_result", "actual", VERDICT_WIDTH)
+            + len("unparsed")
+            + 6 * 2  # a cell of padding each side of each column
+            + 2  # the scrollbar
+        )  # fmt: skip
+
+    def on_resize(self) -> None:
+        """Fit the case column to the new width: the rows shown are drawn again."""
+        width = fmt.fitting(self.size.width, self._others, CASE_WIDTH)
+        if width == self.case_width or not self._rows:
+            self.case_width = width
+            return
+        self.case_width = width
+        cursor = self.cursor_row
+        rows, self._rows = self._rows, []
+        self.clear()
+        self._draw(rows)
+        self.move_cursor(row=cursor, animate=False)
+
     def _append(self, rows: list[dict[str, Any]]) -> None:
         if len(rows) < PAGE:
             self.exhausted = True
         if rows:
             self.last_id = int(rows[-1]["id"])
+        self._draw(rows)
+
+    def _draw(self, rows: list[dict[str, Any]]) -> None:
+        self._rows.extend(rows)
         for row in rows:
-            self.add_row(*self._cells(row), key=str(row["id"]))
+            self.add_row(*self._cells(row, self.case_width), key=str(row["id"]))
 
     def row_id(self, index: int) -> int | None:
         """The result id shown on row `index`."""
@@ -97,13 +140,13 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         return int(key) if key is not None else None
 
     @staticmethod
-    def _cells(row: dict[str, Any]) -> tuple[str | Text, ...]:
+    def _cells(row: dict[str, Any], case_width: int = CASE_WIDTH) -> tuple[str | Text, ...]:
         outcome = str(row["outcome"])
         repeat = f" #{row['repeat'] + 1}" if row.get("repeat") else ""
         return (
             str(row["id"]),
             str(row["run_id"]),
-            fmt.tail(str(row["case_id"]) + repeat, 28),
+            fmt.tail(str(row["case_id"]) + repeat, case_width),
             str(row["expected_result"])[:10],
             str(row["actual_result"] or "-")[:10],
             Text(outcome, style=fmt.OUTCOME_STYLES.get(outcome, "")),
