@@ -209,3 +209,25 @@ async def test_after_the_run_escape_goes_back_to_setup_and_the_footer_says_so(
         await pilot.press("escape")
         await pilot.pause()
         assert type(app.screen).__name__ == "SetupScreen"
+
+
+async def test_moving_up_the_table_shows_that_cases_answer(
+    make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    app = make_app(make_settings(model="baseline/always-bad"), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen))
+        await settle(pilot)
+        run = app.screen
+        assert isinstance(run, RunScreen)
+        pane = run.query_one("#last-explanation", Static)
+        cases = [c for c, _, _ in db_rows(Path("results.db"))]
+        assert f"last answer {cases[-1]}" in str(pane.render())
+        run.query_one("#run-table", DataTable).focus()
+        await pilot.press("up", "up")
+        await pilot.pause()
+        shown = str(pane.render())
+        assert f"answer (highlighted row) {cases[-3]}" in shown
+        assert "always-bad answers without reading" in shown

@@ -21,8 +21,9 @@ fields, the arrows move in lists and tables, [b]enter[/b] chooses, [b]space[/b] 
 the highlighted one, or the typed id as it is. In the suite pane type another folder and \
 press [b]enter[/b] to load it (a VulDetectBench test folder lists its tasks); [b]space[/b] \
 ticks apps or tasks. Then limit, temperature, concurrency; [b]ctrl+r[/b] starts the run.
-[b]Run[/b]      rows appear as cases finish. [b]escape[/b] or [b]ctrl+c[/b] asks to stop: the \
-cases in flight finish, every finished case is kept. When it ends, [b]r[/b] browses the \
+[b]Run[/b]      rows appear as cases finish; up and down show a finished case's answer. \
+[b]escape[/b] or [b]ctrl+c[/b] asks to stop: the cases in flight finish, every finished case \
+is kept. When it ends, [b]r[/b] browses the \
 results, [b]e[/b] exports, [b]n[/b] or [b]escape[/b] goes back to setup.
 [b]Results[/b]  every run in the database, newest first. [b]enter[/b] on a run shows its \
 results ([b]a[/b]: all runs again); the model, app and outcome filters and [b]/[/b] search \

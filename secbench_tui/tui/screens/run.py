@@ -13,7 +13,7 @@ import time
 from rich.console import Group
 from rich.syntax import Syntax
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -111,6 +111,7 @@ class RunScreen(BaseScreen):
         self._last_retry: Retrying | None = None
         self._stop_asked = False  # stop() came before the engine existed
         self._case_width = CASE_WIDTH
+        self._answers: dict[str, Evaluation] = {}  # by row key, for the rows in the table
 
     @property
     def active(self) -> bool:
@@ -239,14 +240,26 @@ class RunScreen(BaseScreen):
             self._case_width = fmt.fitting(table.size.width, others, CASE_WIDTH)
         for event in message.events:
             self.tally.add(event)
-            table.add_row(*self._row(event), key=str(event.done))
+            key = str(event.done)
+            table.add_row(*self._row(event), key=key)
+            self._answers[key] = event.evaluation
         while table.row_count > MAX_ROWS:
-            table.remove_row(next(iter(table.rows)))
+            oldest = next(iter(table.rows))
+            table.remove_row(oldest)
+            self._answers.pop(str(oldest.value), None)
         if follow and table.row_count:
             table.move_cursor(row=table.row_count - 1, animate=False)
-        if message.events:
-            self._show_explanation(message.events[-1].evaluation)
+            if message.events:
+                self._show_explanation(message.events[-1].evaluation, latest=True)
         self._redraw_stats()
+
+    @on(DataTable.RowHighlighted, "#run-table")
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """Moving up the table shows that case's answer (and stops following new rows)."""
+        table = self.query_one("#run-table", DataTable)
+        answer = self._answers.get(str(event.row_key.value))
+        if answer is not None:
+            self._show_explanation(answer, latest=event.cursor_row == table.row_count - 1)
 
     def _row(self, event: CaseFinished) -> tuple[str | Text, ...]:
         ev = event.evaluation
@@ -261,12 +274,13 @@ class RunScreen(BaseScreen):
             fmt.latency(ev.completion.latency_ms),
         )
 
-    def _show_explanation(self, ev: Evaluation) -> None:
+    def _show_explanation(self, ev: Evaluation, latest: bool) -> None:
         text = Text.assemble(
-            ("\nlast answer ", "dim"),
+            ("\nlast answer " if latest else "\nanswer (highlighted row) ", "dim"),
             (ev.case.case_id, "bold"),
             ("  ", ""),
             (ev.scored.outcome.value, fmt.OUTCOME_STYLES[ev.scored.outcome.value]),
+            (f"\nexpected {ev.case.expected[:60]}  actual {(ev.scored.actual or '-')[:60]}", "dim"),
             "\n",
             ev.completion.error or ev.scored.explanation or ev.completion.text or "(no reply)",
         )
