@@ -10,7 +10,8 @@ Prints figures; asserts nothing. Three measurements:
    the time from interpreter start to the setup screen mounted and drawn.
 3. results screen on a database of N results (built with the store's schema and bulk
    inserts): the time from pushing the screen until the first page, the runs list and the
-   filters are shown; then the time a filter, a text search and the next page take.
+   filters are shown; then the time a filter, a text search and the next page take, the
+   next page again once 10,000 rows are loaded, and switching to newest first.
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ def first_screen_headless(db: Path, repeat: int) -> list[float]:
 
 async def results_figures(db: Path) -> dict[str, float]:
     from textual.widgets import Input, Select
+    from textual.worker import WorkerCancelled
 
     from secbench_tui.config import Settings
     from secbench_tui.tui.app import make_app
@@ -117,7 +119,17 @@ async def results_figures(db: Path) -> dict[str, float]:
     figures: dict[str, float] = {}
     app = make_app(Settings(db=db), offline_catalog=True)
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.workers.wait_for_complete()
+
+        async def settled() -> None:
+            """Every worker done; one replaced by a newer one (exclusive groups) is done too."""
+            while any(not w.is_finished for w in app.workers):
+                try:
+                    await app.workers.wait_for_complete()
+                except WorkerCancelled:
+                    pass
+            await pilot.pause()
+
+        await settled()
         await app.store()
         start = time.perf_counter()
         app.action_results()
@@ -135,8 +147,7 @@ async def results_figures(db: Path) -> dict[str, float]:
             t = time.perf_counter()
             action()
             await pilot.pause()
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+            await settled()
             return time.perf_counter() - t
 
         figures["filter_outcome"] = await timed(
@@ -147,13 +158,13 @@ async def results_figures(db: Path) -> dict[str, float]:
         )
         screen.query_one("#filter-outcome", Select).clear()
         screen.query_one("#filter-model", Select).clear()
-        await app.workers.wait_for_complete()
+        await settled()
         figures["search_rare_text"] = await timed(
             lambda: setattr(screen.query_one("#search", Input), "value", "explanation 99999")
         )
         screen.query_one("#search", Input).value = ""
         await pilot.pause(0.3)
-        await app.workers.wait_for_complete()
+        await settled()
         table.focus()
         before = table.row_count
 
@@ -163,6 +174,15 @@ async def results_figures(db: Path) -> dict[str, float]:
         figures["next_page"] = await timed(to_end)
         figures["rows_after_next_page"] = table.row_count
         assert table.row_count == before + PAGE or table.exhausted
+
+        # 50 pages down, a page at a time as a user holding `end` would: the table grows
+        # to 10,000 rows; each step includes drawing
+        steps = []
+        for _ in range(48):
+            steps.append(await timed(to_end))
+        figures["page_at_10k_rows"] = statistics.median(steps[-10:])
+        figures["rows_after_paging"] = table.row_count
+        figures["newest_first"] = await timed(lambda: screen.action_order(True))
     return figures
 
 
@@ -200,10 +220,16 @@ def main() -> None:
             f"results screen open ({int(figures['rows_shown'])} of "
             f"{int(figures['rows_total']):,} rows shown): {figures['open']:.3f}s"
         )
-        for key in ("filter_outcome", "filter_model_and_outcome", "search_rare_text", "next_page"):
+        keys = ("filter_outcome", "filter_model_and_outcome", "search_rare_text", "next_page")
+        for key in keys:
             note = "  (includes the 0.25s typing debounce)" if key.startswith("search") else ""
             print(f"  {key.replace('_', ' ')}: {figures[key]:.3f}s{note}")
         print(f"  rows after next page: {int(figures['rows_after_next_page'])}")
+        print(
+            f"  next page with {int(figures['rows_after_paging']):,} rows loaded (median of the"
+            f" last 10): {figures['page_at_10k_rows']:.3f}s"
+        )
+        print(f"  newest first (count + first page again): {figures['newest_first']:.3f}s")
 
 
 if __name__ == "__main__":
