@@ -173,3 +173,16 @@ async def test_slash_filters_models_from_anywhere_and_the_status_counts_the_limi
         app.screen.query_one("#limit", Input).value = "3"
         await pilot.pause()
         assert "3 of 8 cases (limit 3)" in str(status.render())
+
+
+async def test_apps_asked_for_that_the_suite_lacks_are_named(
+    make_settings: Callable[..., Settings],
+) -> None:
+    app = make_app(
+        make_settings(model="baseline/random", apps=["shop", "nope"]), offline_catalog=True
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.screen.query_one("#groups", SelectionList).selected == ["shop"]
+        (note,) = [n for n in app._notifications if n.title == "not in this suite"]
+        assert note.message.startswith("--apps: nope not in suite; it has blog, shop")

@@ -125,3 +125,18 @@ async def test_every_task_of_the_real_test_set_is_browsable_sample_by_sample(
             result_id = table.row_id(index)
             assert result_id is not None
             assert_sample_shown(detail_text(screen), stored(result_id))
+
+
+async def test_tasks_a_test_set_lacks_are_named_unless_none_were_asked_for(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    vdb = write_test_set(tmp_path / "vdb")  # task1 only
+    for tasks, warned in (([1, 2, 3, 4, 5], False), ([1, 3], True)):
+        app = make_app(
+            make_settings(model="baseline/random", cases=vdb, tasks=tasks), offline_catalog=True
+        )
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            assert app.screen.query_one("#groups", SelectionList).selected == ["1"]
+            notes = [n.message for n in app._notifications if n.title == "not in this suite"]
+            assert notes == ([f"--tasks: task3 not in {vdb}; it has task1"] if warned else [])

@@ -20,6 +20,8 @@ from secbench_tui.config import VDB_METHODS
 from secbench_tui.session import is_vuldetectbench
 from secbench_tui.tui.errors import Guarded
 
+ALL_TASKS = {1, 2, 3, 4, 5}  # the default of --tasks, which is no request for a task
+
 
 @dataclass(frozen=True)
 class SuiteChoice:
@@ -94,7 +96,7 @@ class SuitePicker(Guarded, Vertical):
         groups = self.query_one("#groups", SelectionList)
         groups.clear_options()
         if choice.vuldetectbench:
-            picked = {str(t) for t in self._tasks}
+            picked = {str(t) for t in self._tasks} if self._tasks else {n for n, _ in choice.groups}
             groups.add_options(
                 Selection(f"task{name}  ({n} cases)", name, name in picked)
                 for name, n in choice.groups
@@ -108,7 +110,32 @@ class SuitePicker(Guarded, Vertical):
             kind = "markdown suite: choose apps (space toggles)"
         self.query_one("#suite-kind", Static).update(choice.problem or kind)
         self.query_one("#method-row").display = choice.vuldetectbench
+        if choice.vuldetectbench and set(self._tasks) == ALL_TASKS:
+            picked &= {name for name, _ in choice.groups}  # the default: whatever it has
+        self._warn_unknown(picked)
+        self._apps, self._tasks = None, []  # another folder starts with everything ticked
         self.post_message(self.Changed())
+
+    def _warn_unknown(self, picked: set[str]) -> None:
+        """Apps or tasks asked for (--apps, --tasks) that this folder does not have."""
+        names = [name for name, _ in self.choice.groups]
+        unknown = sorted(picked - set(names))
+        if not unknown or self.choice.problem:
+            return
+        if self.choice.vuldetectbench:
+            flag, unknown, names = (
+                "--tasks",
+                [f"task{n}" for n in unknown],
+                [f"task{n}" for n in names],
+            )
+        else:
+            flag = "--apps"
+        self.notify(
+            f"{flag}: {', '.join(unknown)} not in {self.choice.root}; it has {', '.join(names)}",
+            title="not in this suite",
+            severity="warning",
+            timeout=10,
+        )
 
     @on(Input.Submitted, "#cases-path")
     def _path_submitted(self, event: Input.Submitted) -> None:
