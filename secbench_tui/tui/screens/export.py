@@ -52,12 +52,15 @@ class ExportScreen(Guarded, ModalScreen[Path | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="export-box") as box:
             box.border_title = "Export"
-            which = (
-                "runs " + ", ".join(str(r) for r in self.run_ids)
-                if self.run_ids
-                else "the latest run of each model"
+            yield Static(f"Writing the HTML report of {self.which}…", id="export-status")
+
+    @property
+    def which(self) -> str:
+        if self.run_ids:
+            return ("run " if len(self.run_ids) == 1 else "runs ") + ", ".join(
+                str(r) for r in self.run_ids
             )
-            yield Static(f"Writing the HTML report for {which}…", id="export-status")
+        return "the latest run of each model"
 
     def on_mount(self) -> None:
         self.export()
@@ -75,7 +78,7 @@ class ExportScreen(Guarded, ModalScreen[Path | None]):
             self.path = event.worker.result
             status.update(
                 Text.assemble(
-                    ("Report written:\n", "bold green"),
+                    (f"Report of {self.which} written:\n", "bold green"),
                     (str(self.path), "bold"),
                     ("\n\nOpen it in a browser. Enter closes.", "dim"),
                 )
