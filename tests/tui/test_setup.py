@@ -67,13 +67,22 @@ async def test_flags_preselect_model_and_apps(make_settings: Callable[..., Setti
 
 
 async def test_recent_models_from_the_database_are_listed_first(
-    make_settings: Callable[..., Settings],
+    make_settings: Callable[..., Settings], remote_settings: Settings
 ) -> None:
-    await record_run(make_settings(model="baseline/always-good"))
+    used = remote_settings.model_copy(update={"model": "vendor/used-before", "limit": 1})
+    await record_run(used)
     app = make_app(make_settings(), offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        assert listed(app)[0] == "baseline/always-good"
+        assert listed(app)[0] == "vendor/used-before"
+    # a model given on the command line comes first too, but only used ones read "recent"
+    app = make_app(make_settings(model="vendor/never-used"), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert listed(app)[:2] == ["vendor/never-used", "vendor/used-before"]
+        options = app.screen.query_one("#model-list", OptionList)
+        rows = [str(options.get_option_at_index(i).prompt) for i in range(2)]
+        assert not rows[0].rstrip().endswith("recent") and rows[1].rstrip().endswith("recent")
 
 
 async def test_ctrl_r_starts_the_run_with_the_settings_on_screen(

@@ -85,19 +85,23 @@ class SetupScreen(BaseScreen):
     async def load_catalog(self) -> None:
         """The cached list at once, then the fresh one when the endpoint answers."""
         app = self.secbench
-        recent = list(dict.fromkeys([self.settings.model] if self.settings.model else []))
+        used: list[str] = []
         try:
-            store = await app.store()
-            recent += [m for m in await model_catalog.recent_models(store) if m not in recent]
+            used = await model_catalog.recent_models(await app.store())
         except Exception as exc:  # a bad --db should not hide the model list
             self.notify(str(exc), title="database", severity="warning")
-        base_url = self.settings.base_url
-        self.post_message(
-            CatalogLoaded(model_catalog.cached_catalog(base_url, recent, app.cache_dir))
+        # the model given first, then the ones used before; only those are tagged "recent"
+        first = list(
+            dict.fromkeys([*([self.settings.model] if self.settings.model else []), *used])
         )
+        base_url = self.settings.base_url
+        cached = model_catalog.cached_catalog(base_url, first, app.cache_dir)
+        cached.recent = used
+        self.post_message(CatalogLoaded(cached))
         if app.offline_catalog:
             return
-        fresh = await model_catalog.load_catalog(base_url, recent, app.cache_dir)
+        fresh = await model_catalog.load_catalog(base_url, first, app.cache_dir)
+        fresh.recent = used
         self.post_message(CatalogLoaded(fresh))
         if fresh.error:
             shown = "the cached list" if fresh.source == "cache" else "the baselines"
