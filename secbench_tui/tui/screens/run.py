@@ -391,8 +391,11 @@ class RunScreen(BaseScreen):
             return
 
         def answered(yes: bool | None) -> None:
-            if yes:
+            if yes and self.active:
                 self.stop()
+                retrying = self._retry_until is not None
+                waiting = " (one waiting to retry finishes its wait)" if retrying else ""
+                self.notify(f"stopping: the cases in flight finish first{waiting}", timeout=6)
 
         self.app.push_screen(
             ConfirmScreen(
