@@ -111,3 +111,22 @@ async def test_an_error_in_a_timer_is_a_notification(
         assert isinstance(screen, run_screen.RunScreen)
         await wait_until(pilot, lambda: screen.state == "completed")
         assert screen.query_one("#run-table", DataTable).row_count == 5
+
+
+async def test_an_unusable_database_is_named_with_its_fix_on_every_screen(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    db = tmp_path / "no-such-folder" / "results.db"
+    app = make_app(make_settings(model="baseline/random", db=db), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("r")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        notes = {n.title: n.message for n in app._notifications}
+        assert "folder" in notes["database"] and str(db.parent) in notes["database"]
+        assert notes["reading the runs failed"] == notes["database"]
+        assert app.errors == []  # a known problem, said in words: not logged as a bug
+        assert app.is_running

@@ -14,6 +14,17 @@ if TYPE_CHECKING:
 
 __all__ = ["BaseScreen", "describe_error"]
 
+# What each worker was doing, in the words a notification's title uses.
+WORK_TITLES = {
+    "load_catalog": "model list",
+    "run_engine": "run",
+    "load_runs": "reading the runs",
+    "reload_results": "reading the results",
+    "load_more": "reading more results",
+    "follow_run": "following the run",
+    "show_detail": "reading a result",
+}
+
 
 class BaseScreen(Guarded, Screen[Any]):
     @property
@@ -25,7 +36,8 @@ class BaseScreen(Guarded, Screen[Any]):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state is WorkerState.ERROR and event.worker.error is not None:
-            report_error(self.app, event.worker.error, f"{event.worker.name or 'task'} failed")
+            doing = WORK_TITLES.get(event.worker.name, event.worker.name or "a task")
+            report_error(self.app, event.worker.error, f"{doing} failed")
 
     def export_selection(self) -> list[int]:
         """Run ids `e` should export from this screen; empty means the report's default."""
