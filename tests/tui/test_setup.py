@@ -48,8 +48,8 @@ async def test_a_typed_id_not_in_the_list_can_be_chosen(
     app = make_app(make_settings(), offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("slash", *"vendor/new-model", "enter")
-        assert app.screen.query_one(ModelPicker).chosen == "vendor/new-model"
+        await pilot.press("slash", *"acme/x1", "enter")
+        assert app.screen.query_one(ModelPicker).chosen == "acme/x1"
 
 
 async def test_flags_preselect_model_and_apps(make_settings: Callable[..., Settings]) -> None:
