@@ -195,3 +195,16 @@ async def test_apps_asked_for_that_the_suite_lacks_are_named(
         assert app.screen.query_one("#groups", SelectionList).selected == ["shop"]
         (note,) = [n for n in app._notifications if n.title == "not in this suite"]
         assert note.message.startswith("--apps: nope not in suite; it has blog, shop")
+
+
+async def test_a_folder_typed_but_not_loaded_is_not_run(
+    make_settings: Callable[..., Settings],
+) -> None:
+    app = make_app(make_settings(model="baseline/random"), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.screen.query_one("#cases-path", Input).value = "somewhere/else"
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert isinstance(app.screen, SetupScreen)
+        assert any(n.title == "suite folder not loaded" for n in app._notifications)

@@ -173,6 +173,15 @@ class SetupScreen(BaseScreen):
         if not settings.model:
             self.notify("choose a model first (/ filters the list)", severity="warning")
             return
+        edited = self.query_one(SuitePicker).edited_path
+        if edited is not None:
+            self.notify(
+                f"The suite folder reads {edited} but is not loaded: press Enter in it to load "
+                "it (and see its apps), or put back the folder shown.",
+                title="suite folder not loaded",
+                severity="warning",
+            )
+            return
         if not self.query_one(SuitePicker).selected:
             self.notify("choose at least one app or task", severity="warning")
             return

@@ -148,6 +148,12 @@ class SuitePicker(Guarded, Vertical):
         self.post_message(self.Changed())
 
     @property
+    def edited_path(self) -> str | None:
+        """The folder typed in the path field but not loaded yet (Enter loads it)."""
+        typed = self.query_one("#cases-path", Input).value.strip()
+        return typed if Path(typed).expanduser() != self.choice.root else None
+
+    @property
     def selected(self) -> list[str]:
         return list(self.query_one("#groups", SelectionList).selected)
 
