@@ -13,9 +13,10 @@ that says what to do.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,7 +31,7 @@ from secbench_tui.core.events import (
 )
 from secbench_tui.core.metrics import summarize
 from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, SuiteKind
-from secbench_tui.core.providers.base import Provider, RetryNotice, RunAborted
+from secbench_tui.core.providers.base import Provider, RetryCallback, RetryNotice, RunAborted
 from secbench_tui.core.scoring import score_completion
 from secbench_tui.core.store import Store, now_iso, text_hash
 
@@ -133,6 +134,10 @@ class _Work:
     request_hash: str
 
 
+class _Abandoned(Exception):
+    """A stop came while the case waited to retry: it has no answer, so nothing is kept."""
+
+
 @dataclass(frozen=True)
 class _Done:
     """A worker's finished case, before it is put back in order."""
@@ -154,6 +159,7 @@ class Engine:
         self._stop_message: str | None = None
         self._queue: asyncio.Queue[Event | _Done | BaseException | None] = asyncio.Queue()
         self._cost = 0.0
+        self._stop_waiter: asyncio.Future[Any] | None = None
 
     def stop(self, message: str | None = None) -> None:
         """Start no new case; the ones in flight finish and are recorded."""
@@ -333,7 +339,10 @@ class Engine:
         finally:
             for task in workers:
                 task.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            waiters = [] if self._stop_waiter is None else [self._stop_waiter]
+            for waiter in waiters:
+                waiter.cancel()
+            await asyncio.gather(*workers, *waiters, return_exceptions=True)
 
     async def _worker(self, run_id: int, cursor: Any) -> None:
         try:
@@ -346,7 +355,10 @@ class Engine:
                     if self.stopping:
                         break
                     await self._queue.put(CaseStarted(run_id, work.case, work.index, work.repeat))
-                    evaluation = await self._ask(run_id, work)
+                    try:
+                        evaluation = await self._ask(run_id, work)
+                    except _Abandoned:
+                        break
                     success = evaluation.scored.outcome is not Outcome.ERROR
                     await self._queue.put(_Done(work.seq, evaluation))
                     if evaluation.completion.cost:
@@ -361,18 +373,39 @@ class Engine:
             raise
         await self._queue.put(None)
 
+    async def _complete(
+        self, case: Case, on_retry: RetryCallback, waiting_until: Callable[[], float]
+    ) -> Completion:
+        """The provider's answer; a stop drops the case if it is only waiting to retry."""
+        if self._stop_waiter is None:
+            self._stop_waiter = asyncio.ensure_future(self._stopping.wait())
+        ask = asyncio.ensure_future(self.provider.complete(case, on_retry))
+        await asyncio.wait({ask, self._stop_waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if not ask.done() and time.monotonic() < waiting_until():
+            ask.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ask
+            raise _Abandoned
+        return await ask  # a request in flight may still bring an answer worth keeping
+
     async def _ask(self, run_id: int, work: _Work) -> Evaluation:
+        """Ask one case and record the result (`_Abandoned` when a stop drops it unanswered)."""
         case = work.case
+        waiting_until = 0.0
 
         async def on_retry(notice: RetryNotice) -> None:
+            nonlocal waiting_until
+            if self.stopping:
+                raise _Abandoned
             if notice.rate_limited:
                 self.limit.rate_limited()
+            waiting_until = time.monotonic() + notice.wait_seconds
             await self._queue.put(Retrying(run_id, notice, self.limit.limit))
 
         try:
-            completion = await self.provider.complete(case, on_retry)
+            completion = await self._complete(case, on_retry, lambda: waiting_until)
             scored = score_completion(case, completion, self.spec.vdb_scoring)
-        except RunAborted:
+        except (RunAborted, _Abandoned):
             raise
         except Exception as exc:  # a failing case is data, not an exception
             completion = Completion(error=f"{type(exc).__name__}: {exc}")

@@ -242,3 +242,36 @@ async def test_adaptive_limit_recovers_after_calm() -> None:
         await limit.acquire()
         await limit.release(True)
     assert limit.limit > 4
+
+
+async def test_stop_drops_a_case_that_only_waits_to_retry(store: Store) -> None:
+    """A stop during a long Retry-After ends the run at once; the unanswered case is not kept."""
+    import httpx
+
+    from secbench_tui.core.providers.openai_compat import ClientSettings, OpenAICompatibleProvider
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if b"prompt 0" in request.content:
+            return httpx.Response(
+                200,
+                json={
+                    "choices": [{"finish_reason": "stop", "message": {"content": verdict("good")}}]
+                },
+            )
+        return httpx.Response(429, headers={"Retry-After": "30"}, json={"error": {"code": 429}})
+
+    provider = OpenAICompatibleProvider(
+        ClientSettings(base_url="http://127.0.0.1:9/v1", model="m"),
+        client=httpx.AsyncClient(transport=httpx.MockTransport(handle)),
+    )
+    spec = RunSpec(model="m", cases=cases(3), suite_kind="markdown", suite_path="/s", concurrency=2)
+    engine = Engine(spec, provider, store)
+    events = []
+    async for event in engine.events():
+        events.append(event)
+        if isinstance(event, Retrying):
+            engine.stop()
+    last = events[-1]
+    assert isinstance(last, RunFinished) and last.status == "stopped"
+    assert await store.finished_keys(last.run_id) == {("c000.md", 0)}
+    assert [e.evaluation.case.case_id for e in events if isinstance(e, CaseFinished)] == ["c000.md"]
