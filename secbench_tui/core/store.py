@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,7 +23,7 @@ import aiosqlite
 
 from secbench_tui.core.models import Evaluation, Outcome
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -192,8 +194,33 @@ async def _create_v1(db: aiosqlite.Connection) -> None:
 
 
 Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
+
+
+async def _add_run_owner(db: aiosqlite.Connection) -> None:
+    """Version 1 -> 2: which process runs a run, so a killed one shows as interrupted."""
+    await db.execute("ALTER TABLE runs ADD COLUMN pid INTEGER")
+    await db.execute("ALTER TABLE runs ADD COLUMN host TEXT")
+
+
 # MIGRATIONS[n] brings a file at version n to version n + 1.
-MIGRATIONS: dict[int, Migration] = {0: _migrate_legacy}
+MIGRATIONS: dict[int, Migration] = {0: _migrate_legacy, 1: _add_run_owner}
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def effective_status(status: str, pid: int | None, host: str | None) -> str:
+    """A run still marked running whose process on this machine is gone was interrupted."""
+    if status == "running" and pid and host == socket.gethostname() and not _process_alive(pid):
+        return "interrupted"
+    return status
 
 
 @dataclass
@@ -339,8 +366,8 @@ class Store:
     ) -> int:
         cursor = await self.db.execute(
             "INSERT INTO runs (model_name, suite_kind, suite_path, suite_hash, prompt_hash,"
-            " settings, fingerprint, tool_version, started_at, status, total_cases)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+            " settings, fingerprint, tool_version, started_at, status, total_cases, pid, host)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
             (
                 model,
                 suite_kind,
@@ -352,6 +379,8 @@ class Store:
                 tool_version,
                 now_iso(),
                 total_cases,
+                os.getpid(),
+                socket.gethostname(),
             ),
         )
         await self.db.commit()
@@ -360,9 +389,9 @@ class Store:
 
     async def reopen_run(self, run_id: int, total_cases: int) -> None:
         await self.db.execute(
-            "UPDATE runs SET status='running', finished_at=NULL, message=NULL, total_cases=?"
-            " WHERE id=?",
-            (total_cases, run_id),
+            "UPDATE runs SET status='running', finished_at=NULL, message=NULL, total_cases=?,"
+            " pid=?, host=? WHERE id=?",
+            (total_cases, os.getpid(), socket.gethostname(), run_id),
         )
         await self.db.commit()
 
@@ -413,7 +442,7 @@ class Store:
                 tool_version=row["tool_version"],
                 started_at=row["started_at"],
                 finished_at=row["finished_at"],
-                status=row["status"],
+                status=effective_status(row["status"], row["pid"], row["host"]),
                 total_cases=row["total_cases"],
                 message=row["message"],
             )

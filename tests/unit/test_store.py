@@ -224,3 +224,47 @@ async def test_a_reply_with_a_lone_surrogate_is_stored(tmp_path: Path) -> None:
     assert row["raw_reply"].startswith('{"x": "') and "\ufffd" in row["raw_reply"]
     assert row["explanation"].startswith("bad ") and row["explanation"].endswith(" char")
     await store.close()
+
+
+async def test_version_1_file_gains_run_owners_and_keeps_its_runs(tmp_path: Path) -> None:
+    from secbench_tui.core.store import _SCHEMA_V1
+
+    path = tmp_path / "v1.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(_SCHEMA_V1)
+    conn.execute(
+        "INSERT INTO runs (model_name, suite_kind, suite_path, started_at, status)"
+        " VALUES ('m/old', 'markdown', '/s', '2026-01-01T00:00:00Z', 'running')"
+    )
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    store = await Store.open(path)
+    (run,) = await store.runs()
+    assert (run.model_name, run.status) == ("m/old", "running")  # no owner known: unchanged
+    await store.close()
+    conn = sqlite3.connect(path)
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+    assert {"pid", "host"} <= columns
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+async def test_a_run_whose_process_died_shows_as_interrupted(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    store = await Store.open(tmp_path / "r.db")
+    alive = await new_run(store)
+    dead = await new_run(store)
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    await store.db.execute("UPDATE runs SET pid=? WHERE id=?", (int(gone.stdout), dead))
+    await store.db.commit()
+    statuses = {r.id: r.status for r in await store.runs()}
+    assert statuses == {alive: "running", dead: "interrupted"}
+    assert await store.latest_run("f") == dead  # still resumable
+    await store.close()
