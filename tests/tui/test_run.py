@@ -115,6 +115,7 @@ async def test_waiting_on_a_rate_limit_is_shown(
         assert "waiting on rate limit" in text and "concurrency now 1" in text
         await settle(pilot)
         assert run.state == "completed" and not line.display
+        assert "retries 1" in str(run.query_one("#tally", Static).render())
     waits = [m for m in seen if isinstance(m, RetryWaiting)]
     assert waits and waits[0].event.notice.rate_limited
     assert len(db_rows(Path("results.db"))) == 5

@@ -288,7 +288,9 @@ class RunScreen(BaseScreen):
 
     def on_retry_waiting(self, message: RetryWaiting) -> None:
         self._retry_until = time.monotonic() + message.event.notice.wait_seconds
+        self.tally.retry(message.event)
         self._draw_retry(message.event)
+        self._redraw_stats()
 
     def _draw_retry(self, event: Retrying) -> None:
         n = event.notice

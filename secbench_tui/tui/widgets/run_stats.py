@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import ProgressBar, Static
 
-from secbench_tui.core.events import CaseFinished, RunStarted
+from secbench_tui.core.events import CaseFinished, Retrying, RunStarted
 from secbench_tui.core.models import Outcome
 from secbench_tui.tui import format as fmt
 
@@ -37,9 +37,13 @@ class RunTally:
     cost: float | None = None
     started: float | None = None
     ended: float | None = None
+    concurrency: int = 1
+    limit: int = 1
+    retries: int = 0
 
     def start(self, event: RunStarted) -> None:
         self.total, self.pending, self.reused = event.total, event.pending, event.reused
+        self.concurrency = self.limit = event.concurrency
         self.done = event.total - event.pending - event.reused  # reused ones arrive as cases
         self.started = self.clock()
         self.answered_at.append(self.started)
@@ -55,6 +59,11 @@ class RunTally:
         self.completion_tokens += ev.completion.completion_tokens or 0
         if ev.completion.cost is not None:
             self.cost = (self.cost or 0.0) + ev.completion.cost
+
+    def retry(self, event: Retrying) -> None:
+        """A request failed and will be asked again; a rate limit may lower the limit."""
+        self.retries += 1
+        self.limit = event.limit
 
     @property
     def graded(self) -> int:
@@ -129,4 +138,9 @@ class RunStats(Vertical):
         )
         if tally.reused:
             line.append(f"   reused {tally.reused}", style="dim")
+        if tally.concurrency > 1 or tally.retries:
+            line.append("   concurrency ", style="dim")
+            line.append(f"{tally.limit}/{tally.concurrency}")
+            line.append("  retries ", style="dim")
+            line.append(str(tally.retries), style="bold yellow" if tally.retries else "")
         self.query_one("#tally", Static).update(line)
