@@ -33,6 +33,13 @@ def _tasks(value: str) -> list[int]:
         raise argparse.ArgumentTypeError("takes task numbers 1-5, e.g. 1,3") from None
 
 
+def _run_ids(value: str) -> list[int]:
+    try:
+        return [int(part) for part in _csv(value)]
+    except ValueError:
+        raise argparse.ArgumentTypeError("takes run ids, e.g. 3,4") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="secbench-tui",
@@ -95,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     api.add_argument("--concurrency", type=int, default=1, help="requests in flight")
 
     sel = p.add_argument_group("report and export selection")
-    sel.add_argument("--runs", type=lambda v: [int(x) for x in _csv(v)], help="run ids")
+    sel.add_argument("--runs", type=_run_ids, help="run ids, comma separated")
     sel.add_argument("--models", type=_csv, help="model names")
     return p
 
@@ -139,6 +146,8 @@ def _validation_message(exc: ValidationError) -> str:
     lines = []
     for error in exc.errors():
         flag = "--" + "-".join(str(p) for p in error["loc"]).replace("_", "-")
+        if flag == "--api-key":
+            flag = "OPENROUTER_API_KEY"  # the value is never shown
         lines.append(f"{flag}: {error['msg'].removeprefix('Value error, ')}")
     return "; ".join(lines)
 

@@ -10,6 +10,7 @@ import os
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from pydantic import BaseModel, Field, SecretStr, field_validator
 
@@ -45,6 +46,30 @@ class Settings(BaseModel):
     vdb_scoring: str = "correct"
     summary_json: Path | None = None
     reports_dir: Path = Path("reports")
+
+    @field_validator("api_key")
+    @classmethod
+    def _usable_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None:
+            return None
+        key = value.get_secret_value().strip().strip("'\"")
+        if not all("!" <= ch <= "~" for ch in key):
+            raise ValueError(
+                "OPENROUTER_API_KEY holds spaces, line breaks or non-ASCII characters; "
+                "copy the key again"
+            )
+        return SecretStr(key) if key else None
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        parsed = urlparse(value.strip())
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError(
+                f"{value!r} is not an http(s) URL; give the API root, "
+                "e.g. http://127.0.0.1:11434/v1"
+            )
+        return value.strip().rstrip("/")
 
     @field_validator("response_format")
     @classmethod

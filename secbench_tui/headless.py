@@ -76,9 +76,12 @@ def format_summary(summary: dict[str, Any], status: str, message: str | None) ->
             note = crash_note(counts.get(task, {}))
             lines.append(f"    {task}: {shown}" + (f"  ({note})" if note else ""))
     cost = summary.get("cost")
+    shown_cost = "n/a" if cost is None else f"${cost:.4f}"
+    if cost is not None and summary.get("reused"):
+        shown_cost += f" (${summary.get('spent') or 0.0:.4f} spent by this run, the rest reused)"
     lines.append(
         f"  tokens {summary['prompt_tokens']} in / {summary['completion_tokens']} out"
-        f"  cost {'n/a' if cost is None else f'${cost:.4f}'}"
+        f"  cost {shown_cost}"
         f"  wall {summary.get('wall_seconds', 0):.1f}s"
     )
     return "\n".join(lines)
@@ -118,6 +121,13 @@ async def consume(engine: Engine, out: TextIO, err: TextIO) -> RunFinished | Non
 
 
 async def _run(settings: Settings) -> int:
+    if settings.summary_json is not None and not settings.summary_json.parent.is_dir():
+        print(
+            f"secbench-tui: error: --summary-json {settings.summary_json}: folder "
+            f"{settings.summary_json.parent} does not exist",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     try:
         suite = load_suite(settings)
         provider = make_provider(settings)
@@ -130,6 +140,12 @@ async def _run(settings: Settings) -> int:
         await provider.aclose()
         print(f"secbench-tui: error: {exc}", file=sys.stderr)
         return EXIT_ABORTED
+    if settings.max_cost is not None and not getattr(provider, "reports_cost", True):
+        print(
+            f"warning: --max-cost: {settings.base_url} may not report costs; "
+            "the budget only counts costs the endpoint reports",
+            file=sys.stderr,
+        )
     engine = Engine(build_spec(settings, suite), provider, store)
     interrupts = 0
 
@@ -154,6 +170,9 @@ async def _run(settings: Settings) -> int:
             pass
     try:
         finished = await consume(engine, sys.stdout, sys.stderr)
+    except Exception as exc:  # the run could not even start (the database, most likely)
+        print(f"secbench-tui: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_ABORTED
     finally:
         await provider.aclose()
         await store.close()
@@ -161,7 +180,13 @@ async def _run(settings: Settings) -> int:
         return EXIT_ABORTED
     print(format_summary(finished.summary, finished.status, finished.message), flush=True)
     if settings.summary_json is not None:
-        write_summary_json(settings.summary_json, finished)
+        try:
+            write_summary_json(settings.summary_json, finished)
+        except OSError as exc:
+            print(
+                f"secbench-tui: error: --summary-json {settings.summary_json}: {exc}",
+                file=sys.stderr,
+            )
     if finished.status == "aborted":
         print(f"secbench-tui: run aborted: {finished.message}", file=sys.stderr)
         return EXIT_ABORTED

@@ -43,7 +43,9 @@ def load_suite(settings: Settings) -> LoadedSuite:
     root = settings.cases_dir
     if not root.exists():
         raise UsageError(f"--cases {root}: no such directory")
-    if is_vuldetectbench(root):
+    vuldetectbench = is_vuldetectbench(root)
+    check_suite_flags(settings, vuldetectbench)
+    if vuldetectbench:
         from secbench_tui.core.suites.vuldetectbench import load_vuldetectbench
 
         try:
@@ -67,6 +69,22 @@ def load_suite(settings: Settings) -> LoadedSuite:
     if settings.limit is not None:
         cases = first_cases(cases, settings.limit, per_app=kind is SuiteKind.VULDETECTBENCH)
     return LoadedSuite(kind, root, cases, skipped, prompt_hash)
+
+
+def check_suite_flags(settings: Settings, vuldetectbench: bool) -> None:
+    """Flags that mean nothing for this kind of suite are mistakes: say so, do not ignore them."""
+    if vuldetectbench and settings.apps:
+        raise UsageError(f"--apps: {settings.cases_dir} is a VulDetectBench folder; use --tasks")
+    if not vuldetectbench:
+        for flag, given in (
+            ("--method", settings.method is not None),
+            ("--vdb-scoring", settings.vdb_scoring != "correct"),
+        ):
+            if given:
+                raise UsageError(
+                    f"{flag} applies to VulDetectBench folders (task{{N}}_code.jsonl); "
+                    f"{settings.cases_dir} is a markdown suite"
+                )
 
 
 def first_cases(cases: list[Case], limit: int, per_app: bool) -> list[Case]:
@@ -98,6 +116,7 @@ def make_provider(settings: Settings) -> Provider:
         response_format=settings.response_format,
         max_retries=settings.max_retries,
         timeout=settings.timeout,
+        concurrency=settings.concurrency,
     )
     if client.is_openrouter and not client.api_key:
         raise UsageError(

@@ -18,6 +18,7 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from secbench_tui import __version__
@@ -58,29 +59,40 @@ class RunSpec:
     vdb_scoring: str = "correct"
     skipped: tuple[str, ...] = ()
 
-    @property
+    @cached_property
     def suite_hash(self) -> str:
-        return text_hash(*(f"{c.case_id}\0{c.expected}\0{c.code}" for c in self.cases))
+        """The cases as asked: ids, labels, code and every prompt text around it."""
+        prefixes = {c.prompt_prefix for c in self.cases}
+        return text_hash(
+            *sorted(prefixes),
+            *(
+                f"{c.case_id}\0{c.expected}\0{c.code}\0{c.messages and c.prompt_messages()}"
+                for c in self.cases
+            ),
+        )
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
-        request = {k: self.settings.get(k) for k in REQUEST_SETTINGS}
+        """What a resumed run must share with this one: the same questions to the same model."""
         return text_hash(
             self.model,
             self.suite_kind,
             self.suite_path,
+            self.suite_hash,
             self.prompt_hash,
-            json.dumps(request, sort_keys=True),
+            json.dumps(self._request_settings(), sort_keys=True),
             str(self.repeats),
-            str(self.settings.get("method")),
-            str(self.settings.get("tasks")),
             self.vdb_scoring,
         )
 
-    def request_hash(self, case: Case) -> str:
-        """Identifies what was asked: same model, endpoint, settings, case and prompt."""
+    def _request_settings(self) -> dict[str, Any]:
         request = {k: self.settings.get(k) for k in REQUEST_SETTINGS}
         request["base_url"] = str(request["base_url"] or "").rstrip("/")
+        return request
+
+    def request_hash(self, case: Case) -> str:
+        """Identifies what was asked: same model, endpoint, settings, case and prompt."""
+        request = self._request_settings()
         messages = json.dumps([[m.role, m.content] for m in case.prompt_messages()])
         return text_hash(
             self.model,
@@ -160,6 +172,7 @@ class Engine:
         self._queue: asyncio.Queue[Event | _Done | BaseException | None] = asyncio.Queue()
         self._cost = 0.0
         self._stop_waiter: asyncio.Future[Any] | None = None
+        self._answered = 0  # cases asked in this run that came back (not reused ones)
 
     def stop(self, message: str | None = None) -> None:
         """Start no new case; the ones in flight finish and are recorded."""
@@ -227,10 +240,30 @@ class Engine:
         return evaluation
 
     async def events(self) -> AsyncIterator[Event]:
-        spec = self.spec
         started = time.perf_counter()
-        run_id, resumed = await self._open_run()
+        run_id, resumed = await self._open_run()  # no run yet to record a fault on: raise
         self.run_id = run_id
+        status, message = "completed", None
+        pending: list[_Work] = []
+        try:
+            async for event in self._run(run_id, resumed, pending):
+                yield event
+        except RunAborted as exc:
+            status, message = "aborted", str(exc)
+        except Exception as exc:  # a run-level fault: the database, most likely
+            status, message = "aborted", f"{type(exc).__name__}: {exc}"
+        if status == "completed" and self.stopping and self._answered < len(pending):
+            status, message = "stopped", self._stop_message
+        summary = await self._summary(run_id, time.perf_counter() - started)
+        try:
+            await self.store.finish_run(run_id, status, message)
+        except Exception as exc:
+            status, message = "aborted", f"could not record the run's end: {exc}"
+        yield RunFinished(run_id=run_id, status=status, message=message, summary=summary)
+
+    async def _run(self, run_id: int, resumed: bool, pending: list[_Work]) -> AsyncIterator[Event]:
+        """Reuse what was paid for, then ask the rest; fills `pending` with what is asked."""
+        spec = self.spec
         done_keys: set[tuple[str, int]] = set()
         if resumed:
             done_keys = await self.store.finished_keys(run_id, include_errors=not spec.retry_errors)
@@ -245,7 +278,6 @@ class Engine:
         ]
         earlier = {} if spec.force else await self.store.reusable([w.request_hash for w in work])
         reused: list[Evaluation] = []
-        pending: list[_Work] = []
         for item in work:
             row = earlier.get((item.request_hash, item.repeat))
             if row is not None:
@@ -267,26 +299,20 @@ class Engine:
         for evaluation in reused:
             done += 1
             yield CaseFinished(run_id, evaluation, done, total)
-        status, message = "completed", None
-        try:
-            async for event in self._ask_all(run_id, pending, done, total):
-                yield event
-        except RunAborted as exc:
-            status, message = "aborted", str(exc)
-        except Exception as exc:  # a run-level fault: the database, most likely
-            status, message = "aborted", f"{type(exc).__name__}: {exc}"
-        if status == "completed" and self.stopping:
-            status, message = "stopped", self._stop_message
-        summary = await self._summary(run_id, time.perf_counter() - started)
-        try:
-            await self.store.finish_run(run_id, status, message)
-        except Exception as exc:
-            status, message = "aborted", f"could not record the run's end: {exc}"
-        yield RunFinished(run_id=run_id, status=status, message=message, summary=summary)
+        async for event in self._ask_all(run_id, pending, done, total):
+            yield event
 
     async def _summary(self, run_id: int, wall: float) -> dict[str, Any]:
-        rows = await self.store.run_results(run_id, with_text=False)
+        try:
+            rows = await self.store.run_results(run_id, with_text=False)
+        except Exception as exc:  # every result is already stored: report, do not fail
+            rows = []
+            summary_error: str | None = f"could not read the results back: {exc}"
+        else:
+            summary_error = None
         summary = summarize(rows)
+        if summary_error:
+            summary["summary_error"] = summary_error
         vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
         if vdb_rows:
             from secbench_tui.core.vdb_scoring import (
@@ -330,11 +356,13 @@ class Engine:
                         evaluation = finished.pop(next_seq)
                         next_seq += 1
                         done += 1
+                        self._answered += 1
                         yield CaseFinished(run_id, evaluation, done, total)
                 else:
                     yield item
             for seq in sorted(finished):
                 done += 1
+                self._answered += 1
                 yield CaseFinished(run_id, finished[seq], done, total)
         finally:
             for task in workers:

@@ -136,8 +136,10 @@ def cost_per_correct(cost: float | None, correct: int) -> float | None:
 
 
 def usage_stats(rows: Iterable[Row]) -> dict[str, Any]:
+    """Tokens, cost and latency. `cost` is what the answers cost, reused ones included (what
+    comparing models needs); `spent` leaves reused results out (what this run paid)."""
     prompt = completion = 0
-    cost = 0.0
+    cost = spent = 0.0
     cost_known = False
     latencies: list[float] = []
     for row in rows:
@@ -145,6 +147,7 @@ def usage_stats(rows: Iterable[Row]) -> dict[str, Any]:
         completion += row.get("completion_tokens") or 0
         if row.get("cost") is not None:
             cost += row["cost"]
+            spent += 0.0 if row.get("reused_from") else row["cost"]
             cost_known = True
         if row.get("latency_ms") is not None and not row.get("reused_from"):
             latencies.append(float(row["latency_ms"]))
@@ -152,6 +155,7 @@ def usage_stats(rows: Iterable[Row]) -> dict[str, Any]:
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "cost": cost if cost_known else None,
+        "spent": spent if cost_known else None,
         "latency_p50_ms": percentile(latencies, 50),
         "latency_p95_ms": percentile(latencies, 95),
     }

@@ -154,7 +154,7 @@ async def _migrate_legacy(db: aiosqlite.Connection) -> None:
     Its rows become one imported run per model, with outcomes computed from the verdicts.
     """
     await db.execute("ALTER TABLE evaluations RENAME TO evaluations_legacy")
-    await db.executescript(_SCHEMA_V1)
+    await _create_v1(db)
     cursor = await db.execute(
         "SELECT model_name, MIN(timestamp), MAX(timestamp), COUNT(*) "
         "FROM evaluations_legacy GROUP BY model_name ORDER BY MIN(id)"
@@ -164,19 +164,22 @@ async def _migrate_legacy(db: aiosqlite.Connection) -> None:
             "INSERT INTO runs (model_name, suite_kind, suite_path, settings, started_at,"
             " finished_at, status, total_cases, message) VALUES (?, 'markdown', '', '{}', ?, ?,"
             " 'imported', ?, 'imported from a security-bench results.db')",
-            (model, str(first or now_iso()), str(last or now_iso()), count),
+            (model or "", str(first or now_iso()), str(last or now_iso()), count),
         )
         await db.execute(
             """
             INSERT INTO evaluations (timestamp, test_file, model_name, expected_result,
-                actual_result, explanation, run_id, app, case_id, case_index, outcome)
-            SELECT timestamp, test_file, model_name, expected_result, actual_result,
-                explanation, ?, '', test_file, id,
+                actual_result, explanation, run_id, app, case_id, case_index, repeat, outcome)
+            SELECT COALESCE(timestamp, ''), COALESCE(test_file, ''), model_name,
+                COALESCE(expected_result, ''), actual_result, explanation, ?, '',
+                COALESCE(test_file, ''), id,
+                -- the original tool appended a row per run: later ones become repeats
+                ROW_NUMBER() OVER (PARTITION BY test_file ORDER BY id) - 1,
                 CASE WHEN lower(actual_result) NOT IN ('good', 'bad') OR actual_result IS NULL
                      THEN 'unparsed'
                      WHEN lower(actual_result) = lower(expected_result) THEN 'correct'
                      ELSE 'wrong' END
-            FROM evaluations_legacy WHERE model_name IS ?
+            FROM evaluations_legacy WHERE model_name IS ? ORDER BY id
             """,
             (run.lastrowid, model),
         )
@@ -190,7 +193,10 @@ async def _migrate_legacy(db: aiosqlite.Connection) -> None:
 
 
 async def _create_v1(db: aiosqlite.Connection) -> None:
-    await db.executescript(_SCHEMA_V1)
+    # statement by statement: executescript would commit the migration's transaction
+    for statement in _SCHEMA_V1.split(";"):
+        if statement.strip():
+            await db.execute(statement)
 
 
 Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
@@ -318,6 +324,11 @@ class Store:
             await db.close()
             if isinstance(exc, StoreError):
                 raise
+            if "locked" in str(exc):
+                raise StoreError(
+                    f"--db {path}: in use by another process (database is locked); "
+                    "wait for it to finish, or use another --db path"
+                ) from exc
             raise StoreError(
                 f"--db {path}: not a secbench-tui database or damaged ({exc}); "
                 "pick another --db path"
@@ -336,18 +347,26 @@ class Store:
                 f"--db {self.path}: written by a newer secbench-tui (schema {version}, this "
                 f"version reads up to {SCHEMA_VERSION}); upgrade secbench-tui"
             )
-        if version == 0:
-            cursor = await self.db.execute(
-                "SELECT name FROM sqlite_master WHERE type='table' AND name='evaluations'"
-            )
-            if await cursor.fetchone() is None:
-                await _create_v1(self.db)
-                version = 1
-        while version < SCHEMA_VERSION:
-            await MIGRATIONS[version](self.db)
-            version += 1
-        await self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        await self.db.commit()
+        if version == SCHEMA_VERSION:
+            return  # nothing to write: opening never needs the write lock
+        # One transaction: a migration that fails leaves the file as it was.
+        await self.db.execute("BEGIN IMMEDIATE")
+        try:
+            if version == 0:
+                cursor = await self.db.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table' AND name='evaluations'"
+                )
+                if await cursor.fetchone() is None:
+                    await _create_v1(self.db)
+                    version = 1
+            while version < SCHEMA_VERSION:
+                await MIGRATIONS[version](self.db)
+                version += 1
+            await self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            await self.db.commit()
+        except BaseException:
+            await self.db.rollback()
+            raise
 
     # --- runs -------------------------------------------------------------------------
 
@@ -406,11 +425,14 @@ class Store:
         """The newest run made with these settings (only unfinished ones if asked)."""
         extra = " AND status != 'completed'" if unfinished else ""
         cursor = await self.db.execute(
-            f"SELECT id FROM runs WHERE fingerprint=?{extra} ORDER BY id DESC LIMIT 1",
+            f"SELECT id, status, pid, host FROM runs WHERE fingerprint=?{extra} ORDER BY id DESC",
             (fingerprint,),
         )
-        row = await cursor.fetchone()
-        return int(row[0]) if row else None
+        for row in await cursor.fetchall():
+            # a run still going in another process is not ours to continue
+            if effective_status(row["status"], row["pid"], row["host"]) != "running":
+                return int(row["id"])
+        return None
 
     async def run(self, run_id: int) -> RunRecord | None:
         runs = await self.runs(run_ids=[run_id])

@@ -256,3 +256,50 @@ def test_backoff_delay_is_capped_and_jittered() -> None:
     delays = [backoff_delay(n, 1.0, 8.0, rng) for n in range(1, 8)]
     assert all(d <= 8.0 for d in delays) and delays[-1] >= 4.0
     assert len(set(delays)) == len(delays)
+
+
+async def test_failed_attempts_are_billed_and_counted() -> None:
+    billed_empty = {
+        "model": "vendor/model-a",
+        "choices": [{"finish_reason": "stop", "message": {"content": ""}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 0, "cost": 0.001},
+    }
+    provider, _, _ = provider_for(
+        [httpx.Response(200, json=billed_empty), httpx.Response(200, json=OK_BODY)]
+    )
+    completion = await provider.complete(CASE)
+    assert completion.error is None and completion.attempts == 2
+    assert completion.cost == pytest.approx(0.001 + 0.00042)
+    assert completion.prompt_tokens == 220 and completion.completion_tokens == 30
+
+
+async def test_a_truncated_reply_keeps_its_usage() -> None:
+    body = {
+        "model": "vendor/model-a",
+        "provider": "VendorCloud",
+        "choices": [{"finish_reason": "length", "message": {"content": "{"}}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 1024, "cost": 0.05},
+    }
+    provider, _, _ = provider_for([httpx.Response(200, json=body)])
+    completion = await provider.complete(CASE)
+    assert completion.error and completion.cost == pytest.approx(0.05)
+    assert (completion.completion_tokens, completion.provider) == (1024, "VendorCloud")
+
+
+async def test_a_key_that_cannot_be_a_header_aborts_without_showing_it() -> None:
+    config = ClientSettings(base_url="http://127.0.0.1:9/v1", api_key="sk-or-secret\n", model="m")
+    provider = OpenAICompatibleProvider(config)
+    with pytest.raises(RunAborted) as info:
+        await provider.complete(CASE)
+    assert "OPENROUTER_API_KEY" in str(info.value)
+    assert "sk-or-secret" not in str(info.value) and "sk-or-secret" not in repr(config)
+    await provider.aclose()
+
+
+async def test_missing_structured_output_support_points_at_the_fallback() -> None:
+    message = "No endpoints found that can handle the requested parameters."
+    provider, _, _ = provider_for(
+        [httpx.Response(404, json={"error": {"code": 404, "message": message}})]
+    )
+    with pytest.raises(RunAborted, match="--response-format json_object"):
+        await provider.complete(CASE)

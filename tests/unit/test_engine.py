@@ -275,3 +275,24 @@ async def test_stop_drops_a_case_that_only_waits_to_retry(store: Store) -> None:
     assert isinstance(last, RunFinished) and last.status == "stopped"
     assert await store.finished_keys(last.run_id) == {("c000.md", 0)}
     assert [e.evaluation.case.case_id for e in events if isinstance(e, CaseFinished)] == ["c000.md"]
+
+
+async def test_budget_reached_by_the_last_case_still_completes(store: Store) -> None:
+    provider = Scripted()
+    _, events = await run(store, provider, cases(4), max_cost=2.0)  # 0.5 per case
+    assert len(provider.asked) == 4 and events[-1].status == "completed"
+
+
+async def test_a_changed_case_is_not_resumed_into_the_old_run(store: Store) -> None:
+    stopping = Scripted(lambda c, n: RunAborted("402") if c.case_id == "c002.md" else None)
+    await run(store, stopping, cases(4))
+    edited = [
+        c.model_copy(
+            update={"code": c.code + " v2", "messages": (Message(role="user", content="v2"),)}
+        )
+        for c in cases(4)
+    ]
+    again = Scripted()
+    _, events = await run(store, again, edited, resume=True)
+    assert not events[0].resumed  # type: ignore[union-attr]
+    assert sorted(again.asked) == [c.case_id for c in edited]

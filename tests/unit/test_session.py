@@ -65,3 +65,26 @@ def test_usage_errors_name_the_setting(tmp_path: Path) -> None:
         make_provider(Settings(model="vendor/m"))
     with pytest.raises(UsageError, match="--model"):
         make_provider(Settings())
+
+
+def test_flags_for_the_other_kind_of_suite_are_errors(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--method applies to VulDetectBench"):
+        load_suite(Settings(cases=FIXTURE, method="cot"))
+    with pytest.raises(UsageError, match="--vdb-scoring"):
+        load_suite(Settings(cases=FIXTURE, vdb_scoring="library"))
+    vdb = tmp_path / "vdb"
+    vdb.mkdir()
+    (vdb / "task1_code.jsonl").write_text("")
+    with pytest.raises(UsageError, match="--apps.*use --tasks"):
+        load_suite(Settings(cases=vdb, apps=["x"]))
+
+
+def test_key_and_base_url_are_checked_and_tidied() -> None:
+    from pydantic import ValidationError
+
+    settings = Settings(api_key=SecretStr(" sk-or-abc\n"), base_url="http://127.0.0.1:8/v1/")
+    assert settings.key == "sk-or-abc" and settings.base_url == "http://127.0.0.1:8/v1"
+    with pytest.raises(ValidationError, match="spaces, line breaks"):
+        Settings(api_key=SecretStr("sk or abc"))
+    with pytest.raises(ValidationError, match="not an http"):
+        Settings(base_url="localhost:8000/v1")

@@ -268,3 +268,66 @@ async def test_a_run_whose_process_died_shows_as_interrupted(tmp_path: Path) -> 
     assert statuses == {alive: "running", dead: "interrupted"}
     assert await store.latest_run("f") == dead  # still resumable
     await store.close()
+
+
+async def test_legacy_file_with_repeated_runs_and_nulls_migrates(tmp_path: Path) -> None:
+    path = tmp_path / "legacy.db"
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE evaluations (id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp DATETIME,"
+        " test_file TEXT, model_name TEXT, expected_result TEXT, actual_result TEXT,"
+        " explanation TEXT)"
+    )
+    rows = [  # the original tool appended rows on every run of the same model
+        ("2024-01-15", "/t/po/a.md", "gpt-4", "bad", "bad", "first"),
+        ("2024-01-16", "/t/po/a.md", "gpt-4", "bad", "good", "second"),
+        (None, None, "gpt-4", None, None, None),
+    ]
+    conn.executemany(
+        "INSERT INTO evaluations (timestamp, test_file, model_name, expected_result,"
+        " actual_result, explanation) VALUES (?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    conn.commit()
+    conn.close()
+    store = await Store.open(path)
+    page = await store.results_page(limit=10, with_text=True)
+    assert [(r["repeat"], r["outcome"], r["explanation"]) for r in page] == [
+        (0, "correct", "first"),
+        (1, "wrong", "second"),
+        (0, "unparsed", None),
+    ]
+    await store.close()
+
+
+async def test_a_failed_migration_leaves_the_file_as_it_was(tmp_path: Path) -> None:
+    from secbench_tui.core import store as store_module
+
+    path = tmp_path / "legacy.db"
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE evaluations (id INTEGER PRIMARY KEY, timestamp DATETIME,"
+        " test_file TEXT, model_name TEXT, expected_result TEXT,"
+        " actual_result TEXT, explanation TEXT)"
+    )
+    conn.execute("INSERT INTO evaluations VALUES (1, 't', '/a/b.md', 'm', 'bad', 'bad', 'e')")
+    conn.commit()
+    conn.close()
+
+    async def broken(db: object) -> None:
+        raise RuntimeError("disk full")
+
+    original = store_module.MIGRATIONS[1]
+    store_module.MIGRATIONS[1] = broken  # type: ignore[assignment]
+    try:
+        with pytest.raises(StoreError, match="disk full"):
+            await Store.open(path)
+    finally:
+        store_module.MIGRATIONS[1] = original
+    conn = sqlite3.connect(path)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert tables == {"evaluations"} and conn.execute("PRAGMA user_version").fetchone()[0] == 0
+    conn.close()
+    store = await Store.open(path)  # and a working version migrates it fine
+    assert await store.count_results() == 1
+    await store.close()

@@ -34,7 +34,7 @@ TITLE = "secbench-tui"
 @dataclass
 class ClientSettings:
     base_url: str = OPENROUTER_URL
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     model: str = ""
     temperature: float | None = None
     max_tokens: int = 1024
@@ -45,11 +45,23 @@ class ClientSettings:
     backoff_base: float = 1.0
     backoff_max: float = 60.0
     retry_after_max: float = 300.0
+    concurrency: int = 16  # connections kept open: as many as requests in flight
     extra_headers: dict[str, str] = field(default_factory=dict)
 
     @property
     def is_openrouter(self) -> bool:
         return (urlparse(self.base_url).hostname or "").endswith("openrouter.ai")
+
+
+_BAD_HEADER = (
+    "a request header could not be sent: OPENROUTER_API_KEY (or an extra header) holds "
+    "characters not allowed in HTTP headers; check it for spaces, line breaks or quotes"
+)
+
+
+def _header_safe(value: str) -> bool:
+    """Printable ASCII without spaces: what an API key sent as a header may hold."""
+    return all("!" <= ch <= "~" for ch in value)
 
 
 class _Attempt(Exception):
@@ -63,6 +75,7 @@ class _Attempt(Exception):
         retry_after: float | None = None,
         text: str | None = None,
         finish_reason: str | None = None,
+        usage: Usage | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -70,6 +83,40 @@ class _Attempt(Exception):
         self.retry_after = retry_after
         self.text = text
         self.finish_reason = finish_reason
+        self.usage = usage or Usage()
+
+
+@dataclass
+class Usage:
+    """What attempts consumed: a truncated or failed reply may still be billed."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cost: float | None = None
+    served_model: str | None = None
+    provider: str | None = None
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> Usage:
+        raw = data.get("usage")
+        usage: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        cost = usage.get("cost")
+        return cls(
+            prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
+            completion_tokens=_int_or_none(usage.get("completion_tokens")),
+            cost=float(cost) if isinstance(cost, int | float) else None,
+            served_model=data.get("model") if isinstance(data.get("model"), str) else None,
+            provider=data.get("provider") if isinstance(data.get("provider"), str) else None,
+        )
+
+    def add(self, other: Usage) -> None:
+        """Sum the counts; keep the latest model and provider that answered."""
+        for name in ("prompt_tokens", "completion_tokens", "cost"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if theirs is not None:
+                setattr(self, name, theirs if mine is None else mine + theirs)
+        self.served_model = other.served_model or self.served_model
+        self.provider = other.provider or self.provider
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -127,13 +174,22 @@ def _abort_for(status: int, message: str, settings: ClientSettings) -> RunAborte
             "--max-tokens (the credit check reserves max_tokens per request)",
             status,
         )
+    if status == 404 and "requested parameters" in lowered:
+        return RunAborted(
+            f"no provider serves {settings.model!r} with the parameters asked for "
+            f"(404: {message}); the model may not support structured outputs: try "
+            "--response-format json_object or --response-format none",
+            status,
+        )
     unknown_model = status == 404 or (
         status == 400 and ("not a valid model" in lowered or "model not found" in lowered)
     )
     if unknown_model:
         return RunAborted(
             f"model {settings.model!r} is not available at {settings.base_url} "
-            f"({status}: {message}); check the id with `GET /models` or pick another --model",
+            f"({status}: {message}); check the id with `GET "
+            f"{settings.base_url.rstrip('/')}/models` (and that --base-url is right), "
+            "or pick another --model",
             status,
         )
     return None
@@ -151,11 +207,15 @@ class OpenAICompatibleProvider:
     ) -> None:
         self.settings = settings
         self.name = settings.model
+        self.reports_cost = settings.is_openrouter  # usage.cost is OpenRouter's extension
         self._rng = rng or random.Random()
         self._sleep = sleep
         self._client = client or httpx.AsyncClient(
             timeout=httpx.Timeout(settings.timeout, connect=min(settings.timeout, 15.0)),
-            limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
+            limits=httpx.Limits(
+                max_connections=max(settings.concurrency, 1),
+                max_keepalive_connections=max(settings.concurrency, 1),
+            ),
         )
 
     def headers(self) -> dict[str, str]:
@@ -166,6 +226,8 @@ class OpenAICompatibleProvider:
             "User-Agent": f"secbench-tui/{__version__}",
         }
         if self.settings.api_key:
+            if not _header_safe(self.settings.api_key):
+                raise RunAborted(_BAD_HEADER)
             headers["Authorization"] = f"Bearer {self.settings.api_key}"
         headers.update(self.settings.extra_headers)
         return headers
@@ -198,11 +260,13 @@ class OpenAICompatibleProvider:
         body = self.payload(case)
         attempt = 0
         started = time.perf_counter()
+        spent = Usage()  # every attempt's tokens and cost, the failed ones included
         while True:
             attempt += 1
             try:
-                completion = await self._attempt(url, body)
+                completion, usage = await self._attempt(url, body)
             except _Attempt as failure:
+                spent.add(failure.usage)
                 out_of_tries = attempt > self.settings.max_retries
                 if not failure.retryable or out_of_tries:
                     return Completion(
@@ -210,6 +274,11 @@ class OpenAICompatibleProvider:
                         error=str(failure),
                         status=failure.status,
                         finish_reason=failure.finish_reason,
+                        prompt_tokens=spent.prompt_tokens,
+                        completion_tokens=spent.completion_tokens,
+                        cost=spent.cost,
+                        served_model=spent.served_model,
+                        provider=spent.provider,
                         latency_ms=(time.perf_counter() - started) * 1000,
                         attempts=attempt,
                     )
@@ -232,13 +301,26 @@ class OpenAICompatibleProvider:
                         await result
                 await self._sleep(wait)
                 continue
+            spent.add(usage)
+            completion.prompt_tokens = spent.prompt_tokens
+            completion.completion_tokens = spent.completion_tokens
+            completion.cost = spent.cost
+            completion.served_model = spent.served_model
+            completion.provider = spent.provider
             completion.attempts = attempt
             completion.latency_ms = (time.perf_counter() - started) * 1000
             return completion
 
-    async def _attempt(self, url: str, body: dict[str, Any]) -> Completion:
+    async def _attempt(self, url: str, body: dict[str, Any]) -> tuple[Completion, Usage]:
         try:
             response = await self._client.post(url, json=body, headers=self.headers())
+        except (httpx.LocalProtocolError, UnicodeEncodeError):
+            # h11 quotes the offending header, the key included: never pass its text on
+            raise RunAborted(_BAD_HEADER) from None
+        except httpx.UnsupportedProtocol as exc:
+            raise RunAborted(
+                f"--base-url {self.settings.base_url}: not an http(s) URL ({exc})"
+            ) from None
         except httpx.TimeoutException as exc:
             raise _Attempt(f"timeout ({type(exc).__name__})", retryable=True) from exc
         except httpx.TransportError as exc:
@@ -274,7 +356,10 @@ class OpenAICompatibleProvider:
             retry_after=retry_after,
         )
 
-    def _read_body(self, data: dict[str, Any], retry_after: float | None) -> Completion:
+    def _read_body(
+        self, data: dict[str, Any], retry_after: float | None
+    ) -> tuple[Completion, Usage]:
+        usage = Usage.of(data)
         choices = data.get("choices")
         if data.get("error") and not choices:
             code, message = _error_message(data)
@@ -301,6 +386,7 @@ class OpenAICompatibleProvider:
                 retry_after=retry_after,
                 text=text,
                 finish_reason=finish,
+                usage=usage,
             )
         if finish == "length":
             raise _Attempt(
@@ -310,6 +396,7 @@ class OpenAICompatibleProvider:
                 retryable=False,
                 text=text,
                 finish_reason=finish,
+                usage=usage,
             )
         if not isinstance(text, str) or not text.strip():
             raise _Attempt(
@@ -318,21 +405,15 @@ class OpenAICompatibleProvider:
                 retryable=True,
                 retry_after=retry_after,
                 finish_reason=finish,
+                usage=usage,
             )
-        raw_usage = data.get("usage")
-        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
-        cost = usage.get("cost")
-        return Completion(
+        completion = Completion(
             text=text,
             status=200,
             finish_reason=finish,
-            prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
-            completion_tokens=_int_or_none(usage.get("completion_tokens")),
-            cost=float(cost) if isinstance(cost, int | float) else None,
-            served_model=data.get("model") if isinstance(data.get("model"), str) else None,
-            provider=data.get("provider") if isinstance(data.get("provider"), str) else None,
             generation_id=data.get("id") if isinstance(data.get("id"), str) else None,
         )
+        return completion, usage
 
 
 def _int_or_none(value: Any) -> int | None:
