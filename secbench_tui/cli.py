@@ -14,6 +14,8 @@ from pathlib import Path
 from pydantic import SecretStr, ValidationError
 
 from secbench_tui import __version__
+from secbench_tui.config import VDB_SCORINGS
+from secbench_tui.core.prompts import RESPONSE_FORMATS
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # lint found problems, report could not be written
@@ -66,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--vdb-scoring",
         default="correct",
-        choices=("correct", "library"),
+        choices=VDB_SCORINGS,
         help="VulDetectBench scoring: correct (default) or as library 0.0.5 does",
     )
     run.add_argument("--prompt", type=Path, help="evaluation prompt file")
@@ -94,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     api.add_argument(
         "--response-format",
         default="json_schema",
-        choices=("json_schema", "json_object", "none"),
+        choices=RESPONSE_FORMATS,
         help="structured output to ask for (fall back for servers that reject it)",
     )
     api.add_argument("--max-retries", type=int, default=5)

@@ -14,6 +14,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, Field, SecretStr, field_validator
 
+from secbench_tui.core.prompts import RESPONSE_FORMATS
 from secbench_tui.core.providers.openai_compat import OPENROUTER_URL
 
 VDB_METHODS = ("cot", "few-shot")
@@ -74,8 +75,8 @@ class Settings(BaseModel):
     @field_validator("response_format")
     @classmethod
     def _known_format(cls, value: str) -> str:
-        if value not in ("json_schema", "json_object", "none"):
-            raise ValueError("must be json_schema, json_object or none")
+        if value not in RESPONSE_FORMATS:
+            raise ValueError(f"must be one of {', '.join(RESPONSE_FORMATS)}")
         return value
 
     @field_validator("method")

@@ -30,11 +30,6 @@ def build_markdown_prefix(app_prompt: str, evaluation_prompt: str) -> str:
     return "\n\n".join(part for part in (app_prompt.strip(), evaluation_prompt.strip()) if part)
 
 
-def build_markdown_prompt(app_prompt: str, evaluation_prompt: str, code: str) -> str:
-    parts = [build_markdown_prefix(app_prompt, evaluation_prompt), code]
-    return "\n\n".join(part for part in parts if part)
-
-
 def response_format(kind: str) -> dict[str, Any] | None:
     """The `response_format` request field for `--response-format KIND`."""
     if kind == "json_schema":

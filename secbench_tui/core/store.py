@@ -21,7 +21,7 @@ from typing import Any
 
 import aiosqlite
 
-from secbench_tui.core.models import Evaluation, Outcome
+from secbench_tui.core.models import Evaluation
 
 SCHEMA_VERSION = 2
 
@@ -652,10 +652,3 @@ class Store:
             f"SELECT DISTINCT {column} FROM evaluations ORDER BY {column}"
         )
         return [row[0] for row in await cursor.fetchall()]
-
-
-def outcome_counts(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
-    counts = {o.value: 0 for o in Outcome}
-    for row in rows:
-        counts[row["outcome"]] = counts.get(row["outcome"], 0) + 1
-    return counts

@@ -4,7 +4,6 @@ from pathlib import Path
 
 import pytest
 
-from secbench_tui.core.prompts import build_markdown_prompt
 from secbench_tui.core.suites.markdown import (
     SuiteError,
     extract_code,
@@ -88,7 +87,7 @@ def test_prompt_is_spec_then_evaluation_prompt_then_code() -> None:
     assert spec_at < eval_at < code_at
     assert "A tiny shop used by the tests" not in content  # SPEC's description is never sent
     assert "Scenario: list orders" not in content  # nor the case's
-    assert content == build_markdown_prompt(content[:eval_at].strip(), "EVALUATION TEXT", case.code)
+    assert content == "\n\n".join([content[:eval_at].strip(), "EVALUATION TEXT", case.code])
 
 
 def test_unknown_app_is_named(tmp_path: Path) -> None:
