@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 Row = Mapping[str, Any]
+NO_VERDICT = "none"  # what an unreadable reply or an error said
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -47,6 +48,12 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
+def label(value: object) -> str:
+    """A verdict or expected label as the figures compare it: `Bad ` and `bad` are one label
+    (databases of the original tool hold them as the model wrote them)."""
+    return str(value).strip().lower() if value is not None else ""
+
+
 def _ratio(a: float, b: float) -> float | None:
     return a / b if b else None
 
@@ -56,14 +63,16 @@ def verdict_stats(rows: Iterable[Row]) -> dict[str, Any]:
 
     Accuracy counts every case asked (unparsed and errors are never correct), so a model
     cannot raise its score by refusing to answer. Per-class recall and balanced accuracy
-    use the expected label of every case, for suites whose classes are unbalanced.
+    use the expected label of every case, for suites whose classes are unbalanced. In
+    precision and recall a missing verdict on a bad case is a miss; an error is never a
+    verdict, and a case whose label is unknown (an imported row) is neither class.
     """
     n = correct = unparsed = errors = 0
     tp = fp = tn = fn = 0
     per_class = {"good": [0, 0], "bad": [0, 0]}  # [correct, total]
     for row in rows:
         n += 1
-        outcome, expected, actual = row["outcome"], row["expected_result"], row["actual_result"]
+        outcome, expected, actual = row["outcome"], label(row["expected_result"]), _verdict(row)
         if expected in per_class:
             per_class[expected][1] += 1
         if outcome == "correct":
@@ -74,12 +83,10 @@ def verdict_stats(rows: Iterable[Row]) -> dict[str, Any]:
             unparsed += 1
         elif outcome == "error":
             errors += 1
-        if actual == "bad":
-            tp, fp = (tp + 1, fp) if expected == "bad" else (tp, fp + 1)
-        elif actual == "good":
-            tn, fn = (tn + 1, fn) if expected == "good" else (tn, fn + 1)
-        elif expected == "bad":
-            fn += 1
+        if expected == "bad":  # a case without a known label is neither positive nor negative
+            tp, fn = (tp + 1, fn) if actual == "bad" else (tp, fn + 1)
+        elif expected == "good" and actual != NO_VERDICT:
+            tn, fp = (tn + 1, fp) if actual == "good" else (tn, fp + 1)
     recall_bad = _ratio(per_class["bad"][0], per_class["bad"][1])
     recall_good = _ratio(per_class["good"][0], per_class["good"][1])
     recalls = [r for r in (recall_bad, recall_good) if r is not None]
@@ -137,10 +144,13 @@ def cost_per_correct(cost: float | None, correct: int) -> float | None:
 
 def usage_stats(rows: Iterable[Row]) -> dict[str, Any]:
     """Tokens, cost and latency. `cost` is what the answers cost, reused ones included (what
-    comparing models needs); `spent` leaves reused results out (what this run paid)."""
+    comparing models needs); `spent` leaves reused results out (what this run paid).
+    `cost_missing` counts answered requests whose cost the endpoint did not report while
+    others' was: then `cost` is only a lower bound (0 when no cost is known at all)."""
     prompt = completion = 0
     cost = spent = 0.0
     cost_known = False
+    unpriced = 0
     latencies: list[float] = []
     for row in rows:
         prompt += row.get("prompt_tokens") or 0
@@ -149,6 +159,8 @@ def usage_stats(rows: Iterable[Row]) -> dict[str, Any]:
             cost += row["cost"]
             spent += 0.0 if row.get("reused_from") else row["cost"]
             cost_known = True
+        elif row.get("outcome") != "error":
+            unpriced += 1
         if row.get("latency_ms") is not None and not row.get("reused_from"):
             latencies.append(float(row["latency_ms"]))
     return {
@@ -156,6 +168,7 @@ def usage_stats(rows: Iterable[Row]) -> dict[str, Any]:
         "completion_tokens": completion,
         "cost": cost if cost_known else None,
         "spent": spent if cost_known else None,
+        "cost_missing": unpriced if cost_known else 0,
         "latency_p50_ms": percentile(latencies, 50),
         "latency_p95_ms": percentile(latencies, 95),
     }
@@ -196,8 +209,6 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
 
 # --- one model's verdicts in more detail -------------------------------------------------
 
-NO_VERDICT = "none"
-
 
 def confusion_matrix(rows: Iterable[Row]) -> dict[str, dict[str, int]]:
     """Counts by expected label and by what the model said: `bad`, `good` or no verdict.
@@ -207,11 +218,10 @@ def confusion_matrix(rows: Iterable[Row]) -> dict[str, dict[str, int]]:
     """
     matrix: dict[str, dict[str, int]] = {}
     for row in rows:
-        said = row["actual_result"] if row["actual_result"] in ("good", "bad") else NO_VERDICT
-        if row["outcome"] == "error":
-            said = NO_VERDICT
-        cells = matrix.setdefault(row["expected_result"], {"bad": 0, "good": 0, NO_VERDICT: 0})
-        cells[said] += 1
+        cells = matrix.setdefault(
+            label(row["expected_result"]), {"bad": 0, "good": 0, NO_VERDICT: 0}
+        )
+        cells[_verdict(row)] += 1
     return matrix
 
 
@@ -261,10 +271,11 @@ class PairComparison:
 
 
 def _verdict(row: Row) -> str:
-    actual = row.get("actual_result")
+    """What the model said: `good`, `bad`, or NO_VERDICT (unreadable reply, or an error)."""
+    actual = label(row.get("actual_result"))
     if row.get("outcome") == "error" or actual not in ("good", "bad"):
         return NO_VERDICT
-    return str(actual)
+    return actual
 
 
 def compare_pair(a: Mapping[str, Row], b: Mapping[str, Row]) -> PairComparison:

@@ -37,6 +37,7 @@ from secbench_tui.core.metrics import (
     compare_pair,
     confusion_matrix,
     cost_per_correct,
+    label,
     repeat_stats,
     usage_stats,
     verdict_stats,
@@ -391,7 +392,7 @@ def _id_ranges(ids: Sequence[int]) -> str:
 
 def case_key(row: Row) -> str:
     """Cases are the same when their id, text and expected answer are the same."""
-    return f"{row['case_id']}\0{row.get('case_hash') or ''}\0{row['expected_result']}"
+    return f"{row['case_id']}\0{row.get('case_hash') or ''}\0{label(row['expected_result'])}"
 
 
 def _labels(runs: Sequence[RunRecord]) -> dict[int, str]:
@@ -428,7 +429,9 @@ def _markdown_contender(index: int, run: RunRecord, label: str, rows: list[Row])
     if contender.repeats > 1:  # tries of one case are not independent: cases are the units
         stats["accuracy_ci"] = case_interval(rows)
     stats["distinct_cases"] = len(contender.by_case)
-    stats["cost_per_correct"] = cost_per_correct(stats["cost"], stats["correct"])
+    # With some answers' cost unreported, the total is a lower bound: no price per answer.
+    known = None if stats["cost_missing"] else stats["cost"]
+    stats["cost_per_correct"] = cost_per_correct(known, stats["correct"])
     return contender
 
 

@@ -19,6 +19,7 @@ from secbench_tui.core.metrics import (
     percentile,
     proportion_interval,
     repeat_stats,
+    usage_stats,
     verdict_stats,
     wilson_interval,
 )
@@ -190,3 +191,55 @@ def test_cost_per_correct() -> None:
     assert cost_per_correct(0.0, 4) == 0.0  # a free model: each right answer costs nothing
     assert cost_per_correct(None, 4) is None  # cost unknown
     assert cost_per_correct(0.5, 0) is None  # nothing right: no price per right answer
+
+
+def test_labels_are_read_whatever_their_case_as_imported_databases_hold_them() -> None:
+    # The original tool stored the verdict as the model wrote it; outcomes were imported
+    # case-insensitively, so the figures must read the labels the same way.
+    rows = [
+        row("a/1", "Bad", "bad", outcome="correct"),
+        row("a/2", "bad", "BAD", outcome="correct"),
+        row("a/3", " good", "Good", outcome="correct"),
+        row("a/4", "GOOD", "bad", outcome="wrong"),
+    ]
+    stats = verdict_stats(rows)
+    assert stats["confusion"] == {"tp": 2, "fp": 1, "tn": 1, "fn": 0}
+    assert (stats["recall_bad"], stats["recall_good"]) == (1.0, 0.5)
+    assert stats["precision"] == pytest.approx(2 / 3)
+    assert confusion_matrix(rows) == {
+        "bad": {"bad": 2, "good": 0, "none": 0},
+        "good": {"bad": 1, "good": 1, "none": 0},
+    }
+    same = compare_pair({"a/1": rows[0]}, {"a/1": row("a/1", "bad", "bad")})
+    assert same.agree == 1
+
+
+def test_a_case_without_a_known_label_is_no_false_positive_or_negative() -> None:
+    rows = [
+        row("a/1", "", "good", outcome="wrong"),  # imported row whose label was missing
+        row("a/2", "", "bad", outcome="wrong"),
+        row("a/3", "bad", "bad"),
+    ]
+    stats = verdict_stats(rows)
+    assert stats["confusion"] == {"tp": 1, "fp": 0, "tn": 0, "fn": 0}
+    assert stats["precision"] == 1.0 and stats["recall"] == 1.0
+
+
+def test_an_error_is_never_a_verdict_in_precision_and_recall() -> None:
+    rows = [row("a/1", "good", "bad", outcome="error"), row("a/2", "bad", "bad")]
+    stats = verdict_stats(rows)
+    assert stats["confusion"] == {"tp": 1, "fp": 0, "tn": 0, "fn": 0}
+    assert stats["precision"] == 1.0
+
+
+def test_cost_is_partial_when_answered_requests_lack_their_cost() -> None:
+    rows = [
+        row("a/1", "bad", "bad", cost=0.01),
+        row("a/2", "bad", "bad", cost=None),  # the endpoint did not report this one
+        row("a/3", "bad", None, outcome="error", cost=None),  # no reply, nothing billed
+    ]
+    usage = usage_stats(rows)
+    assert usage["cost"] == pytest.approx(0.01)
+    assert usage["cost_missing"] == 1
+    assert usage_stats(rows[::2])["cost_missing"] == 0
+    assert usage_stats([row("a/2", "bad", "bad")])["cost_missing"] == 0  # no costs at all
