@@ -40,7 +40,12 @@ from secbench_tui.core.models import Case, Completion, Evaluation, SuiteKind
 from secbench_tui.core.prompts import sha256_text
 from secbench_tui.core.providers.base import RetryCallback
 from secbench_tui.core.store import Store
-from secbench_tui.core.suites.vuldetectbench import TASKS, load_vuldetectbench, templates
+from secbench_tui.core.suites.vuldetectbench import (
+    TASKS,
+    load_vuldetectbench,
+    task_file,
+    templates,
+)
 from secbench_tui.core.vdb_scoring import aggregate_vuldetectbench, check_scoring
 
 __all__ = ["Agent", "Tasks", "VulDetectBench_Engine"]
@@ -97,6 +102,13 @@ class Tasks:
         self.data_dir = Path(data_dir)
         self.cases: list[Case] = load_vuldetectbench(self.data_dir, self.task_no, method)
         self.task_names = [f"Task{n}" for n in self.task_no]
+        # A task with no samples would be reported as scoring 0: say so instead.
+        empty = [task_file(self.data_dir, n) for n in self.task_no if not self.cases_of(n)]
+        if empty:
+            raise ValueError(
+                f"{', '.join(map(str, empty))}: no samples; "
+                "pick other tasks with task_no or point data_dir at the test set"
+            )
 
     def __len__(self) -> int:
         return len(self.task_no)

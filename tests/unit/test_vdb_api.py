@@ -141,3 +141,25 @@ async def test_runs_from_inside_an_event_loop(tmp_path: Path) -> None:
     )
     report = engine.run()
     assert report == {"Vulnerability Existence Detection": [{"Accuracy": 2 / 3}, {"F1-Score": 0.8}]}
+
+
+def test_a_task_without_samples_fails_early_instead_of_scoring_zero(tmp_path: Path) -> None:
+    data = _write_set(tmp_path / "vdb")
+    (data / "task3_code.jsonl").write_text("\n", "utf-8")
+    with pytest.raises(ValueError, match=r"task3_code\.jsonl.*no samples"):
+        Tasks(data_dir=data, task_no=[1, 3])
+    assert len(Tasks(data_dir=data, task_no=1).cases) == 3  # the other tasks still load
+
+
+def test_an_agent_that_always_raises_still_gets_a_report(tmp_path: Path) -> None:
+    data = _write_set(tmp_path / "vdb")
+    engine = VulDetectBench_Engine(
+        Oracle(fail_on="Is the code vulnerable"),
+        Tasks(data_dir=data, task_no=1),
+        save_path=tmp_path / "missing" / "deeper",
+        db=tmp_path / "results.db",
+    )
+    (task1,) = engine.run()
+    assert task1["run"]["errors"] == 3 and task1["overall metrics"][0] == {"Accuracy": 0.0}
+    saved = json.loads((tmp_path / "missing" / "deeper" / "evaluation_report.json").read_text())
+    assert [s["outcome"] for s in saved[0]["verbose"]] == ["error"] * 3
