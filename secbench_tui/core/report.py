@@ -49,6 +49,7 @@ BASELINE_PREFIX = "baseline/"
 HARDEST_SHOWN = 20
 DIFFERING_SHOWN = 30
 LABEL_CHARS = 40
+IMPORTED_SUITE = "suite unknown (imported)"  # runs imported from the original tool's database
 SIGNIFICANCE = 0.05  # McNemar p below this: the two models differ by more than chance
 # VulDetectBench's documented metrics per task, shown as percentages in this order.
 VDB_METRICS = ("accuracy", "f1", "se", "me", "mar", "mir", "urs", "ors")
@@ -120,7 +121,7 @@ class Contender:
     @property
     def suite_label(self) -> str:
         """The suite folder and its parent: short enough for a table column."""
-        return "/".join(Path(self.run.suite_path).parts[-2:])
+        return suite_name("/".join(Path(self.run.suite_path).parts[-2:]))
 
     @property
     def case_count(self) -> int:
@@ -377,6 +378,11 @@ def _suite_identity(run: RunRecord) -> tuple[str, ...]:
         )
         return identity + extra
     return identity
+
+
+def suite_name(path: str) -> str:
+    """A suite's path as shown; imported results do not say which suite they came from."""
+    return path or IMPORTED_SUITE
 
 
 def _id_ranges(ids: Sequence[int]) -> str:
@@ -885,6 +891,7 @@ def _environment() -> jinja2.Environment:
         bucket=_bucket,
         vdb_crashes=vdb_crashes,
         narrowed=narrowed_by,
+        suite=suite_name,
     )
     return env
 

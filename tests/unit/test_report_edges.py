@@ -112,3 +112,20 @@ async def test_a_model_with_only_errors_is_reported_and_exported(tmp_path: Path)
     assert by_model(tables(html)["overview-table"])["m/down"]["Unparsed / errors"] == "0 / 5"
     junit = exports.to_junit(data)
     assert 'errors="5"' in junit and 'failures="0"' in junit
+
+
+async def test_imported_results_beside_a_new_run_name_their_unknown_suite(tmp_path: Path) -> None:
+    path = tmp_path / "results.db"
+    legacy_database(path)
+    store = await Store.open(path)
+    try:
+        await add_run(store, "gpt-4", ["good", "bad", "bad", "good", "bad"])
+        data = await report.gather(store)
+    finally:
+        await store.close()
+    assert len(data.suites) == 2
+    html = report.render_html(data)
+    assert "<code></code>" not in html and '<code class="path"></code>' not in html
+    assert html.count(report.IMPORTED_SUITE) >= 2  # the verdict's heading, the table's column
+    ranking = by_model(tables(html)["overview-table"])
+    assert ranking["gpt-4 (run 1)"]["Suite"] == report.IMPORTED_SUITE
