@@ -171,13 +171,15 @@ async def _migrate_legacy(db: aiosqlite.Connection) -> None:
             INSERT INTO evaluations (timestamp, test_file, model_name, expected_result,
                 actual_result, explanation, run_id, app, case_id, case_index, repeat, outcome)
             SELECT COALESCE(timestamp, ''), COALESCE(test_file, ''), model_name,
-                COALESCE(expected_result, ''), actual_result, explanation, ?, '',
+                lower(trim(COALESCE(expected_result, ''))), lower(trim(actual_result)),
+                explanation, ?, '',
                 COALESCE(test_file, ''), id,
                 -- the original tool appended a row per run: later ones become repeats
                 ROW_NUMBER() OVER (PARTITION BY test_file ORDER BY id) - 1,
-                CASE WHEN lower(actual_result) NOT IN ('good', 'bad') OR actual_result IS NULL
-                     THEN 'unparsed'
-                     WHEN lower(actual_result) = lower(expected_result) THEN 'correct'
+                CASE WHEN lower(trim(actual_result)) NOT IN ('good', 'bad')
+                          OR actual_result IS NULL THEN 'unparsed'
+                     WHEN lower(trim(actual_result)) = lower(trim(expected_result))
+                          THEN 'correct'
                      ELSE 'wrong' END
             FROM evaluations_legacy WHERE model_name IS ? ORDER BY id
             """,
