@@ -86,8 +86,12 @@ def cache_path(base_url: str, directory: Path | None = None) -> Path:
     """One cache file per endpoint: `models-<host>[-<port>].json`."""
     parsed = urlparse(base_url)
     host = parsed.hostname or "local"
-    if parsed.port:
-        host += f"-{parsed.port}"
+    try:
+        port = parsed.port
+    except ValueError:  # out of range: the request fails and says so, the name need not
+        port = None
+    if port:
+        host += f"-{port}"
     safe = re.sub(r"[^A-Za-z0-9.-]+", "-", host)
     return (directory or cache_dir()) / f"models-{safe}.json"
 
@@ -156,14 +160,38 @@ def save_cache(path: Path, base_url: str, models: Sequence[ModelInfo]) -> str:
     return fetched_at
 
 
+def _cached_model(entry: Any) -> ModelInfo | None:
+    """One model as `save_cache` wrote it; None for an entry that is not one. A field of
+    the wrong type (a damaged or hand-edited file) reads as unknown, never as a crash."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+        return None
+
+    def number(key: str) -> int | float | None:
+        value = entry.get(key)
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    name, structured, context = entry.get("name"), entry.get("structured"), number("context_length")
+    prompt_price, completion_price = number("prompt_price"), number("completion_price")
+    return ModelInfo(
+        id=entry["id"],
+        name=name if isinstance(name, str) else "",
+        context_length=context if isinstance(context, int) else None,
+        prompt_price=None if prompt_price is None else float(prompt_price),
+        completion_price=None if completion_price is None else float(completion_price),
+        structured=structured if isinstance(structured, bool) else None,
+    )
+
+
 def load_cache(path: Path) -> tuple[list[ModelInfo], str | None] | None:
     """The cached list and when it was fetched, or None when there is no usable cache."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        fields = set(ModelInfo.__dataclass_fields__)
-        models = [ModelInfo(**{k: v for k, v in m.items() if k in fields}) for m in data["models"]]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError):
         return None
+    entries = data.get("models") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        return None
+    models = [m for m in map(_cached_model, entries) if m is not None]
     fetched = data.get("fetched_at")
     return models, fetched if isinstance(fetched, str) else None
 
@@ -212,7 +240,7 @@ async def load_catalog(
     path = cache_path(base_url, directory)
     try:
         models = await fetch_models(base_url, client, timeout)
-    except (httpx.HTTPError, ValueError) as exc:
+    except Exception as exc:  # any failure (an httpx error, a bad body, a bad port) is offline
         fallback = cached_catalog(base_url, recent, directory)
         fallback.error = f"GET {base_url.rstrip('/')}/models failed ({type(exc).__name__}: {exc})"
         return fallback

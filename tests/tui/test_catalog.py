@@ -105,3 +105,33 @@ async def test_recent_models_are_read_from_the_runs_table(tmp_path: Path) -> Non
         await store.close()
     async with aiosqlite.connect(tmp_path / "r.db") as db:  # the file is real
         assert (await (await db.execute("SELECT COUNT(*) FROM runs")).fetchone())[0] == 3
+
+
+def test_a_cache_with_damaged_entries_keeps_the_sound_ones(tmp_path: Path) -> None:
+    url = "http://127.0.0.1:9/api/v1"
+    path = catalog.cache_path(url, tmp_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sound = {"id": "a/sound", "name": "Sound", "context_length": 8000, "prompt_price": 1}
+    for models in (
+        [1, "text", None, {"id": 5}, {"name": "no id"}, sound],
+        [{"id": "b/typed-badly", "context_length": "big", "prompt_price": "x"}, sound],
+    ):
+        path.write_text(json.dumps({"fetched_at": "2025-01-01T00:00:00Z", "models": models}))
+        found = catalog.cached_catalog(url, directory=tmp_path)
+        assert found.source == "cache"
+        listed = [m for m in found.models if not m.offline]
+        assert catalog.ModelInfo("a/sound", "Sound", 8000, 1.0) in listed
+        for model in listed:  # every field has the type the list draws with
+            assert isinstance(model.id, str) and isinstance(model.name, str)
+            assert model.context_length is None or isinstance(model.context_length, int)
+            assert model.prompt_price is None or isinstance(model.prompt_price, float)
+    assert [m.id for m in listed if m.id != "a/sound"] == ["b/typed-badly"]
+    assert listed[-1].context_length is None and listed[-1].prompt_price is None
+    path.write_text(json.dumps({"models": {"a": 1}}))
+    assert catalog.cached_catalog(url, directory=tmp_path).source == "none"
+
+
+async def test_a_base_url_with_an_impossible_port_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    found = await catalog.load_catalog("http://127.0.0.1:99999/api/v1", directory=tmp_path)
+    assert found.source == "none" and found.error
+    assert [m.id for m in found.models] == list(BASELINES)
