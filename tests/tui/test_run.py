@@ -10,12 +10,14 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from secbench_tui.config import Settings
+from secbench_tui.core.events import Retrying
+from secbench_tui.core.providers.base import RetryNotice
 from secbench_tui.tui.app import make_app
 from secbench_tui.tui.messages import RetryWaiting, RowsArrived
 from secbench_tui.tui.screens.confirm import ConfirmScreen
 from secbench_tui.tui.screens.run import RunScreen
 from tests.e2e.server import LoopbackServer, rate_limited, unauthorized
-from tests.tui.conftest import SIZE, settle, wait_until
+from tests.tui.conftest import SIZE, record_run, settle, wait_until
 
 
 def db_rows(db: Path) -> list[tuple[str, str, str]]:
@@ -233,3 +235,49 @@ async def test_moving_up_the_table_shows_that_cases_answer(
         shown = str(pane.render())
         assert f"answer (highlighted row) {cases[-3]}" in shown
         assert "always-bad answers without reading" in shown
+
+
+async def test_a_run_the_database_refuses_to_open_ends_and_escape_goes_back(
+    make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    settings = make_settings(model="baseline/always-good")
+    await record_run(settings)  # a real database, then one that refuses new runs
+    with sqlite3.connect(settings.db) as conn:
+        conn.execute(
+            "CREATE TRIGGER no_new_runs BEFORE INSERT ON runs "
+            "BEGIN SELECT RAISE(ABORT, 'the database refuses new runs'); END"
+        )
+    app = make_app(settings, offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        run = await start(pilot, app)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert run.state == "failed" and not app.run_active
+        (note,) = [n for n in app._notifications if "refuses new runs" in n.message]
+        assert note.title == "run failed" and str(app.error_log) in note.message
+        assert "refuses new runs" in str(run.query_one("#run-summary", Static).render())
+        await pilot.press("escape")  # back to setup: no stop to confirm, nothing runs
+        await pilot.pause()
+        assert type(app.screen).__name__ == "SetupScreen"
+
+
+async def test_every_retry_is_counted_even_when_several_arrive_at_once(
+    make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    app = make_app(make_settings(model="baseline/always-good"), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        run = await start(pilot, app)
+        await settle(pilot)
+        for attempt in (1, 2, 3):  # three cases hit the rate limit in the same moment
+            notice = RetryNotice(
+                case_id=f"app/case-{attempt}.md",
+                attempt=1,
+                wait_seconds=0.0,
+                reason="429",
+                status=429,
+                rate_limited=True,
+            )
+            run.post_message(RetryWaiting(Retrying(run.run_id or 0, notice, limit=1)))
+        await pilot.pause()
+        assert run.tally.retries == 3
+        assert "retries 3" in str(run.query_one("#tally", Static).render())

@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import DataTable, Footer, Header, Static
+from textual.worker import Worker, WorkerState
 
 from secbench_tui.config import Settings
 from secbench_tui.core.engine import Engine
@@ -348,18 +349,28 @@ class RunScreen(BaseScreen):
         self._redraw_stats()
 
     def on_run_failed(self, message: RunFailed) -> None:
+        self.notify(message.reason, title="cannot start", severity="error", timeout=15)
+        self._fail("The run could not start: ", message.reason)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The engine raised before the run's end (it could not open the run, most likely):
+        the run is over, so escape leads back to setup. (`BaseScreen`'s handler, which
+        Textual calls too, reports the error.)"""
+        error = event.worker.error
+        failed = event.state is WorkerState.ERROR and event.worker.group == "eval"
+        if failed and error is not None and self.active:
+            self._fail("The run failed: ", describe_error(error))
+
+    def _fail(self, headline: str, reason: str) -> None:
         self.state = "failed"
         self.tally.ended = time.monotonic()
+        self._retry_until = None
+        self.query_one("#retry-line").display = False
         summary = self.query_one("#run-summary", Static)
         summary.update(
-            Text.assemble(
-                ("The run could not start: ", "bold red"),
-                message.reason,
-                ("\nescape goes back to setup", "bold"),
-            )
+            Text.assemble((headline, "bold red"), reason, ("\nescape goes back to setup", "bold"))
         )
         summary.display = True
-        self.notify(message.reason, title="cannot start", severity="error", timeout=15)
 
     def _redraw_stats(self) -> None:
         self.query_one(RunStats).show(self.tally, self.state)
