@@ -46,12 +46,11 @@ class RowsArrived(Message):
 
 
 class RetryWaiting(Message):
+    """A request waits to be asked again. Never merged: the tally counts every retry."""
+
     def __init__(self, event: Retrying) -> None:
         super().__init__()
         self.event = event
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, RetryWaiting)
 
 
 class RunEnded(Message):
