@@ -8,6 +8,8 @@ batches at whatever rate it can draw, and no finished case is dropped.
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.message import Message
 
 from secbench_tui.core.catalog import Catalog
@@ -15,9 +17,12 @@ from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFin
 
 
 class RunBegan(Message):
-    def __init__(self, event: RunStarted) -> None:
+    """`earlier`: a resumed run's results from before (rows as `Store.run_results` gives)."""
+
+    def __init__(self, event: RunStarted, earlier: list[dict[str, Any]] | None = None) -> None:
         super().__init__()
         self.event = event
+        self.earlier = earlier or []
 
 
 class CaseBegan(Message):

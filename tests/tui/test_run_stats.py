@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, Scor
 from secbench_tui.tui.app import make_app
 from secbench_tui.tui.screens import run as run_screen
 from secbench_tui.tui.widgets.run_stats import PACE_WINDOW, RunTally
-from tests.tui.conftest import SIZE, settle, wait_until
+from tests.tui.conftest import SIZE, record_run, settle, wait_until
 
 
 def finished(
@@ -90,3 +91,32 @@ async def test_the_run_table_keeps_only_the_latest_rows(
         table = app.screen.query_one("#run-table", DataTable)
         assert [table.get_row_at(i)[0] for i in range(table.row_count)] == ["3", "4", "5"]
         assert app.screen.tally.done == 5  # the tally still counts every case
+
+
+@pytest.mark.parametrize("reuse", [False, True], ids=["asked-again", "reused"])
+async def test_a_resumed_run_tallies_its_earlier_cases_as_the_summary_does(
+    make_settings: Callable[..., Settings], clean_suite: Path, reuse: bool
+) -> None:
+    settings = make_settings(model="baseline/always-bad", resume=True)
+    if reuse:  # a finished run whose results the resumed one can reuse
+        await record_run(make_settings(model="baseline/always-bad"))
+    run_id = await record_run(make_settings(model="baseline/always-bad"))
+    with sqlite3.connect(settings.db) as conn:  # as if it had been stopped after 3 cases
+        conn.execute("UPDATE runs SET status='stopped' WHERE id=?", (run_id,))
+        conn.execute("DELETE FROM evaluations WHERE run_id=? AND case_index >= 3", (run_id,))
+    app = make_app(settings, offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: isinstance(app.screen, run_screen.RunScreen))
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, run_screen.RunScreen) and screen.run_id == run_id
+        tally = screen.tally
+        assert (tally.asked, tally.reused, tally.done) == ((0, 2, 5) if reuse else (2, 0, 5))
+        summary = screen.finished.summary if screen.finished else {}
+        assert summary["cases"] == 5 == tally.graded
+        assert (tally.counts["correct"], tally.counts["wrong"]) == (
+            summary["correct"],
+            summary["wrong"],
+        )

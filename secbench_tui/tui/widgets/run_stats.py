@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -41,12 +42,15 @@ class RunTally:
     limit: int = 1
     retries: int = 0
 
-    def start(self, event: RunStarted) -> None:
+    def start(self, event: RunStarted, earlier: Sequence[Mapping[str, Any]] = ()) -> None:
+        """`earlier`: the result rows a resumed run keeps from before, counted like the rest."""
         self.total, self.pending, self.reused = event.total, event.pending, event.reused
         self.concurrency = self.limit = event.concurrency
         self.done = event.total - event.pending - event.reused  # reused ones arrive as cases
         self.started = self.clock()
         self.answered_at.append(self.started)
+        for row in earlier:
+            self._count(row["outcome"], row["prompt_tokens"], row["completion_tokens"], row["cost"])
 
     def add(self, event: CaseFinished) -> None:
         ev = event.evaluation
@@ -54,11 +58,19 @@ class RunTally:
         if not ev.reused:
             self.asked += 1
             self.answered_at.append(self.clock())
-        self.counts[ev.scored.outcome.value] += 1
-        self.prompt_tokens += ev.completion.prompt_tokens or 0
-        self.completion_tokens += ev.completion.completion_tokens or 0
-        if ev.completion.cost is not None:
-            self.cost = (self.cost or 0.0) + ev.completion.cost
+        usage = ev.completion
+        self._count(
+            ev.scored.outcome.value, usage.prompt_tokens, usage.completion_tokens, usage.cost
+        )
+
+    def _count(
+        self, outcome: str, prompt: int | None, completion: int | None, cost: float | None
+    ) -> None:
+        self.counts[outcome] += 1
+        self.prompt_tokens += prompt or 0
+        self.completion_tokens += completion or 0
+        if cost is not None:
+            self.cost = (self.cost or 0.0) + cost
 
     def retry(self, event: Retrying) -> None:
         """A request failed and will be asked again; a rate limit may lower the limit."""
