@@ -8,7 +8,9 @@ from pathlib import Path
 from textual.widgets import Input, OptionList, SelectionList
 
 from secbench_tui.config import Settings
+from secbench_tui.core import catalog
 from secbench_tui.tui.app import make_app
+from secbench_tui.tui.messages import CatalogLoaded
 from secbench_tui.tui.screens.confirm import ConfirmScreen
 from secbench_tui.tui.screens.run import RunScreen
 from secbench_tui.tui.screens.setup import SetupScreen
@@ -208,3 +210,25 @@ async def test_a_folder_typed_but_not_loaded_is_not_run(
         await pilot.pause()
         assert isinstance(app.screen, SetupScreen)
         assert any(n.title == "suite folder not loaded" for n in app._notifications)
+
+
+async def test_a_list_arriving_late_leaves_the_highlight_where_the_user_moved_it(
+    make_settings: Callable[..., Settings],
+) -> None:
+    app = make_app(make_settings(model="baseline/always-bad"), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        options = app.screen.query_one("#model-list", OptionList)
+        await pilot.press("down")
+        moved_to = options.highlighted_option.id if options.highlighted_option else None
+        assert moved_to not in (None, "baseline/always-bad")
+        picker = app.screen.query_one(ModelPicker)
+        fresh = catalog.Catalog(  # the network answers now, with one more model
+            catalog.arrange([catalog.ModelInfo("openai/gpt-4o-mini")], ["baseline/always-bad"]),
+            "network",
+        )
+        app.screen.post_message(CatalogLoaded(fresh))
+        await pilot.pause()
+        assert picker.catalog is fresh and "openai/gpt-4o-mini" in listed(app)
+        assert options.highlighted_option is not None
+        assert options.highlighted_option.id == moved_to  # enter chooses what the user sees

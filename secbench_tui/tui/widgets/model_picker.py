@@ -110,15 +110,15 @@ class ModelPicker(Guarded, Vertical):
         if catalog.error:
             source += " · offline"
         self.query_one("#model-source", Static).update(Text(source, style="dim"))
-        self.refilter(prefer_chosen=True)
+        self.refilter()
 
     @property
     def query_text(self) -> str:
         return self.query_one("#model-filter", Input).value.strip()
 
-    def refilter(self, prefer_chosen: bool = False) -> None:
-        """Show the models matching the filter; keep the highlight where it was, or on the
-        chosen model when the list is new (`prefer_chosen`) or the highlighted one is gone."""
+    def refilter(self) -> None:
+        """Show the models matching the filter; keep the highlight where it was (a list that
+        arrives late must not move it under the user's Enter), else on the chosen model."""
         option_list = self.query_one("#model-list", OptionList)
         found = self.catalog.filter(self.query_text)
         self._shown = found[:MAX_SHOWN]
@@ -136,9 +136,7 @@ class ModelPicker(Guarded, Vertical):
         highlighted = option_list.highlighted_option
         option_list.set_options(options)
         ids = [m.id for m in self._shown]
-        keep = self.chosen
-        if highlighted is not None and not (prefer_chosen and self.chosen in ids):
-            keep = highlighted.id if highlighted.id in ids else self.chosen
+        keep = highlighted.id if highlighted is not None and highlighted.id in ids else self.chosen
         if keep in ids:
             option_list.highlighted = ids.index(keep)
         elif ids:
