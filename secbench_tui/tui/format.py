@@ -58,17 +58,8 @@ def latency(ms: float | None) -> str:
     return "-" if ms is None else f"{ms / 1000:.2f}s"
 
 
-def price(model: ModelInfo) -> str:
-    """Prompt / completion price per million tokens."""
-    if model.prompt_price is None and model.completion_price is None:
-        return "price ?"
-    if model.prompt_price == 0 and model.completion_price == 0:
-        return "free"
-
-    def one(value: float | None) -> str:
-        return "?" if value is None else f"${value:.2f}" if value < 100 else f"${value:.0f}"
-
-    return f"{one(model.prompt_price)}/{one(model.completion_price)} per M"
+def _per_million(value: float | None) -> str:
+    return "?" if value is None else f"${value:.2f}" if value < 100 else f"${value:.0f}"
 
 
 def short_price(model: ModelInfo) -> str:
@@ -77,21 +68,21 @@ def short_price(model: ModelInfo) -> str:
         return ""
     if model.prompt_price == 0 and model.completion_price == 0:
         return "free"
+    return f"{_per_million(model.prompt_price)}/{_per_million(model.completion_price)}"
 
-    def one(value: float | None) -> str:
-        return "?" if value is None else f"${value:.2f}" if value < 100 else f"${value:.0f}"
 
-    return f"{one(model.prompt_price)}/{one(model.completion_price)}"
+def price(model: ModelInfo) -> str:
+    """Prompt / completion price per million tokens."""
+    short = short_price(model)
+    return "price ?" if not short else short if short == "free" else f"{short} per M"
 
 
 def context(model: ModelInfo) -> str:
     if model.context_length is None:
         return "ctx ?"
-    return (
-        f"{model.context_length // 1000}k ctx"
-        if model.context_length >= 1000
-        else (f"{model.context_length} ctx")
-    )
+    if model.context_length >= 1000:
+        return f"{model.context_length // 1000}k ctx"
+    return f"{model.context_length} ctx"
 
 
 def structured(model: ModelInfo) -> str:

@@ -147,7 +147,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
             str(row["id"]),
             str(row["run_id"]),
             fmt.tail(str(row["case_id"]) + repeat, case_width),
-            str(row["expected_result"])[:10],
-            str(row["actual_result"] or "-")[:10],
+            str(row["expected_result"])[:VERDICT_WIDTH],
+            str(row["actual_result"] or "-")[:VERDICT_WIDTH],
             Text(outcome, style=fmt.OUTCOME_STYLES.get(outcome, "")),
         )
