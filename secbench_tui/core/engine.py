@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -30,7 +31,7 @@ from secbench_tui.core.events import (
     RunFinished,
     RunStarted,
 )
-from secbench_tui.core.metrics import summarize
+from secbench_tui.core.metrics import summarize, usage_stats
 from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, SuiteKind
 from secbench_tui.core.providers.base import Provider, RetryCallback, RetryNotice, RunAborted
 from secbench_tui.core.scoring import score_completion
@@ -265,10 +266,17 @@ class Engine:
         """Reuse what was paid for, then ask the rest; fills `pending` with what is asked."""
         spec = self.spec
         done_keys: set[tuple[str, int]] = set()
+        earlier: dict[str, Any] = {}
         if resumed:
             done_keys = await self.store.finished_keys(run_id, include_errors=not spec.retry_errors)
             self._cost = await self.store.spent(run_id)  # the budget covers the whole run
             self._check_budget()
+            kept = [
+                row
+                for row in await self.store.run_results(run_id, with_text=False)
+                if (row["case_id"], row["repeat"]) in done_keys
+            ]
+            earlier = {"counts": dict(Counter(row["outcome"] for row in kept)), **usage_stats(kept)}
         work = [
             _Work(0, index, case, repeat, request)
             for index, case in enumerate(spec.cases)
@@ -276,10 +284,10 @@ class Engine:
             for repeat in range(spec.repeats)
             if (case.case_id, repeat) not in done_keys
         ]
-        earlier = {} if spec.force else await self.store.reusable([w.request_hash for w in work])
+        paid_for = {} if spec.force else await self.store.reusable([w.request_hash for w in work])
         reused: list[Evaluation] = []
         for item in work:
-            row = earlier.get((item.request_hash, item.repeat))
+            row = paid_for.get((item.request_hash, item.repeat))
             if row is not None:
                 reused.append(await self._reuse(run_id, item, row))
             else:
@@ -295,6 +303,7 @@ class Engine:
             resumed=resumed,
             concurrency=spec.concurrency,
             skipped=spec.skipped,
+            earlier=earlier,
         )
         for evaluation in reused:
             done += 1

@@ -19,6 +19,8 @@ class RunStarted:
     resumed: bool
     concurrency: int
     skipped: tuple[str, ...] = ()
+    # what a resumed run keeps from before: outcome counts, tokens and cost of those cases
+    earlier: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

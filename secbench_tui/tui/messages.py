@@ -8,8 +8,6 @@ batches at whatever rate it can draw, and no finished case is dropped.
 
 from __future__ import annotations
 
-from typing import Any
-
 from textual.message import Message
 
 from secbench_tui.core.catalog import Catalog
@@ -17,12 +15,11 @@ from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFin
 
 
 class RunBegan(Message):
-    """`earlier`: a resumed run's results from before (rows as `Store.run_results` gives)."""
+    """The run has started (a resumed run's earlier cases are in `event.earlier`)."""
 
-    def __init__(self, event: RunStarted, earlier: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, event: RunStarted) -> None:
         super().__init__()
         self.event = event
-        self.earlier = earlier or []
 
 
 class CaseBegan(Message):

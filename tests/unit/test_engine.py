@@ -176,6 +176,8 @@ async def test_resume_asks_only_what_is_missing(store: Store) -> None:
     again = Scripted()
     _, events = await run(store, again, cases(10), resume=True)
     assert events[0].resumed and events[0].pending == 4  # type: ignore[union-attr]
+    assert events[0].earlier["counts"] == {"correct": 6}  # type: ignore[union-attr]
+    assert events[0].earlier["cost"] == pytest.approx(3.0)  # type: ignore[union-attr]
     assert again.asked == [f"c00{i}.md" for i in range(6, 10)]
     assert events[-1].status == "completed"
     assert len(await store.finished_keys(events[-1].run_id)) == 10

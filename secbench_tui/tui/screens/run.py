@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 from rich.console import Group
 from rich.syntax import Syntax
@@ -26,7 +25,6 @@ from secbench_tui.config import Settings
 from secbench_tui.core.engine import Engine
 from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFinished, RunStarted
 from secbench_tui.core.models import Evaluation
-from secbench_tui.core.store import Store
 from secbench_tui.session import build_spec, load_suite, make_provider
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.messages import (
@@ -168,29 +166,11 @@ class RunScreen(BaseScreen):
         try:
             async for event in self.engine.events():
                 if isinstance(event, RunStarted):
-                    self.post_message(RunBegan(event, await self._earlier(store, event)))
+                    self.post_message(RunBegan(event))
                 else:
                     self._post_event(event)
         finally:
             await provider.aclose()
-
-    async def _earlier(self, store: Store, event: RunStarted) -> list[dict[str, Any]]:
-        """What a resumed run keeps from before, for the tally to count as the summary does.
-
-        Read while the engine waits on this event: nothing is asked yet, and the results it
-        reuses now are already written, as the run's newest rows (they arrive as cases)."""
-        if not event.resumed:
-            return []
-        try:
-            rows = await store.run_results(event.run_id, with_text=False)
-        except Exception as exc:  # the run goes on; only the tally misses the earlier cases
-            self.notify(describe_error(exc), title="reading the earlier cases", severity="warning")
-            return []
-        rows.sort(key=lambda r: int(r["id"]))
-        rows = rows[: len(rows) - event.reused]
-        if self.settings.retry_errors:  # those are asked again
-            rows = [r for r in rows if r["outcome"] != "error"]
-        return rows
 
     def _post_event(self, event: object) -> None:
         if isinstance(event, CaseFinished):
@@ -207,7 +187,7 @@ class RunScreen(BaseScreen):
     def on_run_began(self, message: RunBegan) -> None:
         event = message.event
         self.run_id = event.run_id
-        self.tally.start(event, message.earlier)
+        self.tally.start(event)
         if self.state == "starting":
             self.state = "running"
         what = "resumed" if event.resumed else "started"

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -42,15 +41,20 @@ class RunTally:
     limit: int = 1
     retries: int = 0
 
-    def start(self, event: RunStarted, earlier: Sequence[Mapping[str, Any]] = ()) -> None:
-        """`earlier`: the result rows a resumed run keeps from before, counted like the rest."""
+    def start(self, event: RunStarted) -> None:
+        """A resumed run's earlier cases count like the rest, as the summary counts them."""
         self.total, self.pending, self.reused = event.total, event.pending, event.reused
         self.concurrency = self.limit = event.concurrency
         self.done = event.total - event.pending - event.reused  # reused ones arrive as cases
         self.started = self.clock()
         self.answered_at.append(self.started)
-        for row in earlier:
-            self._count(row["outcome"], row["prompt_tokens"], row["completion_tokens"], row["cost"])
+        earlier = event.earlier
+        for outcome, count in earlier.get("counts", {}).items():
+            self.counts[outcome] = self.counts.get(outcome, 0) + count
+        self.prompt_tokens += earlier.get("prompt_tokens") or 0
+        self.completion_tokens += earlier.get("completion_tokens") or 0
+        if earlier.get("cost") is not None:
+            self.cost = (self.cost or 0.0) + earlier["cost"]
 
     def add(self, event: CaseFinished) -> None:
         ev = event.evaluation
