@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,24 @@ async def record(store: Store, run_id: int, i: int, outcome: Outcome, **kw: obje
         scored=Scored(actual=actual, outcome=outcome, explanation=f"because {i}"),
     )
     return await store.record(evaluation, request_hash=f"r{i}")
+
+
+def legacy_db(path: Path, rows: Sequence[Sequence[str | None]]) -> Path:
+    """A results.db as the original security-bench evaluator wrote it: seven columns."""
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE evaluations (id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp DATETIME,"
+        " test_file TEXT, model_name TEXT, expected_result TEXT, actual_result TEXT,"
+        " explanation TEXT)"
+    )
+    conn.executemany(
+        "INSERT INTO evaluations (timestamp, test_file, model_name, expected_result,"
+        " actual_result, explanation) VALUES (?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    conn.commit()
+    conn.close()
+    return path
 
 
 async def test_schema_has_the_specs_seven_columns_and_wal(tmp_path: Path) -> None:
@@ -154,25 +173,12 @@ async def test_keyset_pages_and_filters(tmp_path: Path) -> None:
 
 
 async def test_database_of_the_original_evaluator_is_migrated(tmp_path: Path) -> None:
-    path = tmp_path / "legacy.db"
-    conn = sqlite3.connect(path)
-    conn.execute(
-        "CREATE TABLE evaluations (id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp DATETIME,"
-        " test_file TEXT, model_name TEXT, expected_result TEXT, actual_result TEXT,"
-        " explanation TEXT)"
-    )
     rows = [
         ("2024-01-15 14:30:00", "/x/tests/purchase-order/a.md", "gpt-4", "bad", "bad", "e1"),
         ("2024-01-15 14:31:00", "/x/tests/purchase-order/b.md", "gpt-4", "good", "bad", "e2"),
         ("2024-01-16 10:00:00", "/x/tests/wms/c.md", "claude", "good", "error", "e3"),
     ]
-    conn.executemany(
-        "INSERT INTO evaluations (timestamp, test_file, model_name, expected_result,"
-        " actual_result, explanation) VALUES (?, ?, ?, ?, ?, ?)",
-        rows,
-    )
-    conn.commit()
-    conn.close()
+    path = legacy_db(tmp_path / "legacy.db", rows)
     store = await Store.open(path)
     runs = await store.runs()
     assert [(r.model_name, r.status) for r in runs] == [
@@ -271,25 +277,12 @@ async def test_a_run_whose_process_died_shows_as_interrupted(tmp_path: Path) -> 
 
 
 async def test_legacy_file_with_repeated_runs_and_nulls_migrates(tmp_path: Path) -> None:
-    path = tmp_path / "legacy.db"
-    conn = sqlite3.connect(path)
-    conn.execute(
-        "CREATE TABLE evaluations (id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp DATETIME,"
-        " test_file TEXT, model_name TEXT, expected_result TEXT, actual_result TEXT,"
-        " explanation TEXT)"
-    )
     rows = [  # the original tool appended rows on every run of the same model
         ("2024-01-15", "/t/po/a.md", "gpt-4", "bad", "bad", "first"),
         ("2024-01-16", "/t/po/a.md", "gpt-4", "bad", "good", "second"),
         (None, None, "gpt-4", None, None, None),
     ]
-    conn.executemany(
-        "INSERT INTO evaluations (timestamp, test_file, model_name, expected_result,"
-        " actual_result, explanation) VALUES (?, ?, ?, ?, ?, ?)",
-        rows,
-    )
-    conn.commit()
-    conn.close()
+    path = legacy_db(tmp_path / "legacy.db", rows)
     store = await Store.open(path)
     page = await store.results_page(limit=10, with_text=True)
     assert [(r["repeat"], r["outcome"], r["explanation"]) for r in page] == [
@@ -303,16 +296,7 @@ async def test_legacy_file_with_repeated_runs_and_nulls_migrates(tmp_path: Path)
 async def test_a_failed_migration_leaves_the_file_as_it_was(tmp_path: Path) -> None:
     from secbench_tui.core import store as store_module
 
-    path = tmp_path / "legacy.db"
-    conn = sqlite3.connect(path)
-    conn.execute(
-        "CREATE TABLE evaluations (id INTEGER PRIMARY KEY, timestamp DATETIME,"
-        " test_file TEXT, model_name TEXT, expected_result TEXT,"
-        " actual_result TEXT, explanation TEXT)"
-    )
-    conn.execute("INSERT INTO evaluations VALUES (1, 't', '/a/b.md', 'm', 'bad', 'bad', 'e')")
-    conn.commit()
-    conn.close()
+    path = legacy_db(tmp_path / "legacy.db", [("t", "/a/b.md", "m", "bad", "bad", "e")])
 
     async def broken(db: object) -> None:
         raise RuntimeError("disk full")
@@ -325,7 +309,11 @@ async def test_a_failed_migration_leaves_the_file_as_it_was(tmp_path: Path) -> N
     finally:
         store_module.MIGRATIONS[1] = original
     conn = sqlite3.connect(path)
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    tables = {
+        r[0]
+        for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        if not r[0].startswith("sqlite_")
+    }
     assert tables == {"evaluations"} and conn.execute("PRAGMA user_version").fetchone()[0] == 0
     conn.close()
     store = await Store.open(path)  # and a working version migrates it fine
