@@ -302,7 +302,7 @@ async def test_a_failed_migration_leaves_the_file_as_it_was(tmp_path: Path) -> N
         raise RuntimeError("disk full")
 
     original = store_module.MIGRATIONS[1]
-    store_module.MIGRATIONS[1] = broken  # type: ignore[assignment]
+    store_module.MIGRATIONS[1] = broken
     try:
         with pytest.raises(StoreError, match="disk full"):
             await Store.open(path)
