@@ -140,7 +140,7 @@ async def _run(settings: Settings) -> int:
         await provider.aclose()
         print(f"secbench-tui: error: {exc}", file=sys.stderr)
         return EXIT_ABORTED
-    if settings.max_cost is not None and not getattr(provider, "reports_cost", True):
+    if settings.max_cost is not None and not provider.reports_cost:
         print(
             f"warning: --max-cost: {settings.base_url} may not report costs; "
             "the budget only counts costs the endpoint reports",

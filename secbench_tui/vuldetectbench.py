@@ -123,6 +123,7 @@ class _AgentProvider:
     def __init__(self, agent: Agent, name: str) -> None:
         self.agent = agent
         self.name = name
+        self.reports_cost = False  # an agent returns text only
 
     async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
         system, user = case.prompt_messages()

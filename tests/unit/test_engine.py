@@ -40,6 +40,7 @@ class Scripted:
     """Answers by case id; records what it was asked. Behaviour hooks per case id."""
 
     name = "scripted"
+    reports_cost = True
 
     def __init__(self, behave: Callable[[Case, int], object] | None = None) -> None:
         self.asked: list[str] = []

@@ -37,6 +37,7 @@ class RunAborted(Exception):
 
 class Provider(Protocol):
     name: str
+    reports_cost: bool  # whether completions carry the endpoint's cost (for --max-cost)
 
     async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
         """Answer one case. Per-case failures come back in `Completion.error`."""

@@ -31,6 +31,7 @@ class BaselineProvider:
         if not is_baseline(model):
             raise ValueError(f"unknown baseline {model!r}; choose one of {', '.join(BASELINES)}")
         self.name = model
+        self.reports_cost = True  # free, and it says so
         self.policy = model.split("/", 1)[1]
         self.seed = 0 if seed is None else seed
 
