@@ -13,11 +13,13 @@ from pathlib import Path
 
 from textual.app import App
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
 
 from secbench_tui.config import Settings
 from secbench_tui.core import catalog
 from secbench_tui.core.store import Store
+from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.tui.errors import LOG_NAME, Guarded, report_error
 from secbench_tui.tui.screens.base import BaseScreen
 from secbench_tui.tui.screens.confirm import ConfirmScreen
@@ -60,6 +62,20 @@ class SecbenchApp(Guarded, App[int]):
             report_error(self, error)
         else:
             super()._handle_exception(error)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification (widgets' and screens' too) shows its text literally: messages
+        carry server errors, model names and file names, so never markup, never escapes."""
+        shown, heading = inert(message), inert_line(title)
+        super().notify(shown, title=heading, severity=severity, timeout=timeout, markup=False)
 
     async def store(self) -> Store:
         """The session's database, opened on first use (raises StoreError with the fix)."""

@@ -53,7 +53,7 @@ async def test_runs_then_results_with_filters(make_settings: Callable[..., Setti
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_results(pilot, app)
         runs = screen.query_one("#runs-table", DataTable)
-        assert [runs.get_row_at(i)[2] for i in range(runs.row_count)] == [
+        assert [str(runs.get_row_at(i)[2]) for i in range(runs.row_count)] == [
             "baseline/random",
             "baseline/always-bad",
         ]  # newest first

@@ -9,6 +9,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from secbench_tui.tui.errors import Guarded
+from secbench_tui.tui.plain import plain
 
 
 class ConfirmScreen(Guarded, ModalScreen[bool]):
@@ -25,7 +26,7 @@ class ConfirmScreen(Guarded, ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-box"):
-            yield Static(self.question, id="confirm-question")
+            yield Static(plain(self.question), id="confirm-question")
             with Horizontal(id="confirm-buttons"):
                 yield Button(f"{self.yes_label} (y)", id="yes", variant="warning")
                 yield Button(f"{self.no_label} (n)", id="no", variant="primary")

@@ -20,6 +20,7 @@ from textual.worker import Worker, WorkerState
 
 from secbench_tui.config import Settings
 from secbench_tui.core.store import Store
+from secbench_tui.core.untrusted import inert
 from secbench_tui.tui.errors import Guarded, describe_error
 
 
@@ -79,7 +80,7 @@ class ExportScreen(Guarded, ModalScreen[Path | None]):
             status.update(
                 Text.assemble(
                     (f"Report of {self.which} written:\n", "bold green"),
-                    (str(self.path), "bold"),
+                    (inert(self.path), "bold"),
                     ("\n\nOpen it in a browser. Enter closes.", "dim"),
                 )
             )
@@ -88,7 +89,9 @@ class ExportScreen(Guarded, ModalScreen[Path | None]):
             message = describe_error(event.worker.error)
             status.update(
                 Text.assemble(
-                    ("No report written:\n", "bold red"), message, ("\n\nEnter closes.", "dim")
+                    ("No report written:\n", "bold red"),
+                    inert(message),
+                    ("\n\nEnter closes.", "dim"),
                 )
             )
             self.notify(message, title="export failed", severity="error", timeout=12)

@@ -22,7 +22,9 @@ from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 from secbench_tui.config import bundled_cases_dir
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.store import ResultFilter, RunRecord
+from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
+from secbench_tui.tui.plain import plain_line
 from secbench_tui.tui.screens.base import BaseScreen
 from secbench_tui.tui.widgets.case_detail import render_result
 from secbench_tui.tui.widgets.results_table import ResultsTable
@@ -47,8 +49,8 @@ def run_cells(run: RunRecord, marked: bool) -> tuple[str | Text, ...]:
     return (
         Text("✓" if marked else " ", style="bold green"),
         str(run.id),
-        run.model_name[:34],
-        suite_label(run)[:24],
+        plain_line(inert_line(run.model_name)[:34]),
+        plain_line(inert_line(suite_label(run))[:24]),
         run.started_at[:16].replace("T", " "),
         run.status,
         f"{run.finished}/{run.total_cases}",
@@ -123,7 +125,7 @@ class ResultsScreen(BaseScreen):
         select = self.query_one(selector, Select)
         current = select.value
         with select.prevent(Select.Changed):
-            select.set_options((v, v) for v in values)
+            select.set_options((plain_line(v), v) for v in values)
             if isinstance(current, str) and current in values:
                 select.value = current
 
@@ -216,9 +218,9 @@ class ResultsScreen(BaseScreen):
             parts.append(f"run {flt.run_ids[0]}")
         for label, values in (("model", flt.models), ("app", flt.apps), ("outcome", flt.outcomes)):
             if values:
-                parts.append(f"{label} {values[0]}")
+                parts.append(f"{label} {inert_line(values[0])}")
         if flt.text:
-            parts.append(f"text {flt.text!r}")
+            parts.append(f"text {inert_line(repr(flt.text))}")
         if self.marked:
             parts.append(f"marked runs {', '.join(str(r) for r in sorted(self.marked))}")
         if self.secbench.run_active:

@@ -25,6 +25,7 @@ from secbench_tui.config import Settings
 from secbench_tui.core.engine import Engine
 from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFinished, RunStarted
 from secbench_tui.core.models import Evaluation
+from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.session import build_spec, load_suite, make_provider
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.messages import (
@@ -35,6 +36,7 @@ from secbench_tui.tui.messages import (
     RunEnded,
     RunFailed,
 )
+from secbench_tui.tui.plain import plain_line
 from secbench_tui.tui.screens.base import BaseScreen, describe_error
 from secbench_tui.tui.screens.confirm import ConfirmScreen
 from secbench_tui.tui.widgets.case_detail import code_language
@@ -56,9 +58,11 @@ def other_widths(total: int, vuldetectbench: bool, scrollbar: bool) -> int:
 def summary_text(event: RunFinished) -> Text:
     """The run's figures as the headless summary gives them, wall time aside (it is above)."""
     s = event.summary
-    text = Text.assemble((f"Run {event.run_id} {event.status}", "bold"), f": {s.get('model')}")
+    text = Text.assemble(
+        (f"Run {event.run_id} {event.status}", "bold"), f": {inert_line(s.get('model'))}"
+    )
     if event.message:
-        text.append(f"\n  {event.message}")
+        text.append(f"\n  {inert_line(event.message)}")
     if "cases" in s:
         text.append(
             f"\n  cases {s['cases']}  correct {s['correct']}  wrong {s['wrong']}"
@@ -71,13 +75,15 @@ def summary_text(event: RunFinished) -> Text:
             f"  balanced {fmt.pct(s.get('balanced_accuracy'))}"
         )
         for app, stats in s.get("apps", {}).items():
-            text.append(f"\n    {app}: {fmt.pct(stats['accuracy'])} of {stats['cases']}")
+            text.append(
+                f"\n    {inert_line(app)}: {fmt.pct(stats['accuracy'])} of {stats['cases']}"
+            )
     for task, metrics in (s.get("vuldetectbench") or {}).items():
         if isinstance(metrics, dict):
             shown = "  ".join(
                 f"{k} {fmt.pct(v)}" for k, v in metrics.items() if isinstance(v, float)
             )
-            text.append(f"\n    {task}: {shown}")
+            text.append(f"\n    {inert_line(task)}: {shown}")
     if s.get("reused"):
         text.append(
             f"\n  reused {s['reused']} results asked before with the same settings"
@@ -134,7 +140,7 @@ class RunScreen(BaseScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = f"run: {self.settings.model}"
+        self.sub_title = f"run: {inert_line(self.settings.model)}"
         table = self.query_one("#run-table", DataTable)
         table.add_columns("#", "case", "expected", "actual", "outcome", "latency")
         self.query_one("#retry-line").display = False
@@ -213,11 +219,11 @@ class RunScreen(BaseScreen):
             Group(
                 Text.assemble(
                     ("case ", "dim"),
-                    (case.case_id, "bold"),
-                    (f"  ({case.app})", "dim"),
+                    (inert_line(case.case_id), "bold"),
+                    (f"  ({inert_line(case.app)})", "dim"),
                 ),
                 Syntax(
-                    case.code,
+                    inert(case.code),
                     code_language(
                         {
                             "suite_kind": case.kind.value,
@@ -269,9 +275,9 @@ class RunScreen(BaseScreen):
         repeat = f" #{ev.repeat + 1}" if ev.repeat else ""
         return (
             str(event.done),
-            fmt.tail(ev.case.case_id + repeat, self._case_width),
-            ev.case.expected[:VERDICT_WIDTH],
-            (ev.scored.actual or "-")[:VERDICT_WIDTH],
+            plain_line(fmt.tail(inert_line(ev.case.case_id) + repeat, self._case_width)),
+            plain_line(inert_line(ev.case.expected)[:VERDICT_WIDTH]),
+            plain_line(inert_line(ev.scored.actual or "-")[:VERDICT_WIDTH]),
             Text(outcome, style=fmt.OUTCOME_STYLES[outcome]),
             fmt.latency(ev.completion.latency_ms),
         )
@@ -279,12 +285,18 @@ class RunScreen(BaseScreen):
     def _show_explanation(self, ev: Evaluation, latest: bool) -> None:
         text = Text.assemble(
             ("\nlast answer " if latest else "\nanswer (highlighted row) ", "dim"),
-            (ev.case.case_id, "bold"),
+            (inert_line(ev.case.case_id), "bold"),
             ("  ", ""),
             (ev.scored.outcome.value, fmt.OUTCOME_STYLES[ev.scored.outcome.value]),
-            (f"\nexpected {ev.case.expected[:60]}  actual {(ev.scored.actual or '-')[:60]}", "dim"),
+            (
+                f"\nexpected {inert_line(ev.case.expected[:60])}"
+                f"  actual {inert_line((ev.scored.actual or '-')[:60])}",
+                "dim",
+            ),
             "\n",
-            ev.completion.error or ev.scored.explanation or ev.completion.text or "(no reply)",
+            inert(
+                ev.completion.error or ev.scored.explanation or ev.completion.text or "(no reply)"
+            ),
         )
         self.query_one("#last-explanation", Static).update(text)
 
@@ -302,13 +314,13 @@ class RunScreen(BaseScreen):
             text = Text.assemble(
                 ("waiting on rate limit", "bold yellow"),
                 f": retry in {left:.0f}s (attempt {n.attempt}), concurrency now {event.limit}",
-                (f" · {n.case_id}", "dim"),
+                (f" · {inert_line(n.case_id)}", "dim"),
             )
         else:
             text = Text.assemble(
                 ("retrying", "bold yellow"),
-                f" in {left:.0f}s (attempt {n.attempt}): {n.reason[:120]}",
-                (f" · {n.case_id}", "dim"),
+                f" in {left:.0f}s (attempt {n.attempt}): {inert_line(n.reason[:120])}",
+                (f" · {inert_line(n.case_id)}", "dim"),
             )
         line = self.query_one("#retry-line", Static)
         line.update(text)
@@ -369,7 +381,9 @@ class RunScreen(BaseScreen):
         self.query_one("#retry-line").display = False
         summary = self.query_one("#run-summary", Static)
         summary.update(
-            Text.assemble((headline, "bold red"), reason, ("\nescape goes back to setup", "bold"))
+            Text.assemble(
+                (headline, "bold red"), inert(reason), ("\nescape goes back to setup", "bold")
+            )
         )
         summary.display = True
 

@@ -16,6 +16,7 @@ from textual.widgets import Footer, Header, Input, Label, Static
 from secbench_tui.config import Settings
 from secbench_tui.core import catalog as model_catalog
 from secbench_tui.core.providers.baselines import is_baseline
+from secbench_tui.core.untrusted import inert_line, redact_url
 from secbench_tui.tui.messages import CatalogLoaded
 from secbench_tui.tui.screens.base import BaseScreen
 from secbench_tui.tui.screens.confirm import ConfirmScreen
@@ -140,11 +141,11 @@ class SetupScreen(BaseScreen):
             key = "no key: set OPENROUTER_API_KEY" if is_remote(s.base_url) else "no key (local)"
         status = Text.assemble(
             ("model ", "dim"),
-            (model or "none: choose one", "bold" if model else "bold red"),
+            (inert_line(model) if model else "none: choose one", "bold" if model else "bold red"),
             ("  ·  ", "dim"),
             cases,
             ("  ·  ", "dim"),
-            f"db {s.db}",
+            f"db {inert_line(s.db)}",
             ("  ·  ", "dim"),
             (key, "yellow" if key.startswith("no key") else "green"),
             ("  ·  ctrl+r runs", "dim"),
@@ -195,7 +196,7 @@ class SetupScreen(BaseScreen):
 
         self.app.push_screen(
             ConfirmScreen(
-                f"No API key is set for {settings.base_url}.\n"
+                f"No API key is set for {redact_url(settings.base_url)}.\n"
                 "Set OPENROUTER_API_KEY in the environment or in .env; without one every "
                 "request will most likely fail.\n\nStart anyway?",
                 yes="Start",

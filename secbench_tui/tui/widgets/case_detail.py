@@ -1,7 +1,8 @@
 """One result in full: the code highlighted, expected vs actual, explanation, raw reply, usage.
 
 Rendered from a result row as `Store.result()` returns it, so the results browser and any
-other screen show a result the same way.
+other screen show a result the same way. Every field but the figures is foreign text (the
+suite's, the model's, the server's): it is shown through `tui.plain`, escapes made visible.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from rich.rule import Rule
 from rich.syntax import Syntax
 from rich.text import Text
 
+from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.tui import format as fmt
+from secbench_tui.tui.plain import plain
 
 _FENCE_LANG = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*([A-Za-z0-9_+#.-]+)", re.MULTILINE)
 
@@ -56,8 +59,8 @@ def score_line(scores: dict[str, Any]) -> Text:
     for i, (name, value) in enumerate(sorted(scores.items())):
         if i:
             line.append(" · ", style="dim")
-        shown = f"{value:g}" if isinstance(value, int | float) else str(value)
-        line.append(f"{name} ", style="dim")
+        shown = f"{value:g}" if isinstance(value, int | float) else inert_line(value)
+        line.append(f"{inert_line(name)} ", style="dim")
         line.append(shown, style="bold")
     return line or Text("(none)", style="dim")
 
@@ -73,26 +76,30 @@ def _scores(row: dict[str, Any]) -> dict[str, Any]:
 def render_result(row: dict[str, Any]) -> RenderableType:
     outcome = str(row.get("outcome") or "")
     head = Text.assemble(
-        (str(row.get("case_id")), "bold"),
+        (inert_line(row.get("case_id")), "bold"),
         ("  ", ""),
-        (outcome.upper(), f"bold {fmt.OUTCOME_STYLES.get(outcome, '')}"),
-        (f"\n{row.get('model_name')} · run {row.get('run_id')} · {row.get('app')}", "dim"),
+        (inert_line(outcome.upper()), f"bold {fmt.OUTCOME_STYLES.get(outcome, '')}"),
+        (
+            f"\n{inert_line(row.get('model_name'))} · run {row.get('run_id')}"
+            f" · {inert_line(row.get('app'))}",
+            "dim",
+        ),
     )
     if row.get("repeat"):
         head.append(f" · repeat {int(row['repeat']) + 1}", style="dim")
     parts: list[RenderableType] = [head]
     raw_reply: list[RenderableType] = [
         _section("raw reply"),
-        Text(str(row.get("raw_reply") or "(none)"), style="dim"),
+        plain(row.get("raw_reply") or "(none)", style="dim"),
     ]
     vuldetectbench = row.get("suite_kind") == "vuldetectbench"
     if vuldetectbench:
         # the gold answer and the extracted one can be long (lines of code): one section each
         parts += [
             _section("expected (gold answer)"),
-            Text(str(row.get("expected_result") or "(none)")),
+            plain(row.get("expected_result") or "(none)"),
             _section("extracted answer"),
-            Text(str(row.get("actual_result") or "(none: nothing could be extracted)")),
+            plain(row.get("actual_result") or "(none: nothing could be extracted)"),
             _section("scores"),
             score_line(_scores(row)),
             *raw_reply,  # the model's whole answer, which the extraction read
@@ -101,21 +108,21 @@ def render_result(row: dict[str, Any]) -> RenderableType:
         parts.append(
             Text.assemble(
                 ("expected ", "dim"),
-                (str(row.get("expected_result")), "bold"),
+                (inert_line(str(row.get("expected_result"))), "bold"),
                 ("   actual ", "dim"),
-                (str(row.get("actual_result") or "-"), "bold"),
+                (inert_line(row.get("actual_result") or "-"), "bold"),
             )
         )
     if row.get("error"):
-        parts += [_section("error"), Text(str(row["error"]), style="red")]
+        parts += [_section("error"), plain(row["error"], style="red")]
     if not vuldetectbench or row.get("explanation"):
-        parts += [_section("explanation"), Text(str(row.get("explanation") or "(none)"))]
+        parts += [_section("explanation"), plain(row.get("explanation") or "(none)")]
     code = row.get("code")
     if code:
         parts += [
             _section("code"),
             Syntax(
-                str(code),
+                inert(code),
                 code_language(row),
                 line_numbers=True,
                 word_wrap=True,
@@ -136,7 +143,8 @@ def render_result(row: dict[str, Any]) -> RenderableType:
     )
     if row.get("served_model") or row.get("provider"):
         usage.append(
-            f"\nserved by {row.get('served_model') or '?'} via {row.get('provider') or '?'}",
+            f"\nserved by {inert_line(row.get('served_model') or '?')}"
+            f" via {inert_line(row.get('provider') or '?')}",
             style="dim",
         )
     if row.get("reused_from"):

@@ -16,6 +16,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from secbench_tui.core.catalog import Catalog, ModelInfo
+from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.errors import Guarded
 
@@ -48,7 +49,7 @@ def model_row(
     """One line: id, context, prices per million tokens, structured output, a tag."""
     row = Text(no_wrap=True, overflow="ellipsis")
     row.append("● " if chosen else "  ", style="bold green")
-    row.append(fit(model.id, width), style="bold" if chosen else "")
+    row.append(fit(inert_line(model.id), width), style="bold" if chosen else "")
     ctx = "" if model.context_length is None else f"{model.context_length // 1000}k"
     row.append(f" {ctx:>5}", style="dim")
     row.append(f" {fmt.short_price(model):>13}", style="dim")
@@ -64,12 +65,14 @@ def model_detail(model: ModelInfo | None, typed: str = "") -> Text:
     if model is None:
         if typed:
             return Text.assemble(
-                ("Not in the list: ", "dim"), (typed, "bold"), (" (Enter uses it as typed)", "dim")
+                ("Not in the list: ", "dim"),
+                (inert_line(typed), "bold"),
+                (" (Enter uses it as typed)", "dim"),
             )
         return Text("No model matches; type a full model id and press Enter", style="dim")
     return Text.assemble(
-        (model.id, "bold"),
-        (f"  {model.name}\n" if model.name else "\n", "dim"),
+        (inert_line(model.id), "bold"),
+        (f"  {inert_line(model.name)}\n" if model.name else "\n", "dim"),
         f"{fmt.context(model)} · {fmt.price(model)} · {fmt.structured(model)}",
     )
 

@@ -15,8 +15,10 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from secbench_tui.core.store import ResultFilter, Store
+from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.errors import Guarded
+from secbench_tui.tui.plain import plain_line
 
 PAGE = 200
 PREFETCH = 40  # rows from the end at which the next page is read
@@ -146,8 +148,8 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         return (
             str(row["id"]),
             str(row["run_id"]),
-            fmt.tail(str(row["case_id"]) + repeat, case_width),
-            str(row["expected_result"])[:VERDICT_WIDTH],
-            str(row["actual_result"] or "-")[:VERDICT_WIDTH],
+            plain_line(fmt.tail(inert_line(row["case_id"]) + repeat, case_width)),
+            plain_line(inert_line(row["expected_result"])[:VERDICT_WIDTH]),
+            plain_line(inert_line(row["actual_result"] or "-")[:VERDICT_WIDTH]),
             Text(outcome, style=fmt.OUTCOME_STYLES.get(outcome, "")),
         )

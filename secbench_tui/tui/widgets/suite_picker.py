@@ -19,6 +19,7 @@ from textual.widgets.selection_list import Selection
 from secbench_tui.config import VDB_METHODS
 from secbench_tui.session import is_vuldetectbench
 from secbench_tui.tui.errors import Guarded
+from secbench_tui.tui.plain import plain_line
 
 ALL_TASKS = {1, 2, 3, 4, 5}  # the default of --tasks, which is no request for a task
 
@@ -98,17 +99,18 @@ class SuitePicker(Guarded, Vertical):
         if choice.vuldetectbench:
             picked = {str(t) for t in self._tasks} if self._tasks else {n for n, _ in choice.groups}
             groups.add_options(
-                Selection(f"task{name}  ({n} cases)", name, name in picked)
+                Selection(plain_line(f"task{name}  ({n} cases)"), name, name in picked)
                 for name, n in choice.groups
             )
             kind = "VulDetectBench test set: choose tasks"
         else:
             picked = set(self._apps) if self._apps else {name for name, _ in choice.groups}
             groups.add_options(
-                Selection(f"{name}  ({n} cases)", name, name in picked) for name, n in choice.groups
+                Selection(plain_line(f"{name}  ({n} cases)"), name, name in picked)
+                for name, n in choice.groups
             )
             kind = "markdown suite: choose apps (space toggles)"
-        self.query_one("#suite-kind", Static).update(choice.problem or kind)
+        self.query_one("#suite-kind", Static).update(plain_line(choice.problem or kind))
         self.query_one("#method-row").display = choice.vuldetectbench
         if choice.vuldetectbench and set(self._tasks) == ALL_TASKS:
             picked &= {name for name, _ in choice.groups}  # the default: whatever it has
