@@ -3,6 +3,10 @@
 Progress goes to stdout, one line per finished case; problems go to stderr, one readable line
 each. The first Ctrl+C (or SIGTERM) lets the cases in flight finish and closes the database
 cleanly; a second one exits at once (every finished case is already committed).
+
+Whatever in a line came from elsewhere (case ids, replies, server messages, model and file
+names) goes through `core.untrusted.inert_line`: no escape sequence reaches the terminal and
+no foreign newline breaks a line.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from secbench_tui.core.engine import Engine
 from secbench_tui.core.events import CaseFinished, Event, Retrying, RunFinished, RunStarted
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.store import Store, StoreError
+from secbench_tui.core.untrusted import inert, inert_line, redact_url
 from secbench_tui.session import UsageError, build_spec, load_suite, make_provider
 
 
@@ -33,10 +38,11 @@ def format_case_line(event: CaseFinished) -> str:
     width = len(str(event.total))
     repeat = f" #{ev.repeat + 1}" if ev.repeat else ""
     actual = ev.scored.actual if ev.scored.actual is not None else "-"
+    expected = ev.case.expected if len(ev.case.expected) <= 12 else "..."
     line = (
-        f"[{event.done:>{width}}/{event.total}] {ev.case.case_id}{repeat}  "
-        f"expected={ev.case.expected if len(ev.case.expected) <= 12 else '...'} "
-        f"actual={actual[:24]}  {ev.scored.outcome.value.upper()}"
+        f"[{event.done:>{width}}/{event.total}] {inert_line(ev.case.case_id)}{repeat}  "
+        f"expected={inert_line(expected)} "
+        f"actual={inert_line(actual[:24])}  {ev.scored.outcome.value.upper()}"
         f"  {ev.completion.latency_ms / 1000:.2f}s"
     )
     if ev.reused:
@@ -47,9 +53,9 @@ def format_case_line(event: CaseFinished) -> str:
 
 
 def format_summary(summary: dict[str, Any], status: str, message: str | None) -> str:
-    lines = [f"Run {summary.get('run_id')} {status}: {summary.get('model')}"]
+    lines = [f"Run {summary.get('run_id')} {status}: {inert_line(summary.get('model'))}"]
     if message:
-        lines.append(f"  {message}")
+        lines.append(f"  {inert_line(message)}")
     lines.append(
         f"  cases {summary['cases']}  correct {summary['correct']}  wrong {summary['wrong']}"
         f"  unparsed {summary['unparsed']}  errors {summary['errors']}"
@@ -63,7 +69,7 @@ def format_summary(summary: dict[str, Any], status: str, message: str | None) ->
         )
         for app, stats in summary.get("apps", {}).items():
             lines.append(
-                f"    {app}: {_pct(stats['accuracy'])} of {stats['cases']}"
+                f"    {inert_line(app)}: {_pct(stats['accuracy'])} of {stats['cases']}"
                 f" (unparsed {stats['unparsed']}, errors {stats['errors']})"
             )
     if summary.get("vuldetectbench"):
@@ -74,7 +80,7 @@ def format_summary(summary: dict[str, Any], status: str, message: str | None) ->
         for task, metrics in summary["vuldetectbench"].items():
             shown = "  ".join(f"{k} {_pct(v)}" for k, v in metrics.items())
             note = crash_note(counts.get(task, {}))
-            lines.append(f"    {task}: {shown}" + (f"  ({note})" if note else ""))
+            lines.append(f"    {inert_line(task)}: {shown}" + (f"  ({note})" if note else ""))
     cost = summary.get("cost")
     shown_cost = "n/a" if cost is None else f"${cost:.4f}"
     if cost is not None and summary.get("reused"):
@@ -94,23 +100,25 @@ async def consume(engine: Engine, out: TextIO, err: TextIO) -> RunFinished | Non
         if isinstance(event, RunStarted):
             what = "resumed" if event.resumed else "started"
             print(
-                f"Run {event.run_id} {what}: {event.model}, {event.total} cases, "
+                f"Run {event.run_id} {what}: {inert_line(event.model)}, {event.total} cases, "
                 f"{event.pending} to ask, {event.reused} reused"
                 + (f", concurrency {event.concurrency}" if event.concurrency > 1 else ""),
                 file=out,
                 flush=True,
             )
             for skipped in event.skipped:
-                print(f"warning: {skipped}", file=err, flush=True)
+                print(f"warning: {inert_line(skipped)}", file=err, flush=True)
         elif isinstance(event, CaseFinished):
             print(format_case_line(event), file=out, flush=True)
             ev = event.evaluation
             if ev.scored.outcome is Outcome.ERROR:
-                print(f"error: {ev.case.case_id}: {ev.completion.error}", file=err, flush=True)
+                case_id, error = inert_line(ev.case.case_id), inert_line(ev.completion.error)
+                print(f"error: {case_id}: {error}", file=err, flush=True)
         elif isinstance(event, Retrying):
             n = event.notice
             print(
-                f"retry: {n.case_id} attempt {n.attempt} failed ({n.reason}); "
+                f"retry: {inert_line(n.case_id)} attempt {n.attempt} failed "
+                f"({inert_line(n.reason)}); "
                 f"waiting {n.wait_seconds:.1f}s",
                 file=err,
                 flush=True,
@@ -132,17 +140,17 @@ async def _run(settings: Settings) -> int:
         suite = load_suite(settings)
         provider = make_provider(settings)
     except UsageError as exc:
-        print(f"secbench-tui: error: {exc}", file=sys.stderr)
+        print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
         return EXIT_USAGE
     try:
         store = await Store.open(settings.db)
     except StoreError as exc:
         await provider.aclose()
-        print(f"secbench-tui: error: {exc}", file=sys.stderr)
+        print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
         return EXIT_ABORTED
     if settings.max_cost is not None and not provider.reports_cost:
         print(
-            f"warning: --max-cost: {settings.base_url} may not report costs; "
+            f"warning: --max-cost: {redact_url(settings.base_url)} may not report costs; "
             "the budget only counts costs the endpoint reports",
             file=sys.stderr,
         )
@@ -171,7 +179,7 @@ async def _run(settings: Settings) -> int:
     try:
         finished = await consume(engine, sys.stdout, sys.stderr)
     except Exception as exc:  # the run could not even start (the database, most likely)
-        print(f"secbench-tui: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"secbench-tui: error: {type(exc).__name__}: {inert(exc)}", file=sys.stderr)
         return EXIT_ABORTED
     finally:
         await provider.aclose()
@@ -184,11 +192,11 @@ async def _run(settings: Settings) -> int:
             write_summary_json(settings.summary_json, finished)
         except OSError as exc:
             print(
-                f"secbench-tui: error: --summary-json {settings.summary_json}: {exc}",
+                f"secbench-tui: error: --summary-json {settings.summary_json}: {inert(exc)}",
                 file=sys.stderr,
             )
     if finished.status == "aborted":
-        print(f"secbench-tui: run aborted: {finished.message}", file=sys.stderr)
+        print(f"secbench-tui: run aborted: {inert_line(finished.message)}", file=sys.stderr)
         return EXIT_ABORTED
     if finished.status == "stopped" and interrupts:
         return EXIT_INTERRUPTED

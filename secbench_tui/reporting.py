@@ -24,6 +24,7 @@ from secbench_tui.core.report import (
     write_text_atomic,
 )
 from secbench_tui.core.store import Store, StoreError
+from secbench_tui.core.untrusted import inert
 
 
 @dataclass
@@ -89,7 +90,7 @@ async def _export_main(
     try:
         store = await Store.open(db)
     except StoreError as exc:
-        print(f"secbench-tui: error: {exc}", file=sys.stderr)
+        print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
         return EXIT_FAILED
     try:
         outputs = await write_outputs(
@@ -102,7 +103,7 @@ async def _export_main(
             reports_dir=settings.reports_dir,
         )
     except ReportError as exc:
-        print(f"secbench-tui: error: {exc}", file=sys.stderr)
+        print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
         return EXIT_FAILED
     except OSError as exc:
         where = exc.filename or out or settings.reports_dir

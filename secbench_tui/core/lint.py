@@ -30,6 +30,7 @@ from secbench_tui.core.suites.markdown import (
     read_app_prompt,
     split_sections,
 )
+from secbench_tui.core.untrusted import inert
 
 MAX_TRIVIAL_ACCURACY = 0.60
 """A trivial classifier with a higher leave-one-out balanced accuracy fails the lint."""
@@ -614,5 +615,5 @@ def format_report(report: LintReport, limit: float = MAX_TRIVIAL_ACCURACY) -> st
 def main(cases_dir: Path) -> int:
     """`secbench-tui --lint`: print the findings; 0 when clean, 1 on problems."""
     report = lint_suite(cases_dir)
-    print(format_report(report))
+    print(inert(format_report(report)))  # file names and suite text are foreign
     return 1 if report.failed else 0
