@@ -5,6 +5,10 @@ runs: by default the latest run of each model on each suite, or the runs and mod
 JSON carries every run's settings and summary figures and one record per evaluation; CSV the
 evaluations only; JUnit one test per evaluation, where a wrong verdict is a failure, an
 unparsed reply a failure of its own type and an error an error, so CI shows all three.
+
+Model text is foreign: JSON and JUnit keep it exact but write C1 controls and DEL as escapes
+(`\u009b`, `&#x9b;`), so neither file carries a raw terminal control even when printed; CSV,
+made for spreadsheets, shows controls as `\x1b` and defuses formulas (`untrusted.csv_cell`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.report import Contender, ReportData
+from secbench_tui.core.untrusted import csv_cell, inert
 
 # Per evaluation, in this order; the spec's seven columns are among them under their names.
 RESULT_COLUMNS = (
@@ -53,6 +58,8 @@ RESULT_COLUMNS = (
 
 # XML 1.0 cannot carry most control characters, whatever the escaping; model output can.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# Allowed in JSON strings and XML text, yet terminal controls: written as escapes instead.
+_C1 = re.compile("[\x7f-\x9f]")
 
 
 def _result(row: dict[str, Any]) -> dict[str, Any]:
@@ -105,7 +112,8 @@ def to_json(data: ReportData) -> str:
         "runs": [_run_summary(c) for c in data.runs],
         "results": [_result(row) for c in data.runs for row in c.rows],
     }
-    return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
+    text = json.dumps(document, indent=1, ensure_ascii=False)
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 def to_csv(data: ReportData) -> str:
@@ -114,8 +122,14 @@ def to_csv(data: ReportData) -> str:
     writer.writerow(RESULT_COLUMNS)
     for c in data.runs:
         for row in c.rows:
-            writer.writerow(["" if row.get(k) is None else row[k] for k in RESULT_COLUMNS])
+            writer.writerow([_csv_value(row.get(k)) for k in RESULT_COLUMNS])
     return buffer.getvalue()
+
+
+def _csv_value(value: object) -> object:
+    if value is None:
+        return ""
+    return csv_cell(inert(value)) if isinstance(value, str) else value
 
 
 def junit_timestamp(started_at: str | None) -> str:
@@ -207,7 +221,8 @@ def to_junit(data: ReportData) -> str:
         root.set(key, str(value))
     root.set("time", f"{seconds:.3f}")
     ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+    text = ET.tostring(root, encoding="unicode", xml_declaration=True)
+    return _C1.sub(lambda m: f"&#x{ord(m.group()):x};", text) + "\n"
 
 
 EXPORTERS: dict[str, Callable[[ReportData], str]] = {

@@ -7,7 +7,8 @@ an offline reference, and what a correct answer costs. `render_html()` turns tha
 one self-contained page with jinja2, autoescape on, so every string from a model, a case, a
 model name or an app name is escaped. The page's own script and stylesheet are inline and
 pinned by hashes in a Content-Security-Policy, so nothing else could run even if a string ever
-slipped through unescaped. Nothing is re-run: any past run can be reported again.
+slipped through unescaped. Nothing is re-run: any past run can be reported again. Control
+characters in those strings are shown as `\\x1b` (`_shown`), never written as they are.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 
 from secbench_tui import __version__
 from secbench_tui.core.metrics import (
@@ -44,6 +46,7 @@ from secbench_tui.core.metrics import (
 )
 from secbench_tui.core.models import Outcome, SuiteKind
 from secbench_tui.core.store import RunRecord, Store
+from secbench_tui.core.untrusted import inert
 
 BASELINE_PREFIX = "baseline/"
 HARDEST_SHOWN = 20
@@ -870,11 +873,20 @@ def _csp_hash(text: str) -> str:
     return "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode()
 
 
+def _shown(value: Any) -> Any:
+    """Every value the template prints: text with its control characters made visible (the
+    page's own markup, passed as `Markup`, is left alone)."""
+    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+        return inert(value)
+    return value
+
+
 @cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("secbench_tui.core", "templates"),
         autoescape=True,
+        finalize=_shown,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
