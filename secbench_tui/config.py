@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, SecretStr, field_validator
 
 from secbench_tui.core.prompts import RESPONSE_FORMATS
 from secbench_tui.core.providers.openai_compat import OPENROUTER_URL
+from secbench_tui.core.untrusted import redact_url
 
 VDB_METHODS = ("cot", "few-shot")
 VDB_SCORINGS = ("correct", "library")
@@ -67,7 +68,7 @@ class Settings(BaseModel):
         parsed = urlparse(value.strip())
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ValueError(
-                f"{value!r} is not an http(s) URL; give the API root, "
+                f"{redact_url(value)!r} is not an http(s) URL; give the API root, "
                 "e.g. http://127.0.0.1:11434/v1"
             )
         return value.strip().rstrip("/")
@@ -110,7 +111,8 @@ class Settings(BaseModel):
         return self.api_key.get_secret_value() if self.api_key else None
 
     def recorded(self, vuldetectbench: bool = False, baseline: bool = False) -> dict[str, Any]:
-        """What a run records about how it was made, as far as it applies: never the key.
+        """What a run records about how it was made, as far as it applies: never the key,
+        and the endpoint without credentials (`redact_url`; requests use the real one).
 
         Baselines answer offline, so only their seed matters; markdown suites have apps and
         a response format, VulDetectBench runs have tasks and a prompting method.
@@ -118,7 +120,7 @@ class Settings(BaseModel):
         recorded: dict[str, Any] = {"seed": self.seed, "limit": self.limit}
         if not baseline:
             recorded.update(
-                base_url=self.base_url,
+                base_url=redact_url(self.base_url),
                 temperature=self.temperature,
                 max_tokens=self.max_tokens,
                 max_retries=self.max_retries,

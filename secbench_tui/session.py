@@ -146,4 +146,5 @@ def build_spec(settings: Settings, suite: LoadedSuite) -> RunSpec:
         max_cost=settings.max_cost,
         vdb_scoring=settings.vdb_scoring,
         skipped=tuple(suite.skipped),
+        base_url=None if is_baseline(settings.model) else settings.base_url,
     )

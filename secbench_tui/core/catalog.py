@@ -21,7 +21,9 @@ from urllib.parse import urlparse
 import httpx
 
 from secbench_tui.core.providers.baselines import BASELINES
+from secbench_tui.core.providers.openai_compat import api_url
 from secbench_tui.core.store import Store
+from secbench_tui.core.untrusted import redact_url
 
 STRUCTURED_PARAMETERS = frozenset({"structured_outputs", "response_format"})
 
@@ -138,7 +140,7 @@ async def fetch_models(
     base_url: str, client: httpx.AsyncClient | None = None, timeout: float = 10.0
 ) -> list[ModelInfo]:
     """`GET {base_url}/models` (no key needed). Raises httpx errors or ValueError."""
-    url = base_url.rstrip("/") + "/models"
+    url = api_url(base_url, "models")
     owned = client is None
     http = client or httpx.AsyncClient(timeout=timeout)
     try:
@@ -150,10 +152,24 @@ async def fetch_models(
             await http.aclose()
 
 
+def fetch_error(base_url: str, exc: BaseException) -> str:
+    """Why `GET /models` failed, in words that never show credentials in the URL (httpx puts
+    the whole URL in its status errors)."""
+    shown = redact_url(base_url)
+    if isinstance(exc, httpx.HTTPStatusError):
+        why = f"HTTP {exc.response.status_code}"
+    else:
+        why = f"{type(exc).__name__}: {exc}"
+        if shown != base_url:
+            why = why.replace(base_url.rstrip("/"), shown.rstrip("/"))
+    return f"GET {api_url(shown, 'models')} failed ({why})"
+
+
 def save_cache(path: Path, base_url: str, models: Sequence[ModelInfo]) -> str:
     fetched_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"base_url": base_url, "fetched_at": fetched_at, "models": [asdict(m) for m in models]}
+    models_data = [asdict(m) for m in models]
+    data = {"base_url": redact_url(base_url), "fetched_at": fetched_at, "models": models_data}
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data), encoding="utf-8")
     tmp.replace(path)
@@ -242,7 +258,7 @@ async def load_catalog(
         models = await fetch_models(base_url, client, timeout)
     except Exception as exc:  # any failure (an httpx error, a bad body, a bad port) is offline
         fallback = cached_catalog(base_url, recent, directory)
-        fallback.error = f"GET {base_url.rstrip('/')}/models failed ({type(exc).__name__}: {exc})"
+        fallback.error = fetch_error(base_url, exc)
         return fallback
     try:
         fetched_at: str | None = save_cache(path, base_url, models)

@@ -59,6 +59,10 @@ class RunSpec:
     max_cost: float | None = None
     vdb_scoring: str = "correct"
     skipped: tuple[str, ...] = ()
+    # The endpoint requests go to, credentials included: hashed into the fingerprint and the
+    # request hashes (two keys in a query are two endpoints), never stored; `settings` holds
+    # it redacted. None: the one in `settings`.
+    base_url: str | None = None
 
     @cached_property
     def suite_hash(self) -> str:
@@ -88,7 +92,8 @@ class RunSpec:
 
     def _request_settings(self) -> dict[str, Any]:
         request = {k: self.settings.get(k) for k in REQUEST_SETTINGS}
-        request["base_url"] = str(request["base_url"] or "").rstrip("/")
+        endpoint = request["base_url"] if self.base_url is None else self.base_url
+        request["base_url"] = str(endpoint or "").rstrip("/")
         return request
 
     def request_hash(self, case: Case) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 import aiosqlite
 
 from secbench_tui.core.models import Evaluation
+from secbench_tui.core.untrusted import redact_url
 
 SCHEMA_VERSION = 2
 
@@ -222,6 +223,15 @@ def _process_alive(pid: int) -> bool:
     except PermissionError:  # someone else's process: alive
         return True
     return True
+
+
+def recorded_settings(text: str | None) -> dict[str, Any]:
+    """A run's settings as read back: a `base_url` recorded with credentials (by a version
+    that stored it whole) comes out redacted, so no report or export shows them."""
+    settings = json.loads(text or "{}")
+    if isinstance(settings, dict) and isinstance(settings.get("base_url"), str):
+        settings["base_url"] = redact_url(settings["base_url"])
+    return settings  # type: ignore[no-any-return]
 
 
 def effective_status(status: str, pid: int | None, host: str | None) -> str:
@@ -461,7 +471,7 @@ class Store:
                 suite_path=row["suite_path"],
                 suite_hash=row["suite_hash"],
                 prompt_hash=row["prompt_hash"],
-                settings=json.loads(row["settings"] or "{}"),
+                settings=recorded_settings(row["settings"]),
                 fingerprint=row["fingerprint"],
                 tool_version=row["tool_version"],
                 started_at=row["started_at"],

@@ -16,7 +16,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlsplit, urlunsplit
 
 import httpx
 
@@ -24,6 +24,7 @@ from secbench_tui import __version__
 from secbench_tui.core.models import Case, Completion
 from secbench_tui.core.prompts import response_format
 from secbench_tui.core.providers.base import RetryCallback, RetryNotice, RunAborted
+from secbench_tui.core.untrusted import redact_url
 
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 524, 529})
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
@@ -159,13 +160,20 @@ def _error_message(body: Any) -> tuple[int | None, str]:
     return None, str(body)[:300]
 
 
+def api_url(base_url: str, path: str) -> str:
+    """`base_url` with `/path` added to its path; a query (`?api-version=...`) stays last."""
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + path.lstrip("/")))
+
+
 def _abort_for(status: int, message: str, settings: ClientSettings) -> RunAborted | None:
     lowered = message.lower()
+    endpoint = redact_url(settings.base_url)  # messages are stored and shown
     if status == 401:
         hint = (
             "set OPENROUTER_API_KEY in the environment or in .env to a valid key"
             if settings.is_openrouter
-            else f"check the key the server at {settings.base_url} expects (OPENROUTER_API_KEY)"
+            else f"check the key the server at {endpoint} expects (OPENROUTER_API_KEY)"
         )
         return RunAborted(f"authentication failed (401: {message}); {hint}", status)
     if status == 402:
@@ -186,9 +194,9 @@ def _abort_for(status: int, message: str, settings: ClientSettings) -> RunAborte
     )
     if unknown_model:
         return RunAborted(
-            f"model {settings.model!r} is not available at {settings.base_url} "
+            f"model {settings.model!r} is not available at {endpoint} "
             f"({status}: {message}); check the id with `GET "
-            f"{settings.base_url.rstrip('/')}/models` (and that --base-url is right), "
+            f"{api_url(endpoint, 'models')}` (and that --base-url is right), "
             "or pick another --model",
             status,
         )
@@ -256,7 +264,7 @@ class OpenAICompatibleProvider:
         await self._client.aclose()
 
     async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
-        url = self.settings.base_url.rstrip("/") + "/chat/completions"
+        url = api_url(self.settings.base_url, "chat/completions")
         body = self.payload(case)
         attempt = 0
         started = time.perf_counter()
