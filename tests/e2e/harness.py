@@ -65,6 +65,41 @@ def write_suite(root: Path, apps: dict[str, Sequence[str]]) -> list[SuiteCase]:
     return cases
 
 
+# --- a hostile suite and an endpoint URL with credentials (issue 10) ---------------------------
+
+USER, PASSWORD, QUERY_SECRET = "alice", "pa55-in-userinfo", "qs-secret-0123456789"
+# Case file names: an OSC title and a clear-screen, a newline, Textual markup.
+EVIL_NAME = "evil-\x1b]0;pwned-title\x07\x1b[2J-01-bad"
+NEWLINE_NAME = "split\nline-02-good"
+MARKUP_NAME = "[bold red]loud [@click=app.quit]quit-03-good"  # no "/" in a file name
+
+
+def secret_url(port: int) -> str:
+    """The loopback server's --base-url with credentials in the user info and the query."""
+    return f"http://{USER}:{PASSWORD}@127.0.0.1:{port}/api/v1?api_key={QUERY_SECRET}"
+
+
+def write_hostile_suite(root: Path) -> dict[str, str]:
+    """Four cases; returns each one's marker by case id."""
+    folder = root / "shop"
+    folder.mkdir(parents=True)
+    (folder / "SPEC.md").write_text(
+        "# Prompt\nThe shop service.\n1. Every query filters by tenant_id.\n", encoding="utf-8"
+    )
+    markers = {}
+    for n, (name, expected) in enumerate(
+        [(EVIL_NAME, "bad"), (NEWLINE_NAME, "good"), (MARKUP_NAME, "good"), ("plain-04", "bad")],
+        start=1,
+    ):
+        marker = f"<<hostile:{n}>>"
+        (folder / f"{name}.md").write_text(
+            f"# Code\n```sql\n-- {marker}\nSELECT 1;\n```\n\n# Expected\n{expected}\n",
+            encoding="utf-8",
+        )
+        markers[f"shop/{name}.md"] = marker
+    return markers
+
+
 def cli_env(key: str | None = None, **extra: str) -> dict[str, str]:
     """The environment for the command: this work tree importable, no stray key or proxy."""
     env = {

@@ -190,6 +190,22 @@ MODELS: list[dict[str, Any]] = [
 ]
 FALLBACK_PRICING = {"prompt": "0.000001", "completion": "0.000002"}
 
+# What a hostile server, or a model a code sample talked into it, can send: an OSC that
+# retitles the terminal, CSI sequences that clear and colour it, a C1 CSI, a bell, and Textual
+# markup (styles and an action link).
+HOSTILE = (
+    "\x1b]0;pwned-title\x07\x1b[2J\x1b[31mred\x1b[0m \x9b7m c1 \x07 "
+    "[bold red]loud[/bold red] [@click=app.quit]quit[/]"
+)
+
+
+def hostile_models() -> list[dict[str, Any]]:
+    """A `GET /models` catalog whose ids and names carry escape sequences and markup."""
+    return [
+        {**MODELS[0], "id": "evil/[bold]model[/bold]\x1b]0;pwned-title\x07", "name": HOSTILE},
+        *MODELS[1:],
+    ]
+
 
 def verdict_json(verdict: str, explanation: str | None = None) -> str:
     text = explanation if explanation is not None else f"The code looks {verdict}."
@@ -380,6 +396,7 @@ class ReceivedRequest:
     response: Any = None  # the JSON answered, or None
     answered_at: float | None = None
     in_flight: int = 0  # requests unanswered when this one arrived, itself included
+    query: str = ""  # the URL's query string, as sent
 
     @property
     def is_completion(self) -> bool:
@@ -712,6 +729,7 @@ class _Handler(BaseHTTPRequestHandler):
             body=body,
             prompt=_prompt_of(body),
             received_at=time.monotonic(),
+            query=self.path.partition("?")[2],
         )
         lb._record(request)
         try:
