@@ -13,12 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.harness import secret_url, write_hostile_suite
+from tests.e2e.server import HOSTILE, LoopbackServer, answer, hostile_models
+
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 
 
-@pytest.fixture
-def terminal(tmp_path: Path) -> Iterator[Callable[..., str]]:
+def open_terminal(tmp_path: Path, command: str) -> tuple[list[str], str, Callable[..., str]]:
+    """`command` in a tmux session of its own (120x40); returns (tmux argv, session, screen)."""
     name = f"secbench-test-{os.getpid()}"
     tmux = ["tmux", "-L", name]  # a tmux server of its own: no clash with any other session
     env = {
@@ -28,11 +31,6 @@ def terminal(tmp_path: Path) -> Iterator[Callable[..., str]]:
         "TERM": "xterm-256color",
     }
     env.pop("OPENROUTER_API_KEY", None)
-    command = (
-        f"{sys.executable} -m secbench_tui --model baseline/always-bad "
-        f"--cases {REPO / 'tests' / 'fixtures' / 'suite'} --db {tmp_path / 'r.db'}"
-        f" --base-url http://127.0.0.1:9/api/v1; echo EXITED $?; sleep 30"
-    )
     subprocess.run(
         [
             *tmux,
@@ -59,6 +57,17 @@ def terminal(tmp_path: Path) -> Iterator[Callable[..., str]]:
             [*tmux, "capture-pane", "-p", "-t", name], capture_output=True, text=True, check=True
         ).stdout
 
+    return tmux, name, screen
+
+
+@pytest.fixture
+def terminal(tmp_path: Path) -> Iterator[Callable[..., str]]:
+    command = (
+        f"{sys.executable} -m secbench_tui --model baseline/always-bad "
+        f"--cases {REPO / 'tests' / 'fixtures' / 'suite'} --db {tmp_path / 'r.db'}"
+        f" --base-url http://127.0.0.1:9/api/v1; echo EXITED $?; sleep 30"
+    )
+    tmux, _, screen = open_terminal(tmp_path, command)
     try:
         yield screen
     finally:
@@ -89,3 +98,42 @@ def test_setup_run_and_quit_in_a_real_terminal(
     assert "EXITED 0" in shown
     with sqlite3.connect(tmp_path / "r.db") as conn:
         assert conn.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0] == 5
+
+
+def test_hostile_replies_leave_the_window_title_alone(tmp_path: Path) -> None:
+    """Replies and names that carry OSC title sequences are shown, never obeyed: the title
+    tmux keeps for the pane (`#T`, what the terminal window would show) stays as it was."""
+    suite = tmp_path / "hostile"
+    write_hostile_suite(suite)
+    with LoopbackServer(models=hostile_models()) as server:
+        server.script(None, match=lambda r: True, then=answer("bad", HOSTILE, provider=HOSTILE))
+        # the pane sets a title first, which shows that tmux obeys OSC titles from this pane
+        command = (
+            "printf '\\033]2;title-before\\007'; "
+            f"{sys.executable} -m secbench_tui --model openai/gpt-4o-mini --cases {suite}"
+            f" --db {tmp_path / 'r.db'} --base-url {secret_url(server.port)}"
+            "; echo EXITED $?; sleep 30"
+        )
+        tmux, name, screen = open_terminal(tmp_path, command)
+
+        def title() -> str:
+            return subprocess.run(
+                [*tmux, "display", "-p", "-t", name, "#T"], capture_output=True, text=True
+            ).stdout.strip()
+
+        try:
+            wait_for(screen, "Model")
+            assert title() == "title-before"
+            screen("C-r")
+            shown = wait_for(screen, "Run 1 completed")
+            assert title() == "title-before"
+            assert "\\x1b]0;pwned-title\\x07" in shown  # the explanation, shown inert
+            screen("r")  # the results: the first result in full, raw reply included
+            shown = wait_for(screen, "raw reply")
+            assert "\\x1b]0;pwned-title" in shown and "Traceback" not in shown
+            assert title() == "title-before"
+            screen("q")
+            wait_for(screen, "EXITED")
+            assert title() == "title-before"
+        finally:
+            subprocess.run([*tmux, "kill-server"], capture_output=True)
