@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-import markupsafe
 
 from secbench_tui import __version__
 from secbench_tui.core.metrics import (
@@ -876,7 +875,7 @@ def _csp_hash(text: str) -> str:
 def _shown(value: Any) -> Any:
     """Every value the template prints: text with its control characters made visible (the
     page's own markup, passed as `Markup`, is left alone)."""
-    if isinstance(value, str) and not isinstance(value, markupsafe.Markup):
+    if isinstance(value, str) and not hasattr(value, "__html__"):
         return inert(value)
     return value
 
