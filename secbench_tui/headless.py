@@ -21,7 +21,13 @@ from secbench_tui.core.engine import Engine
 from secbench_tui.core.events import CaseFinished, Event, Retrying, RunFinished, RunStarted
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.store import Store, StoreError
-from secbench_tui.session import UsageError, build_spec, load_suite, make_provider
+from secbench_tui.session import (
+    UsageError,
+    build_spec,
+    load_suite,
+    make_provider,
+    resolve_request_defaults,
+)
 
 
 def _pct(value: float | None) -> str:
@@ -130,6 +136,7 @@ async def _run(settings: Settings) -> int:
         return EXIT_USAGE
     try:
         suite = load_suite(settings)
+        settings = await resolve_request_defaults(settings)
         provider = make_provider(settings)
     except UsageError as exc:
         print(f"secbench-tui: error: {exc}", file=sys.stderr)
