@@ -87,7 +87,8 @@ def format_summary(summary: dict[str, Any], status: str, message: str | None) ->
         shown_cost += f" (${summary.get('spent') or 0.0:.4f} spent by this run, the rest reused)"
     lines.append(
         f"  tokens {summary['prompt_tokens']} in / {summary['completion_tokens']} out"
-        f"  cost {shown_cost}"
+        + (f" ({summary['reasoning_tokens']} reasoning)" if summary.get("reasoning_tokens") else "")
+        + f"  cost {shown_cost}"
         f"  wall {summary.get('wall_seconds', 0):.1f}s"
     )
     return "\n".join(lines)

@@ -93,6 +93,8 @@ def summary_text(event: RunFinished) -> Text:
         f"\n  tokens {fmt.count(s.get('prompt_tokens'))} in /"
         f" {fmt.count(s.get('completion_tokens'))} out  cost {fmt.money(s.get('cost'))}"
     )
+    if s.get("reasoning_tokens"):
+        text.append(f"  ({fmt.count(s['reasoning_tokens'])} of the out tokens reasoning)")
     return text
 
 
