@@ -77,7 +77,7 @@ REASONING_SHOWN = 20_000  # characters: a long chain of thought is cut, the data
 def _reasoning(row: dict[str, Any]) -> list[RenderableType]:
     """The stored reasoning, neutralised (it is the model's text), cut when very long."""
     text = str(row.get("reasoning") or "")
-    shown = [Text(inert(text[:REASONING_SHOWN]), style="italic dim")]
+    shown: list[RenderableType] = [Text(inert(text[:REASONING_SHOWN]), style="italic dim")]
     if len(text) > REASONING_SHOWN:
         shown.append(
             Text(
