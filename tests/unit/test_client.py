@@ -388,3 +388,12 @@ async def test_security_bench_style_sends_its_body_and_nothing_else_even_to_open
     assert (
         requests[0].content == json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
     )
+
+
+async def test_thinking_counted_but_not_returned_still_gets_the_reasoning_advice() -> None:
+    body = _with_message({"content": ""}, completion_tokens_details={"reasoning_tokens": 64})
+    body["choices"][0]["finish_reason"] = "length"
+    provider, _, _ = provider_for([httpx.Response(200, json=body)], max_tokens=64)
+    completion = await provider.complete(CASE)
+    assert completion.error is not None and "still reasoning" in completion.error
+    assert completion.reasoning is None and completion.reasoning_tokens == 64

@@ -445,7 +445,8 @@ class OpenAICompatibleProvider:
                 usage=usage,
             )
         if finish == "length":
-            thought = reasoning.text is not None and not (isinstance(text, str) and text.strip())
+            answered = isinstance(text, str) and bool(text.strip())
+            thought = not answered and bool(reasoning.text or reasoning.tokens)
             raise _Attempt(
                 f"reply truncated at max_tokens={self.settings.max_tokens} "
                 + (
