@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -318,3 +319,21 @@ def test_stored_reasoning_survives_reuse(tmp_path: Path) -> None:
             "SELECT reasoning, reasoning_tokens, reused_from FROM evaluations ORDER BY id"
         ).fetchall()
     assert rows[1][0] == rows[0][0] and rows[1][1] == rows[0][1] and rows[1][2] == 1
+
+
+def test_hostile_reasoning_is_stored_exactly_and_shown_inert(tmp_path: Path) -> None:
+    (case,) = write_suite(tmp_path / "suite", {"api": ["bad"]})
+    hostile = "<script>alert(1)</script>\x1b[2J\x1b]0;owned\x07 \u202eevil"
+    db = tmp_path / "results.db"
+    with LoopbackServer() as server:
+        server.always(case.marker, replace(srv.answer("bad"), reasoning=hostile))
+        result = run_cli(server.base_url, db, tmp_path / "suite", env=_env(tmp_path))
+        assert result.returncode == 0, result.stderr
+        report = _report(tmp_path, db, server.base_url)
+    (row,) = by_case(db).values()
+    assert row["reasoning"] == hostile
+    shown = _shown_in_app(db, row["id"])
+    assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown
+    assert "\\x1b[2J" in shown and "\\u202e" in shown
+    assert "<script>alert(1)</script>" not in report
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in report
