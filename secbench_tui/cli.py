@@ -14,7 +14,8 @@ from pathlib import Path
 from pydantic import SecretStr, ValidationError
 
 from secbench_tui import __version__
-from secbench_tui.config import VDB_SCORINGS
+from secbench_tui.config import REASONING_EFFORTS, VDB_SCORINGS
+from secbench_tui.core import security_bench
 from secbench_tui.core.prompts import RESPONSE_FORMATS
 
 EXIT_OK = 0
@@ -91,7 +92,22 @@ def build_parser() -> argparse.ArgumentParser:
         "(default $OPENROUTER_BASE_URL or https://openrouter.ai/api/v1)",
     )
     api.add_argument("--temperature", type=float)
-    api.add_argument("--max-tokens", type=int, default=1024)
+    api.add_argument(
+        "--max-tokens",
+        type=int,
+        help="reply budget per request (default 1024, or 32768 for models that reason)",
+    )
+    api.add_argument(
+        "--reasoning-effort",
+        choices=REASONING_EFFORTS,
+        help="sent as reasoning.effort (OpenRouter); not sent by default",
+    )
+    api.add_argument(
+        "--request-style",
+        default="secbench-tui",
+        choices=security_bench.STYLES,
+        help="security-bench: send the original evaluator's request, byte for byte",
+    )
     api.add_argument("--seed", type=int)
     api.add_argument(
         "--response-format",
@@ -125,6 +141,8 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str]):  # type: 
         "api_key": SecretStr(key) if key else None,
         "temperature": args.temperature,
         "max_tokens": args.max_tokens,
+        "reasoning_effort": args.reasoning_effort,
+        "request_style": args.request_style,
         "seed": args.seed,
         "response_format": args.response_format,
         "max_retries": args.max_retries,

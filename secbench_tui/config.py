@@ -14,12 +14,15 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, Field, SecretStr, field_validator
 
+from secbench_tui.core import security_bench
 from secbench_tui.core.prompts import RESPONSE_FORMATS
 from secbench_tui.core.providers.openai_compat import OPENROUTER_URL
 from secbench_tui.core.untrusted import redact_url
 
 VDB_METHODS = ("cot", "few-shot")
 VDB_SCORINGS = ("correct", "library")
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
+DEFAULT_MAX_TOKENS = 1024
 
 
 class Settings(BaseModel):
@@ -32,7 +35,10 @@ class Settings(BaseModel):
     base_url: str = OPENROUTER_URL
     api_key: SecretStr | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
-    max_tokens: int = Field(default=1024, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)  # None: chosen per model at run start
+    reasoning_effort: str | None = None
+    request_style: str = "secbench-tui"
+    reasoning_model: bool | None = None  # what the catalog said, found at run start
     seed: int | None = None
     response_format: str = "json_schema"
     max_retries: int = Field(default=5, ge=0)
@@ -80,6 +86,36 @@ class Settings(BaseModel):
             raise ValueError(f"must be one of {', '.join(RESPONSE_FORMATS)}")
         return value
 
+    @field_validator("reasoning_effort")
+    @classmethod
+    def _known_effort(cls, value: str | None) -> str | None:
+        if value is not None and value not in REASONING_EFFORTS:
+            raise ValueError(f"must be one of {', '.join(REASONING_EFFORTS)}")
+        return value
+
+    @field_validator("request_style")
+    @classmethod
+    def _known_style(cls, value: str) -> str:
+        if value not in security_bench.STYLES:
+            raise ValueError(f"must be one of {', '.join(security_bench.STYLES)}")
+        return value
+
+    @property
+    def original_request(self) -> bool:
+        """`--request-style security-bench`: the original evaluator's request, byte for byte."""
+        return self.request_style == security_bench.STYLE
+
+    @property
+    def sent_max_tokens(self) -> int:
+        """The max_tokens every request carries."""
+        if self.original_request:
+            return security_bench.MAX_TOKENS
+        return self.max_tokens if self.max_tokens is not None else DEFAULT_MAX_TOKENS
+
+    @property
+    def sent_temperature(self) -> float | None:
+        return security_bench.TEMPERATURE if self.original_request else self.temperature
+
     @field_validator("method")
     @classmethod
     def _known_method(cls, value: str | None) -> str | None:
@@ -121,13 +157,16 @@ class Settings(BaseModel):
         if not baseline:
             recorded.update(
                 base_url=redact_url(self.base_url),
-                temperature=self.temperature,
-                max_tokens=self.max_tokens,
+                temperature=self.sent_temperature,
+                max_tokens=self.sent_max_tokens,
                 max_retries=self.max_retries,
                 timeout=self.timeout,
+                reasoning_effort=self.reasoning_effort,
+                reasoning_model=self.reasoning_model,
             )
             if not vuldetectbench:
                 recorded["response_format"] = self.response_format
+                recorded["request_style"] = self.request_style
         if vuldetectbench:
             recorded.update(tasks=self.tasks, method=self.method)
         else:

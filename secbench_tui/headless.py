@@ -26,7 +26,13 @@ from secbench_tui.core.events import CaseFinished, Event, Retrying, RunFinished,
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.store import Store, StoreError
 from secbench_tui.core.untrusted import inert, inert_line, redact_url
-from secbench_tui.session import UsageError, build_spec, load_suite, make_provider
+from secbench_tui.session import (
+    UsageError,
+    build_spec,
+    load_suite,
+    make_provider,
+    resolve_request_defaults,
+)
 
 
 def _pct(value: float | None) -> str:
@@ -87,7 +93,8 @@ def format_summary(summary: dict[str, Any], status: str, message: str | None) ->
         shown_cost += f" (${summary.get('spent') or 0.0:.4f} spent by this run, the rest reused)"
     lines.append(
         f"  tokens {summary['prompt_tokens']} in / {summary['completion_tokens']} out"
-        f"  cost {shown_cost}"
+        + (f" ({summary['reasoning_tokens']} reasoning)" if summary.get("reasoning_tokens") else "")
+        + f"  cost {shown_cost}"
         f"  wall {summary.get('wall_seconds', 0):.1f}s"
     )
     return "\n".join(lines)
@@ -138,6 +145,7 @@ async def _run(settings: Settings) -> int:
         return EXIT_USAGE
     try:
         suite = load_suite(settings)
+        settings = await resolve_request_defaults(settings)
         provider = make_provider(settings)
     except UsageError as exc:
         print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)

@@ -18,6 +18,8 @@ from secbench_tui.core.providers.baselines import BaselineProvider, is_baseline
 from secbench_tui.core.providers.openai_compat import ClientSettings, OpenAICompatibleProvider
 from secbench_tui.core.suites.markdown import SuiteError, load_markdown_suite
 
+REASONING_MAX_TOKENS = 32768
+
 
 class UsageError(Exception):
     """Bad settings or input: the message names the flag or file and the fix."""
@@ -56,11 +58,11 @@ def load_suite(settings: Settings) -> LoadedSuite:
         kind, skipped = SuiteKind.VULDETECTBENCH, []
     else:
         try:
-            prompt_text, _ = load_evaluation_prompt(settings.prompt)
-        except OSError as exc:
+            prompt_text, _ = load_evaluation_prompt(settings.prompt, settings.original_request)
+        except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"--prompt {settings.prompt}: cannot read ({exc})") from exc
         try:
-            suite = load_markdown_suite(root, settings.apps, prompt_text)
+            suite = load_markdown_suite(root, settings.apps, prompt_text, settings.request_style)
         except SuiteError as exc:
             raise UsageError(str(exc)) from exc
         cases, skipped = suite.cases, [str(s) for s in suite.skipped]
@@ -75,6 +77,8 @@ def check_suite_flags(settings: Settings, vuldetectbench: bool) -> None:
     """Flags that mean nothing for this kind of suite are mistakes: say so, do not ignore them."""
     if vuldetectbench and settings.apps:
         raise UsageError(f"--apps: {settings.cases_dir} is a VulDetectBench folder; use --tasks")
+    if settings.original_request:
+        check_original_request(settings, vuldetectbench)
     if not vuldetectbench:
         for flag, given in (
             ("--method", settings.method is not None),
@@ -85,6 +89,33 @@ def check_suite_flags(settings: Settings, vuldetectbench: bool) -> None:
                     f"{flag} applies to VulDetectBench folders (task{{N}}_code.jsonl); "
                     f"{settings.cases_dir} is a markdown suite"
                 )
+
+
+def check_original_request(settings: Settings, vuldetectbench: bool) -> None:
+    """`--request-style security-bench` fixes the whole body: a flag that would change it
+    is a mistake, not something to drop silently."""
+    style = "--request-style security-bench"
+    if vuldetectbench:
+        raise UsageError(
+            f"{style} applies to markdown suites; {settings.cases_dir} is a VulDetectBench folder"
+        )
+    fixed = (
+        ("--temperature", settings.temperature is not None, "temperature 0.1"),
+        ("--max-tokens", settings.max_tokens is not None, "max_tokens 30000"),
+        ("--seed", settings.seed is not None and not is_baseline(settings.model or ""), "no seed"),
+        ("--reasoning-effort", settings.reasoning_effort is not None, "no reasoning field"),
+        (
+            "--response-format",
+            settings.response_format != "json_schema",
+            "its own json_schema",
+        ),
+    )
+    for flag, given, sent in fixed:
+        if given:
+            raise UsageError(
+                f"{flag} cannot be combined with {style}, which sends the original "
+                f"evaluator's request as it is ({sent}); drop {flag}"
+            )
 
 
 def first_cases(cases: list[Case], limit: int, per_app: bool) -> list[Case]:
@@ -100,6 +131,35 @@ def first_cases(cases: list[Case], limit: int, per_app: bool) -> list[Case]:
     return kept
 
 
+async def resolve_request_defaults(
+    settings: Settings, cache: Path | None = None, fetch: bool = True
+) -> Settings:
+    """Settings with what the catalog says about the model, where it decides what is sent.
+
+    Reasoning models spend reply tokens on thinking before they answer, so 1024 leaves many
+    of them with no answer at all: when `--max-tokens` is not given and the model's catalog
+    entry lists `reasoning`, requests carry REASONING_MAX_TOKENS (or the model's own smaller
+    limit). The run records the value sent and `reasoning_model`; `--max-cost` stays the
+    guard on spend. A model the catalog does not list keeps the plain default.
+    """
+    model = settings.model
+    if not model or is_baseline(model) or settings.original_request:
+        return settings
+    if settings.max_tokens is not None:
+        return settings
+    from secbench_tui.core.catalog import lookup_model
+
+    info = await lookup_model(settings.base_url, model, cache, min(settings.timeout, 10.0), fetch)
+    if info is None or info.reasoning is None:
+        return settings
+    update: dict[str, object] = {"reasoning_model": info.reasoning}
+    if info.reasoning:
+        update["max_tokens"] = min(
+            REASONING_MAX_TOKENS, info.max_completion_tokens or REASONING_MAX_TOKENS
+        )
+    return settings.model_copy(update=update)
+
+
 def make_provider(settings: Settings) -> Provider:
     model = settings.model
     if not model:
@@ -110,10 +170,12 @@ def make_provider(settings: Settings) -> Provider:
         base_url=settings.base_url,
         api_key=settings.key,
         model=model,
-        temperature=settings.temperature,
-        max_tokens=settings.max_tokens,
+        temperature=settings.sent_temperature,
+        max_tokens=settings.sent_max_tokens,
         seed=settings.seed,
         response_format=settings.response_format,
+        reasoning_effort=settings.reasoning_effort,
+        request_style=settings.request_style,
         max_retries=settings.max_retries,
         timeout=settings.timeout,
         concurrency=settings.concurrency,

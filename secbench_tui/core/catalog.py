@@ -26,6 +26,7 @@ from secbench_tui.core.store import Store
 from secbench_tui.core.untrusted import redact_url
 
 STRUCTURED_PARAMETERS = frozenset({"structured_outputs", "response_format"})
+REASONING_PARAMETERS = frozenset({"reasoning", "include_reasoning"})
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class ModelInfo:
     completion_price: float | None = None
     structured: bool | None = None  # None: not known (a typed id, a server that does not say)
     offline: bool = False
+    reasoning: bool | None = None  # reasons before answering; None: not known
+    max_completion_tokens: int | None = None
 
     def matches(self, query: str) -> bool:
         """Every word of `query` appears in the id or the name (case-insensitive)."""
@@ -119,6 +122,8 @@ def parse_models(body: Any) -> list[ModelInfo]:
         pricing: dict[str, Any] = raw_pricing if isinstance(raw_pricing, dict) else {}
         params = entry.get("supported_parameters")
         context = entry.get("context_length")
+        top = entry.get("top_provider")
+        most = top.get("max_completion_tokens") if isinstance(top, dict) else None
         models.append(
             ModelInfo(
                 id=entry["id"],
@@ -131,9 +136,20 @@ def parse_models(body: Any) -> list[ModelInfo]:
                     if isinstance(params, list)
                     else None
                 ),
+                reasoning=(
+                    bool(REASONING_PARAMETERS.intersection(params))
+                    if isinstance(params, list)
+                    else None
+                ),
+                max_completion_tokens=_positive_int(most),
             )
         )
     return models
+
+
+def _positive_int(value: Any) -> int | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
+    return value if ok else None
 
 
 async def fetch_models(
@@ -188,6 +204,7 @@ def _cached_model(entry: Any) -> ModelInfo | None:
 
     name, structured, context = entry.get("name"), entry.get("structured"), number("context_length")
     prompt_price, completion_price = number("prompt_price"), number("completion_price")
+    reasoning = entry.get("reasoning")
     return ModelInfo(
         id=entry["id"],
         name=name if isinstance(name, str) else "",
@@ -195,6 +212,8 @@ def _cached_model(entry: Any) -> ModelInfo | None:
         prompt_price=None if prompt_price is None else float(prompt_price),
         completion_price=None if completion_price is None else float(completion_price),
         structured=structured if isinstance(structured, bool) else None,
+        reasoning=reasoning if isinstance(reasoning, bool) else None,
+        max_completion_tokens=_positive_int(entry.get("max_completion_tokens")),
     )
 
 
@@ -265,3 +284,27 @@ async def load_catalog(
     except OSError:
         fetched_at = None  # an unwritable cache folder costs only the offline fallback
     return Catalog(arrange(models, recent), "network", fetched_at, recent=list(recent))
+
+
+async def lookup_model(
+    base_url: str,
+    model_id: str,
+    directory: Path | None = None,
+    timeout: float = 10.0,
+    fetch: bool = True,
+) -> ModelInfo | None:
+    """One model's entry: from the cache when it says whether the model reasons, else from
+    `GET {base_url}/models` (the cache is left as it is). None when the model is not listed
+    or the list cannot be had: callers then keep their defaults."""
+    cached = load_cache(cache_path(base_url, directory))
+    if cached is not None:
+        found = next((m for m in cached[0] if m.id == model_id), None)
+        if found is not None and found.reasoning is not None:
+            return found
+    if not fetch:
+        return None
+    try:
+        models = await fetch_models(base_url, timeout=timeout)
+    except Exception:  # offline, a server without /models, a bad body: not known
+        return None
+    return next((m for m in models if m.id == model_id), None)

@@ -39,6 +39,9 @@ from secbench_tui.core.store import Store, now_iso, text_hash
 
 # Settings that change what a model is asked; a resumed run must match them all.
 REQUEST_SETTINGS = ("base_url", "temperature", "max_tokens", "seed", "response_format")
+# Later ones, with the value that leaves the request as it was before they existed: they
+# count only when set otherwise, so results recorded before them are still reused.
+OPTIONAL_REQUEST_SETTINGS = {"reasoning_effort": None, "request_style": "secbench-tui"}
 
 
 @dataclass
@@ -94,6 +97,9 @@ class RunSpec:
         request = {k: self.settings.get(k) for k in REQUEST_SETTINGS}
         endpoint = request["base_url"] if self.base_url is None else self.base_url
         request["base_url"] = str(endpoint or "").rstrip("/")
+        for key, unset in OPTIONAL_REQUEST_SETTINGS.items():
+            if self.settings.get(key, unset) != unset:
+                request[key] = self.settings[key]
         return request
 
     def request_hash(self, case: Case) -> str:
@@ -231,6 +237,8 @@ class Engine:
             provider=row["provider"],
             latency_ms=row["latency_ms"] or 0.0,
             attempts=row["attempts"],
+            reasoning=row.get("reasoning"),
+            reasoning_tokens=row.get("reasoning_tokens"),
         )
         evaluation = Evaluation(
             run_id=run_id,

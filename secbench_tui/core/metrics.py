@@ -143,11 +143,12 @@ def cost_per_correct(cost: float | None, correct: int) -> float | None:
 
 
 def usage_stats(rows: Iterable[Row]) -> dict[str, Any]:
-    """Tokens, cost and latency. `cost` is what the answers cost, reused ones included (what
+    """Tokens (reasoning tokens are part of the completion tokens), cost and latency.
+    `cost` is what the answers cost, reused ones included (what
     comparing models needs); `spent` leaves reused results out (what this run paid).
     `cost_missing` counts answered requests whose cost the endpoint did not report while
     others' was: then `cost` is only a lower bound (0 when no cost is known at all)."""
-    prompt = completion = 0
+    prompt = completion = reasoning = 0
     cost = spent = 0.0
     cost_known = False
     unpriced = 0
@@ -155,6 +156,7 @@ def usage_stats(rows: Iterable[Row]) -> dict[str, Any]:
     for row in rows:
         prompt += row.get("prompt_tokens") or 0
         completion += row.get("completion_tokens") or 0
+        reasoning += row.get("reasoning_tokens") or 0
         if row.get("cost") is not None:
             cost += row["cost"]
             spent += 0.0 if row.get("reused_from") else row["cost"]
@@ -166,6 +168,7 @@ def usage_stats(rows: Iterable[Row]) -> dict[str, Any]:
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
+        "reasoning_tokens": reasoning,  # part of completion_tokens, not on top of them
         "cost": cost if cost_known else None,
         "spent": spent if cost_known else None,
         "cost_missing": unpriced if cost_known else 0,

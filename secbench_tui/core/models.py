@@ -83,6 +83,8 @@ class Completion(BaseModel):
     latency_ms: float = 0.0
     attempts: int = 1
     generation_id: str | None = None
+    reasoning: str | None = None  # the model's thinking, when the endpoint returns it
+    reasoning_tokens: int | None = None  # usage.completion_tokens_details.reasoning_tokens
 
 
 class Scored(BaseModel):

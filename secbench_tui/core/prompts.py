@@ -42,23 +42,29 @@ def response_format(kind: str) -> dict[str, Any] | None:
     return None
 
 
-def packaged_evaluation_prompt() -> str:
-    return (resources.files("secbench_tui") / "evaluation-prompt.txt").read_text(encoding="utf-8")
+def packaged_evaluation_prompt(exact: bool = False) -> str:
+    packaged = resources.files("secbench_tui") / "evaluation-prompt.txt"
+    return packaged.read_bytes().decode("utf-8") if exact else packaged.read_text("utf-8")
 
 
-def load_evaluation_prompt(path: Path | None) -> tuple[str, str]:
+def load_evaluation_prompt(path: Path | None, exact: bool = False) -> tuple[str, str]:
     """(text, source) of the evaluation prompt.
 
     An explicit path must exist. Without one, `./evaluation-prompt.txt` is used when present
     (the specification keeps it at the project root) and the copy shipped in the package
-    otherwise, so the program works from any directory.
+    otherwise, so the program works from any directory. `exact` keeps the file's line
+    endings as they are (what `--request-style security-bench` sends).
     """
+
+    def read(file: Path) -> str:
+        return file.read_bytes().decode("utf-8") if exact else file.read_text(encoding="utf-8")
+
     if path is not None:
-        return path.read_text(encoding="utf-8"), str(path)
+        return read(path), str(path)
     local = Path("evaluation-prompt.txt")
     if local.is_file():
-        return local.read_text(encoding="utf-8"), str(local.resolve())
-    return packaged_evaluation_prompt(), "packaged"
+        return read(local), str(local.resolve())
+    return packaged_evaluation_prompt(exact), "packaged"
 
 
 def sha256_text(text: str) -> str:

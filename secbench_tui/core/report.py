@@ -77,6 +77,7 @@ VDB_TASK_NAMES = {
 # VulDetectBench's for a markdown suite, the markdown suite's for VulDetectBench.
 ENDPOINT_SETTINGS = frozenset(
     {"base_url", "temperature", "max_tokens", "response_format", "max_retries", "timeout"}
+    | {"reasoning_effort", "reasoning_model", "request_style"}
 )
 VDB_ONLY_SETTINGS = frozenset({"tasks", "method", "vdb_scoring"})
 MARKDOWN_ONLY_SETTINGS = frozenset({"apps"})
@@ -265,6 +266,13 @@ class ReportData:
     @property
     def suites(self) -> list[str]:
         return sorted({c.run.suite_path for c in self.contenders})
+
+    @property
+    def original_requests(self) -> list[int]:
+        """Runs that sent the original security-bench evaluator's request."""
+        return [
+            c.run.id for c in self.runs if c.run.settings.get("request_style") == "security-bench"
+        ]
 
     @property
     def with_repeats(self) -> list[Contender]:
@@ -903,8 +911,22 @@ def _environment() -> jinja2.Environment:
         vdb_crashes=vdb_crashes,
         narrowed=narrowed_by,
         suite=suite_name,
+        excerpt=excerpt,
     )
     return env
+
+
+REASONING_SHOWN = 4000  # characters of a model's reasoning in the report; the database has all
+
+
+def excerpt(text: object, limit: int = REASONING_SHOWN) -> str:
+    """Long text (a model's reasoning) cut for the page, saying how much was left out."""
+    value = "" if text is None else str(text)
+    if len(value) <= limit:
+        return value
+    return (
+        f"{value[:limit]}\n… (first {limit:,} of {len(value):,} characters; the database keeps all)"
+    )
 
 
 @cache

@@ -24,7 +24,7 @@ import aiosqlite
 from secbench_tui.core.models import Evaluation
 from secbench_tui.core.untrusted import redact_url
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -117,6 +117,8 @@ _EVAL_COLUMNS = (
     "case_hash",
     "request_hash",
     "reused_from",
+    "reasoning",
+    "reasoning_tokens",
 )
 
 
@@ -211,8 +213,14 @@ async def _add_run_owner(db: aiosqlite.Connection) -> None:
     await db.execute("ALTER TABLE runs ADD COLUMN host TEXT")
 
 
+async def _add_reasoning(db: aiosqlite.Connection) -> None:
+    """Version 2 -> 3: the model's reasoning text and reasoning tokens, per result."""
+    await db.execute("ALTER TABLE evaluations ADD COLUMN reasoning TEXT")
+    await db.execute("ALTER TABLE evaluations ADD COLUMN reasoning_tokens INTEGER")
+
+
 # MIGRATIONS[n] brings a file at version n to version n + 1.
-MIGRATIONS: dict[int, Migration] = {0: _migrate_legacy, 1: _add_run_owner}
+MIGRATIONS: dict[int, Migration] = {0: _migrate_legacy, 1: _add_run_owner, 2: _add_reasoning}
 
 
 def _process_alive(pid: int) -> bool:
@@ -562,6 +570,8 @@ class Store:
                 case_hash,
                 request_hash,
                 reused_from,
+                completion.reasoning,
+                completion.reasoning_tokens,
             )
         )
         cursor = await self.db.execute(
@@ -638,7 +648,7 @@ class Store:
             if with_text
             else "e.id, e.app, e.case_id, e.case_index, e.repeat, e.suite_kind, e.outcome,"
             " e.expected_result, e.actual_result, e.prompt_tokens, e.completion_tokens, e.cost,"
-            " e.latency_ms, e.reused_from, e.scores, e.explanation"
+            " e.latency_ms, e.reused_from, e.scores, e.explanation, e.reasoning_tokens"
         )
         join = " LEFT JOIN case_texts c ON c.hash = e.case_hash" if with_text else ""
         cursor = await self.db.execute(

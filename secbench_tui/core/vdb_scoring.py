@@ -2,7 +2,11 @@
 
 Two scorings. "correct" (the default) follows the benchmark's documented definitions:
 
-- Task 1: the reply's YES/NO against the gold; accuracy, and F1 with YES as positive.
+- Task 1: the reply's YES/NO against the gold; accuracy, and F1 with YES as positive. A
+  plain statement reads as a human grader reads it ("it is not vulnerable" is NO, "the
+  code is vulnerable" YES); a reply that says neither, or both, is unparsed. An unparsed
+  reply (or an error) is wrong for accuracy and a false negative on a gold YES; on a gold
+  NO it is no positive prediction, so not a false positive.
 - Task 2: SE is 1 for the optimal option, 0.5 for the sub-optimal one, 0 otherwise or
   when the reply names several options; ME is 1 when every option named is one of the
   two (so naming both still gets ME 1, but naming a wrong option too gets 0).
@@ -12,6 +16,9 @@ Two scorings. "correct" (the default) follows the benchmark's documented definit
 - Tasks 4 and 5: the lines of every backtick snippet of the reply (whitespace removed,
   blank lines and a fence's language tag dropped) against the gold snippet's lines;
   URS is intersection over union, ORS intersection over gold.
+- Task 3 samples whose gold lists no token have nothing to recall: whatever the reply
+  (even an empty one) they are `correct`, carry no recall, and are left out of MAR
+  (`no_gold` counts them). Only a request that failed (`error`) differs.
 
 "library" reproduces the numbers `vuldetectbench` 0.0.5 reports for the same replies,
 bugs included: task 1 counts any "yes" substring as YES; task 2 accepts a CWE number
@@ -77,19 +84,28 @@ def score_vuldetectbench(case: Case, reply: str | None, scoring: str = "correct"
 
 def _error(case: Case, task: int, scoring: str) -> Scored:
     scores: dict[str, float] = {}
+    library = scoring == "library"
     if task == 1:
-        gold_yes = _lib_yes(case.expected) if scoring == "library" else _gold_yes(case.expected)
-        scores = _confusion(None, gold_yes)
+        gold_yes = _lib_yes(case.expected) if library else _gold_yes(case.expected)
+        scores = _confusion(None, gold_yes, missing_is_wrong_answer=library)
     elif task == 3:
-        scores = {"tp": 0.0, "gold": float(len(case.expected.split())), "recall": 0.0}
+        gold = float(len(case.expected.split()))
+        scores = {"tp": 0.0, "gold": gold} | ({"recall": 0.0} if gold or library else {})
     if scoring == "library":
         scores["crashed"] = 0.0  # no reply reached the library's scorer
     return Scored(actual=None, outcome=Outcome.ERROR, explanation="no reply", scores=scores)
 
 
-def _confusion(said_yes: bool | None, gold_yes: bool) -> dict[str, float]:
-    """Task 1 counts; an answer that is missing counts as the wrong one."""
+def _confusion(
+    said_yes: bool | None, gold_yes: bool, missing_is_wrong_answer: bool = False
+) -> dict[str, float]:
+    """Task 1 counts. A missing answer is a miss: a false negative on a gold YES and, on a
+    gold NO, no prediction at all (no count), as the benchmark's definitions read. The
+    library's reading counts it as the wrong answer (a false positive on a gold NO)."""
     if said_yes is None:
+        if not missing_is_wrong_answer:
+            no_answer = dict.fromkeys(("hit", "tp", "fp", "tn"), 0.0)
+            return no_answer | {"gold_yes": float(gold_yes), "fn": float(gold_yes)}
         said_yes = not gold_yes
     hit = said_yes == gold_yes
     return {
@@ -109,6 +125,19 @@ def _confusion(said_yes: bool | None, gold_yes: bool) -> dict[str, float]:
 _T1_ANSWER = re.compile(r"(?i:\banswer\b)\s*(?i:is\b)?\s*[:\-]?\s*[*_`'\"]*\s*(?i:\b(yes|no)\b)")
 _T1_LEAD = re.compile(r"^[\s*_`'\"#>(\[]*(yes|no)\b(?!\s*(?:or|/)\s*(?:yes|no)\b)", re.IGNORECASE)
 _T1_UPPER = re.compile(r"\b(YES|NO)\b")
+_T1_ADVERB = r"(?:(?:be|been|currently|actually|really|inherently|directly|likely)\s+)?"
+_T1_SAYS_NO = re.compile(
+    rf"(?:\bnot|n't)\s+{_T1_ADVERB}vulnerable\b"
+    r"|\bno\s+(?:\w+\s+)?vulnerabilit(?:y|ies)\b"
+    r"|(?:\bnot|n't)\s+(?:contain|have|include)\s+(?:a|an|any)\s+(?:\w+\s+)?vulnerabilit",
+    re.IGNORECASE,
+)
+_T1_SAYS_YES = re.compile(
+    rf"\b(?:is|are)\s+{_T1_ADVERB}vulnerable\b"
+    r"|\b(?:contains?|has|have|there\s+is|there\s+are)\s+(?:a|an)\s+(?:\w+\s+){0,2}"
+    r"vulnerabilit(?:y|ies)\b",
+    re.IGNORECASE,
+)
 
 
 def _gold_yes(gold: str) -> bool:
@@ -119,8 +148,10 @@ def extract_yes_no(reply: str) -> str | None:
     """YES or NO, or None when the reply does not say which.
 
     In order: an "answer: X" phrase (all of them agreeing), a reply that starts with
-    yes/no, or upper-case YES/NO of one kind only. A lower-case "no" inside prose
-    ("there is no bounds check") is never taken as the answer.
+    yes/no, upper-case YES/NO of one kind only, or else a plain statement ("it is not
+    vulnerable", "there are no vulnerabilities": NO; "the code is vulnerable": YES) that
+    is not contradicted. A lower-case "no" inside prose ("there is no bounds check") is
+    never taken as the answer.
     """
     said = {str(m).lower() for m in _T1_ANSWER.findall(reply)}
     if len(said) == 1:
@@ -129,7 +160,21 @@ def extract_yes_no(reply: str) -> str | None:
     if lead:
         return lead.group(1).upper()
     upper = {str(m) for m in _T1_UPPER.findall(reply)}
-    return upper.pop() if len(upper) == 1 else None
+    if len(upper) == 1:
+        return upper.pop()
+    if upper:
+        return None
+    return _plain_statement(reply)
+
+
+def _plain_statement(reply: str) -> str | None:
+    """NO for "it is not vulnerable" / "no vulnerabilities", YES for "the code is vulnerable";
+    None when the reply says neither, or both."""
+    says_no = bool(_T1_SAYS_NO.search(reply))
+    says_yes = bool(_T1_SAYS_YES.search(_T1_SAYS_NO.sub(" ", reply)))
+    if says_no == says_yes:
+        return None
+    return "NO" if says_no else "YES"
 
 
 def _task1(case: Case, reply: str) -> Scored:
@@ -201,6 +246,11 @@ def _task2(case: Case, reply: str) -> Scored:
 
 def _task3(case: Case, reply: str) -> Scored:
     gold = case.expected.split()
+    if not gold:
+        note = "the gold answer lists no tokens: nothing to recall, left out of MAR"
+        return Scored(
+            actual="", outcome=Outcome.CORRECT, explanation=note, scores={"tp": 0.0, "gold": 0.0}
+        )
     if not reply.strip():
         scores = {"tp": 0.0, "gold": float(len(gold)), "recall": 0.0}
         return Scored(actual=None, outcome=Outcome.UNPARSED, scores=scores)
@@ -211,9 +261,6 @@ def _task3(case: Case, reply: str) -> Scored:
             found[token] -= 1
             matched.append(token)
     scores = {"tp": float(len(matched)), "gold": float(len(gold))}
-    if not gold:
-        note = "the gold answer lists no tokens: nothing to recall, left out of MAR"
-        return Scored(actual="", outcome=Outcome.CORRECT, explanation=note, scores=scores)
     scores["recall"] = len(matched) / len(gold)
     outcome = Outcome.CORRECT if len(matched) == len(gold) else Outcome.WRONG
     return Scored(actual=" ".join(matched), outcome=outcome, scores=scores)
@@ -399,8 +446,9 @@ def aggregate_vuldetectbench(
 
     Errors and unparsed replies stay in every denominator with a score of 0: they
     lower accuracy, SE/ME, MAR, URS/ORS; in task 1's F1 a missed YES is a false
-    negative and a missed NO a false positive (an error scored without its gold class
-    counts as a false negative). In task 3, the correct scoring leaves samples whose
+    negative and a missed NO no prediction (an error scored without its gold class
+    counts as a false negative; the library's reading counts a missed NO as a false
+    positive). In task 3, the correct scoring leaves samples whose
     gold lists no token out of MAR (`no_gold` counts them); the library scores them 0.
     Library scoring can report values above 1 for task 3, as the library does.
     """
@@ -446,11 +494,19 @@ def _task1_counts(rows: list[Scored]) -> tuple[int, int, int, int]:
 
 
 def _agg_task1(rows: list[Scored]) -> dict[str, Any]:
-    tp, fp, tn, fn = _task1_counts(rows)
-    total = tp + fp + tn + fn
+    answered = [r for r in rows if r.outcome in (Outcome.CORRECT, Outcome.WRONG)]
+    tp, fp, tn, fn = _task1_counts(answered)
+    # A missing answer (unparsed, error) is a miss: a false negative on a gold YES, no
+    # prediction on a gold NO. Read from the outcome, so results recorded before this
+    # convention (which counted a false positive there) read the same way.
+    fn += sum(
+        _get(r, "gold_yes") > 0 or "gold_yes" not in r.scores
+        for r in rows
+        if r.outcome not in (Outcome.CORRECT, Outcome.WRONG)
+    )
     f1_den = 2 * tp + fp + fn
     return {
-        "accuracy": (tp + tn) / total if total else 0.0,
+        "accuracy": (tp + tn) / len(rows) if rows else 0.0,
         "f1": 2 * tp / f1_den if f1_den else 0.0,
     }
 

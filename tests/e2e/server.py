@@ -243,6 +243,9 @@ class Behaviour:
     usage: bool = True
     cost: float | None = None  # usage.cost to report (default: tokens x the model's pricing)
     gate: int = 0  # first wait (up to 10 s) until this many requests are in flight
+    reasoning: str | None = None  # the model's thinking, sent in `reasoning_field`
+    reasoning_field: str = "reasoning"  # or reasoning_content (vLLM), reasoning_details
+    reasoning_tokens: int = 0  # counted in completion_tokens too, as OpenRouter does
 
     def after(self, seconds: float) -> Behaviour:
         """The same answer, `seconds` later."""
@@ -368,6 +371,43 @@ def dropped(**kw: Any) -> Behaviour:
     return Behaviour("dropped", drop=True, **kw)
 
 
+THINKING_BUDGET = 4096  # a reasoning model given fewer max_tokens thinks until cut off
+
+
+def thinking_model(field: str = "reasoning", budget: int = THINKING_BUDGET) -> Responder:
+    """A reasoning model as OpenRouter serves one: its thinking counts against max_tokens.
+
+    With `max_tokens` under `budget` it answers `finish_reason: "length"`, empty content and
+    text only in the reasoning field; with enough it thinks (mentioning the effort asked
+    for, if any), then answers the verdict the prompt's `expect:` marker names.
+    """
+
+    def respond(request: ReceivedRequest) -> Behaviour:
+        body = request.body if isinstance(request.body, dict) else {}
+        max_tokens = body.get("max_tokens")
+        effort = (body.get("reasoning") or {}).get("effort")
+        thought = f"Let me check each query against the rules (effort {effort or 'default'})."
+        if isinstance(max_tokens, int) and max_tokens < budget:
+            return Behaviour(
+                "thinking_cut",
+                content="",
+                finish_reason="length",
+                reasoning=thought + " First, the tenant filter",
+                reasoning_field=field,
+                reasoning_tokens=max_tokens,
+            )
+        verdict = expected_verdict(request)
+        return replace(
+            verdict,
+            name="thinking",
+            reasoning=thought,
+            reasoning_field=field,
+            reasoning_tokens=budget // 2,
+        )
+
+    return respond
+
+
 def delayed(seconds: float, then: Behaviour | None = None) -> Behaviour:
     return (then or answer()).after(seconds)
 
@@ -397,6 +437,7 @@ class ReceivedRequest:
     answered_at: float | None = None
     in_flight: int = 0  # requests unanswered when this one arrived, itself included
     query: str = ""  # the URL's query string, as sent
+    raw: bytes = b""  # the body exactly as sent
 
     @property
     def is_completion(self) -> bool:
@@ -620,7 +661,7 @@ class LoopbackServer:
         model = str(body.get("model") or "unknown/model")
         content = b.content or ""
         prompt_tokens = max(1, len(request.prompt) // 4)
-        completion_tokens = len(content) // 4
+        completion_tokens = len(content) // 4 + b.reasoning_tokens
         pricing = self._pricing.get(model, FALLBACK_PRICING)
         cost = prompt_tokens * float(pricing["prompt"]) + completion_tokens * float(
             pricing["completion"]
@@ -639,6 +680,14 @@ class LoopbackServer:
                 "reasoning": None,
             },
         }
+        if b.reasoning is not None:
+            message = choice["message"]
+            if b.reasoning_field == "reasoning_details":
+                message["reasoning_details"] = [
+                    {"type": "reasoning.text", "text": b.reasoning, "format": "unknown", "index": 0}
+                ]
+            else:
+                message[b.reasoning_field] = b.reasoning
         if b.choice_error is not None:
             choice["error"] = b.choice_error
         data: dict[str, Any] = {
@@ -657,7 +706,7 @@ class LoopbackServer:
                 "cost": cost,
                 "is_byok": False,
                 "prompt_tokens_details": {"cached_tokens": 0},
-                "completion_tokens_details": {"reasoning_tokens": 0},
+                "completion_tokens_details": {"reasoning_tokens": b.reasoning_tokens},
             }
         return data
 
@@ -730,6 +779,7 @@ class _Handler(BaseHTTPRequestHandler):
             prompt=_prompt_of(body),
             received_at=time.monotonic(),
             query=self.path.partition("?")[2],
+            raw=raw,
         )
         lb._record(request)
         try:

@@ -135,3 +135,22 @@ async def test_a_base_url_with_an_impossible_port_is_an_error_not_a_crash(tmp_pa
     found = await catalog.load_catalog("http://127.0.0.1:99999/api/v1", directory=tmp_path)
     assert found.source == "none" and found.error
     assert [m.id for m in found.models] == list(BASELINES)
+
+
+async def test_models_that_reason_are_known_from_the_catalog_and_its_cache(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    from secbench_tui.tui.widgets.model_picker import model_detail, model_row
+
+    found = await catalog.load_catalog(server.base_url, directory=tmp_path)
+    r1, mini = found.find("deepseek/deepseek-r1:free"), found.find("openai/gpt-4o-mini")
+    assert r1 is not None and mini is not None
+    assert (r1.reasoning, mini.reasoning) == (True, False)
+    assert mini.max_completion_tokens == 16384 and r1.max_completion_tokens is None
+    cached = catalog.cached_catalog(server.base_url, directory=tmp_path)
+    assert cached.find("deepseek/deepseek-r1:free") == r1  # the cache keeps both fields
+    assert "reasons" in model_row(r1, False, False).plain
+    assert "reasons" not in model_row(mini, False, False).plain
+    assert "reasons before answering" in model_detail(r1).plain
+    server.models = []  # the cache answers now; the network is not asked again
+    assert await catalog.lookup_model(server.base_url, r1.id, tmp_path) == r1

@@ -303,3 +303,97 @@ async def test_missing_structured_output_support_points_at_the_fallback() -> Non
     )
     with pytest.raises(RunAborted, match="--response-format json_object"):
         await provider.complete(CASE)
+
+
+def _with_message(message: dict[str, object], **usage: object) -> dict[str, object]:
+    body = json.loads(json.dumps(OK_BODY))
+    body["choices"][0]["message"] |= message
+    body["usage"] |= usage
+    return body
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ({"reasoning": "thought A"}, "thought A"),
+        ({"reasoning": None, "reasoning_content": "thought B"}, "thought B"),
+        (
+            {
+                "reasoning_details": [
+                    {"type": "reasoning.text", "text": "part 1"},
+                    {"type": "reasoning.encrypted", "data": "opaque"},
+                    {"type": "reasoning.summary", "summary": "part 2"},
+                ]
+            },
+            "part 1\n\npart 2",
+        ),
+        ({"reasoning": "", "reasoning_details": "not a list"}, None),
+        ({}, None),
+    ],
+)
+async def test_reasoning_is_read_from_every_field_servers_use(
+    message: dict[str, object], expected: str | None
+) -> None:
+    body = _with_message(message, completion_tokens_details={"reasoning_tokens": 21})
+    provider, _, _ = provider_for([httpx.Response(200, json=body)])
+    completion = await provider.complete(CASE)
+    assert completion.error is None
+    assert completion.reasoning == expected
+    assert completion.reasoning_tokens == 21
+
+
+async def test_thinking_cut_off_by_max_tokens_is_an_error_that_keeps_the_thinking() -> None:
+    body = _with_message({"content": "", "reasoning": "Let me see"})
+    body["choices"][0]["finish_reason"] = "length"
+    provider, requests, _ = provider_for([httpx.Response(200, json=body)], max_tokens=64)
+    completion = await provider.complete(CASE)
+    assert len(requests) == 1  # not retried: the same budget would be cut again
+    assert (
+        completion.error is not None and "while the model was still reasoning" in completion.error
+    )
+    assert "raise --max-tokens" in completion.error
+    assert completion.reasoning == "Let me see"
+
+
+async def test_reasoning_effort_is_sent_only_when_asked_for() -> None:
+    provider, requests, _ = provider_for(
+        [httpx.Response(200, json=OK_BODY)] * 2, reasoning_effort="minimal"
+    )
+    await provider.complete(CASE)
+    assert json.loads(requests[0].content)["reasoning"] == {"effort": "minimal"}
+    plain, plain_requests, _ = provider_for([httpx.Response(200, json=OK_BODY)])
+    await plain.complete(CASE)
+    assert "reasoning" not in json.loads(plain_requests[0].content)
+
+
+async def test_security_bench_style_sends_its_body_and_nothing_else_even_to_openrouter() -> None:
+    four = (
+        Message(role="system", content="S"),
+        Message(role="user", content="spec"),
+        Message(role="user", content="prompt\r\n"),
+        Message(role="user", content="code"),
+    )
+    provider, requests, _ = provider_for(
+        [httpx.Response(200, json=OK_BODY)],
+        request_style="security-bench",
+        reasoning_effort="high",  # refused by the CLI; the body ignores it regardless
+        seed=3,
+    )
+    await provider.complete(CASE.model_copy(update={"messages": four}))
+    body = json.loads(requests[0].content)
+    assert list(body) == ["model", "messages", "response_format", "temperature", "max_tokens"]
+    assert [m["content"] for m in body["messages"]] == ["S", "spec", "prompt\r\n", "code"]
+    assert (body["temperature"], body["max_tokens"]) == (0.1, 30000)
+    assert body["response_format"]["json_schema"]["name"] == "security_assessment"
+    assert (
+        requests[0].content == json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    )
+
+
+async def test_thinking_counted_but_not_returned_still_gets_the_reasoning_advice() -> None:
+    body = _with_message({"content": ""}, completion_tokens_details={"reasoning_tokens": 64})
+    body["choices"][0]["finish_reason"] = "length"
+    provider, _, _ = provider_for([httpx.Response(200, json=body)], max_tokens=64)
+    completion = await provider.complete(CASE)
+    assert completion.error is not None and "still reasoning" in completion.error
+    assert completion.reasoning is None and completion.reasoning_tokens == 64

@@ -88,3 +88,40 @@ def test_key_and_base_url_are_checked_and_tidied() -> None:
         Settings(api_key=SecretStr("sk or abc"))
     with pytest.raises(ValidationError, match="not an http"):
         Settings(base_url="localhost:8000/v1")
+
+
+def test_the_original_request_style_is_for_markdown_suites_only(tmp_path: Path) -> None:
+    vdb = tmp_path / "vdb"
+    vdb.mkdir()
+    (vdb / "task1_code.jsonl").write_text("")
+    with pytest.raises(UsageError, match="applies to markdown suites"):
+        load_suite(Settings(cases=vdb, request_style="security-bench"))
+    with pytest.raises(ValueError, match="request_style"):
+        Settings(request_style="other")
+    # a baseline may keep its seed: nothing is sent
+    load_suite(
+        Settings(model="baseline/random", cases=FIXTURE, request_style="security-bench", seed=1)
+    )
+
+
+def test_default_request_settings_keep_earlier_request_hashes() -> None:
+    """Results recorded before reasoning_effort and request_style existed are still reused."""
+    from secbench_tui.core.engine import RunSpec
+
+    before = {"base_url": "u", "temperature": None, "max_tokens": 1024, "seed": None}
+    before["response_format"] = "json_schema"
+    now = before | {"reasoning_effort": None, "request_style": "secbench-tui"}
+    one = case("task1", 0)
+    old, new = (
+        RunSpec(model="m", cases=[one], suite_kind="k", suite_path="p", settings=s)
+        for s in (before, now)
+    )
+    assert old.request_hash(one) == new.request_hash(one)
+    effort = RunSpec(
+        model="m",
+        cases=[one],
+        suite_kind="k",
+        suite_path="p",
+        settings=now | {"reasoning_effort": "high"},
+    )
+    assert effort.request_hash(one) != old.request_hash(one)

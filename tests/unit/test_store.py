@@ -319,3 +319,43 @@ async def test_a_failed_migration_leaves_the_file_as_it_was(tmp_path: Path) -> N
     store = await Store.open(path)  # and a working version migrates it fine
     assert await store.count_results() == 1
     await store.close()
+
+
+async def test_version_2_file_gains_reasoning_columns_and_keeps_its_results(
+    tmp_path: Path,
+) -> None:
+    from secbench_tui.core.store import _SCHEMA_V1
+
+    path = tmp_path / "v2.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(_SCHEMA_V1)
+    conn.execute("ALTER TABLE runs ADD COLUMN pid INTEGER")
+    conn.execute("ALTER TABLE runs ADD COLUMN host TEXT")
+    conn.execute(
+        "INSERT INTO runs (model_name, suite_kind, suite_path, started_at, status)"
+        " VALUES ('m/old', 'markdown', '/s', '2026-01-01T00:00:00Z', 'completed')"
+    )
+    conn.execute(
+        "INSERT INTO evaluations (timestamp, test_file, model_name, expected_result, run_id,"
+        " case_id, outcome, completion_tokens)"
+        " VALUES ('t', 'f', 'm/old', 'bad', 1, 'a', 'wrong', 9)"
+    )
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+    store = await Store.open(path)
+    (old,) = await store.run_results(1)
+    assert (old["completion_tokens"], old["reasoning"], old["reasoning_tokens"]) == (9, None, None)
+    run_id = await new_run(store)
+    evaluation = Evaluation(
+        run_id=run_id,
+        case=make_case(1),
+        completion=Completion(text="{}", reasoning="I think \x1b[2J", reasoning_tokens=77),
+        scored=Scored(actual=None, outcome=Outcome.UNPARSED),
+    )
+    await store.record(evaluation, request_hash="r")
+    (row,) = await store.run_results(run_id)
+    assert (row["reasoning"], row["reasoning_tokens"]) == ("I think \x1b[2J", 77)  # as it came
+    (lean,) = await store.run_results(run_id, with_text=False)
+    assert lean["reasoning_tokens"] == 77
+    await store.close()

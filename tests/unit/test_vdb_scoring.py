@@ -64,7 +64,15 @@ def _correct(entry: dict[str, Any]) -> Scored:
         ("After review.\n\nAnswer: no", "NO"),
         ("There is no bounds check, so the code is vulnerable. YES", "YES"),
         ("NO. I analysed it yesterday.", "NO"),
-        ("The code is vulnerable.", None),
+        ("The code is vulnerable.", "YES"),
+        ("It is not vulnerable", "NO"),
+        ("The function isn't vulnerable.", "NO"),
+        ("There are no vulnerabilities in this code.", "NO"),
+        ("The code does not contain any vulnerability.", "NO"),
+        ("This code contains a buffer overflow vulnerability.", "YES"),
+        ("It is vulnerable, or it is not vulnerable.", None),
+        ("The weather is nice today.", None),
+        ("banana", None),
         ("YES or NO: it depends. NO check.", None),
         ("", None),
     ],
@@ -96,12 +104,12 @@ def test_task1_accuracy_f1_and_misses_in_the_denominators() -> None:
         (1, score_vuldetectbench(yes, "YES")),  # tp
         (1, score_vuldetectbench(yes, "NO")),  # fn
         (1, score_vuldetectbench(no, "NO")),  # tn
-        (1, score_vuldetectbench(no, "maybe")),  # unparsed: a miss, fp
+        (1, score_vuldetectbench(no, "maybe")),  # unparsed: a miss, no prediction on NO
         (1, score_vuldetectbench(yes, None)),  # error: a miss, fn
     ]
     summary = aggregate_vuldetectbench(samples)["task1"]
     assert summary["accuracy"] == pytest.approx(2 / 5)
-    assert summary["f1"] == pytest.approx(2 * 1 / (2 * 1 + 1 + 2))
+    assert summary["f1"] == pytest.approx(2 * 1 / (2 * 1 + 0 + 2))
     assert (summary["n"], summary["errors"], summary["unparsed"]) == (5, 1, 1)
     assert samples[3][1].outcome is Outcome.UNPARSED
     assert samples[4][1].outcome is Outcome.ERROR
@@ -204,6 +212,43 @@ def test_task3_repeats_do_not_push_recall_past_one() -> None:
 def test_task3_sentence_periods_follow_punkt(reply: str, found: str) -> None:
     scored = score_vuldetectbench(make_case(3, "n s 0 buf"), reply)
     assert scored.actual == found
+
+
+def test_task1_unparsed_on_gold_no_is_not_a_false_positive() -> None:
+    """The issue's figures: 0.492 when a missed NO counts as a false positive, 0.574 not."""
+    yes, no = make_case(1, "YES"), make_case(1, "NO")
+    samples = (
+        [(1, score_vuldetectbench(yes, "YES")) for _ in range(31)]
+        + [(1, score_vuldetectbench(yes, "NO")) for _ in range(46)]
+        + [(1, score_vuldetectbench(no, "NO")) for _ in range(20)]
+        + [(1, score_vuldetectbench(no, "hmm")) for _ in range(18)]
+    )
+    assert sum(s.outcome is Outcome.UNPARSED for _, s in samples) == 18
+    correct = aggregate_vuldetectbench(samples)["task1"]
+    # tp 31, fn 46: 0.574; counting the 18 unparsed NO as false positives gave 62/126 = 0.492
+    assert correct["f1"] == pytest.approx(62 / 108)
+    assert correct["accuracy"] == pytest.approx(51 / 115)  # unparsed stays wrong
+    # the convention is read from the outcome, so rows scored the old way agree
+    old_style = [
+        (t, s.model_copy(update={"scores": s.scores | {"fp": 1.0}}))
+        if s.outcome is Outcome.UNPARSED
+        else (t, s)
+        for t, s in samples
+    ]
+    assert aggregate_vuldetectbench(old_style)["task1"] == correct
+    # the library's reading (every reply it reads as NO here, so no false positive) differs
+    library = [(1, score_vuldetectbench(no, None, "library")) for _ in range(20)]
+    assert aggregate_vuldetectbench(library, "library")["task1"]["f1"] == 0.0
+
+
+@pytest.mark.parametrize("reply", ["`x`", "", "banana", "I found `buf` and `len`"])
+def test_task3_empty_gold_is_always_correct_without_a_recall(reply: str) -> None:
+    scored = score_vuldetectbench(make_case(3, ""), reply)
+    assert scored.outcome is Outcome.CORRECT
+    assert "recall" not in scored.scores
+    assert "nothing to recall" in (scored.explanation or "")
+    error = score_vuldetectbench(make_case(3, ""), None)
+    assert error.outcome is Outcome.ERROR and "recall" not in error.scores
 
 
 def test_task3_empty_gold_is_left_out_of_mar() -> None:

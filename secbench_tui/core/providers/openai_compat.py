@@ -21,6 +21,7 @@ from urllib.parse import urlparse, urlsplit, urlunsplit
 import httpx
 
 from secbench_tui import __version__
+from secbench_tui.core import security_bench
 from secbench_tui.core.models import Case, Completion
 from secbench_tui.core.prompts import response_format
 from secbench_tui.core.providers.base import RetryCallback, RetryNotice, RunAborted
@@ -41,6 +42,8 @@ class ClientSettings:
     max_tokens: int = 1024
     seed: int | None = None
     response_format: str = "json_schema"
+    reasoning_effort: str | None = None  # sent as reasoning.effort when set
+    request_style: str = "secbench-tui"  # "security-bench": the original evaluator's body
     max_retries: int = 5
     timeout: float = 120.0
     backoff_base: float = 1.0
@@ -77,6 +80,7 @@ class _Attempt(Exception):
         text: str | None = None,
         finish_reason: str | None = None,
         usage: Usage | None = None,
+        reasoning: Reasoning | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -85,6 +89,51 @@ class _Attempt(Exception):
         self.text = text
         self.finish_reason = finish_reason
         self.usage = usage or Usage()
+        self.reasoning = reasoning or Reasoning()
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    """What a reply says about the model's thinking: its text and its token count.
+
+    The text is `message.reasoning` (OpenRouter), `reasoning_content` (vLLM, llama.cpp,
+    DeepSeek) or the text of `reasoning_details` (OpenRouter's structured form), whichever
+    comes first; the count is `usage.completion_tokens_details.reasoning_tokens`.
+    """
+
+    text: str | None = None
+    tokens: int | None = None
+
+    @classmethod
+    def of(cls, data: dict[str, Any], message: Any) -> Reasoning:
+        return cls(_reasoning_text(message), _reasoning_tokens(data))
+
+
+def _reasoning_text(message: Any) -> str | None:
+    if not isinstance(message, dict):
+        return None
+    for key in ("reasoning", "reasoning_content"):
+        value = message.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+    details = message.get("reasoning_details")
+    if isinstance(details, list):
+        parts = [
+            part
+            for item in details
+            if isinstance(item, dict)
+            for part in (item.get("text"), item.get("summary"))
+            if isinstance(part, str) and part
+        ]
+        if parts:
+            return "\n\n".join(parts)
+    return None
+
+
+def _reasoning_tokens(data: dict[str, Any]) -> int | None:
+    usage = data.get("usage")
+    details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
+    return _int_or_none(details.get("reasoning_tokens")) if isinstance(details, dict) else None
 
 
 @dataclass
@@ -242,6 +291,8 @@ class OpenAICompatibleProvider:
 
     def payload(self, case: Case) -> dict[str, Any]:
         s = self.settings
+        if s.request_style == security_bench.STYLE:
+            return security_bench.request_body(s.model, case.prompt_messages())
         body: dict[str, Any] = {
             "model": s.model,
             "messages": [{"role": m.role, "content": m.content} for m in case.prompt_messages()],
@@ -254,6 +305,8 @@ class OpenAICompatibleProvider:
         fmt = response_format(s.response_format) if case.structured else None
         if fmt is not None:
             body["response_format"] = fmt
+        if s.reasoning_effort is not None:
+            body["reasoning"] = {"effort": s.reasoning_effort}
         if s.is_openrouter:
             body["usage"] = {"include": True}
             if fmt is not None:
@@ -289,6 +342,8 @@ class OpenAICompatibleProvider:
                         provider=spent.provider,
                         latency_ms=(time.perf_counter() - started) * 1000,
                         attempts=attempt,
+                        reasoning=failure.reasoning.text,
+                        reasoning_tokens=failure.reasoning.tokens,
                     )
                 wait = backoff_delay(
                     attempt, self.settings.backoff_base, self.settings.backoff_max, self._rng
@@ -385,6 +440,7 @@ class OpenAICompatibleProvider:
         text: Any = reply.get("content") if isinstance(reply, dict) else None
         if isinstance(text, list):
             text = "".join(str(p.get("text", "")) for p in text if isinstance(p, dict))
+        reasoning = Reasoning.of(data, reply)
         if finish == "error":
             code, detail = _error_message(choice) if choice.get("error") else (502, "")
             raise _Attempt(
@@ -397,14 +453,22 @@ class OpenAICompatibleProvider:
                 usage=usage,
             )
         if finish == "length":
+            answered = isinstance(text, str) and bool(text.strip())
+            thought = not answered and bool(reasoning.text or reasoning.tokens)
             raise _Attempt(
                 f"reply truncated at max_tokens={self.settings.max_tokens} "
-                "(finish_reason=length); raise --max-tokens",
+                + (
+                    "while the model was still reasoning, before any answer "
+                    "(finish_reason=length); raise --max-tokens, or lower --reasoning-effort"
+                    if thought
+                    else "(finish_reason=length); raise --max-tokens"
+                ),
                 status=200,
                 retryable=False,
                 text=text,
                 finish_reason=finish,
                 usage=usage,
+                reasoning=reasoning,
             )
         if not isinstance(text, str) or not text.strip():
             raise _Attempt(
@@ -414,12 +478,15 @@ class OpenAICompatibleProvider:
                 retry_after=retry_after,
                 finish_reason=finish,
                 usage=usage,
+                reasoning=reasoning,
             )
         completion = Completion(
             text=text,
             status=200,
             finish_reason=finish,
             generation_id=data.get("id") if isinstance(data.get("id"), str) else None,
+            reasoning=reasoning.text,
+            reasoning_tokens=reasoning.tokens,
         )
         return completion, usage
 

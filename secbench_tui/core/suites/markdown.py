@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from secbench_tui.core.models import Case, SuiteKind
+from secbench_tui.core import security_bench
+from secbench_tui.core.models import Case, Message, SuiteKind
 from secbench_tui.core.prompts import build_markdown_prefix
 
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t]*#*[ \t]*$")
@@ -151,19 +152,57 @@ def parse_case_file(path: Path) -> tuple[str, str, str] | str:
     return code, expected, sections.get("description", "").strip()
 
 
+def _exact_text(path: Path) -> str:
+    """The file's text with its line endings as they are (as the original evaluator reads it)."""
+    return path.read_bytes().decode("utf-8")
+
+
+def _original_messages(
+    spec: str, path: Path, evaluation_prompt: str
+) -> tuple[tuple[Message, ...], str | None]:
+    """The original evaluator's four messages for a case, or a reason it cannot send them."""
+    try:
+        code = security_bench.case_code(_exact_text(path))
+    except (OSError, UnicodeDecodeError) as exc:
+        return (), f"cannot read ({exc})"
+    if code is None:
+        return (), "no ``` block after '# Code' as the original evaluator finds it"
+    return security_bench.messages(spec, evaluation_prompt, code), None
+
+
 def load_markdown_suite(
-    root: Path, apps: Sequence[str] | None = None, evaluation_prompt: str = ""
+    root: Path,
+    apps: Sequence[str] | None = None,
+    evaluation_prompt: str = "",
+    request_style: str = "secbench-tui",
 ) -> MarkdownSuite:
-    """Every usable case of the chosen apps, sorted by path, with the files skipped."""
+    """Every usable case of the chosen apps, sorted by path, with the files skipped.
+
+    With `request_style="security-bench"` each case carries the original evaluator's four
+    messages, and `evaluation_prompt` must be the file's text exactly as read.
+    """
     suite = MarkdownSuite(root=root, apps=discover_apps(root, apps))
+    original = request_style == security_bench.STYLE
     for app in suite.apps:
         prefix = build_markdown_prefix(app.prompt, evaluation_prompt)
+        spec = ""
+        if original:
+            try:  # one string per app, shared by its cases' messages
+                spec = security_bench.spec_prompt(_exact_text(app.root / "SPEC.md"))
+            except (OSError, UnicodeDecodeError) as exc:
+                raise SuiteError(f"{app.root / 'SPEC.md'}: cannot read SPEC.md ({exc})") from exc
         for path in app.case_files:
             parsed = parse_case_file(path)
             if isinstance(parsed, str):
                 suite.skipped.append(SkippedFile(path, parsed))
                 continue
             code, expected, description = parsed
+            sent: tuple[Message, ...] = ()
+            if original:
+                sent, problem = _original_messages(spec, path, evaluation_prompt)
+                if problem is not None:
+                    suite.skipped.append(SkippedFile(path, problem))
+                    continue
             suite.cases.append(
                 Case(
                     kind=SuiteKind.MARKDOWN,
@@ -173,7 +212,8 @@ def load_markdown_suite(
                     expected=expected,
                     code=code,
                     description=description,
-                    prompt_prefix=prefix,
+                    prompt_prefix="" if sent else prefix,
+                    messages=sent,
                     structured=True,
                 )
             )

@@ -26,7 +26,12 @@ from secbench_tui.core.engine import Engine
 from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFinished, RunStarted
 from secbench_tui.core.models import Evaluation
 from secbench_tui.core.untrusted import inert, inert_line
-from secbench_tui.session import build_spec, load_suite, make_provider
+from secbench_tui.session import (
+    build_spec,
+    load_suite,
+    make_provider,
+    resolve_request_defaults,
+)
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.messages import (
     CaseBegan,
@@ -94,6 +99,8 @@ def summary_text(event: RunFinished) -> Text:
         f"\n  tokens {fmt.count(s.get('prompt_tokens'))} in /"
         f" {fmt.count(s.get('completion_tokens'))} out  cost {fmt.money(s.get('cost'))}"
     )
+    if s.get("reasoning_tokens"):
+        text.append(f"  ({fmt.count(s['reasoning_tokens'])} of the out tokens reasoning)")
     return text
 
 
@@ -156,6 +163,9 @@ class RunScreen(BaseScreen):
         settings = self.settings
         try:
             suite = await asyncio.to_thread(load_suite, settings)
+            settings = await resolve_request_defaults(
+                settings, self.secbench.cache_dir, fetch=not self.secbench.offline_catalog
+            )
             provider = make_provider(settings)
         except Exception as exc:
             self.post_message(RunFailed(describe_error(exc)))

@@ -73,6 +73,23 @@ def _scores(row: dict[str, Any]) -> dict[str, Any]:
     return scores if isinstance(scores, dict) else {}
 
 
+REASONING_SHOWN = 20_000  # characters: a long chain of thought is cut, the database keeps it
+
+
+def _reasoning(row: dict[str, Any]) -> list[RenderableType]:
+    """The stored reasoning, neutralised (it is the model's text), cut when very long."""
+    text = str(row.get("reasoning") or "")
+    shown: list[RenderableType] = [Text(inert(text[:REASONING_SHOWN]), style="italic dim")]
+    if len(text) > REASONING_SHOWN:
+        shown.append(
+            Text(
+                f"(first {REASONING_SHOWN:,} of {len(text):,} characters; the database keeps all)",
+                style="dim",
+            )
+        )
+    return shown
+
+
 def render_result(row: dict[str, Any]) -> RenderableType:
     outcome = str(row.get("outcome") or "")
     head = Text.assemble(
@@ -131,6 +148,8 @@ def render_result(row: dict[str, Any]) -> RenderableType:
         ]
     if not vuldetectbench:
         parts += raw_reply
+    if row.get("reasoning"):
+        parts += [_section("reasoning (the model's thinking before its reply)"), *_reasoning(row)]
     usage = Text.assemble(
         ("tokens ", "dim"),
         f"{fmt.count(row.get('prompt_tokens'))} in / {fmt.count(row.get('completion_tokens'))} out",
@@ -141,6 +160,8 @@ def render_result(row: dict[str, Any]) -> RenderableType:
         ("   attempts ", "dim"),
         str(row.get("attempts") or 1),
     )
+    if row.get("reasoning_tokens"):
+        usage.append(f" ({fmt.count(row.get('reasoning_tokens'))} reasoning)")
     if row.get("served_model") or row.get("provider"):
         usage.append(
             f"\nserved by {inert_line(row.get('served_model') or '?')}"

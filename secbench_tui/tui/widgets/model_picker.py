@@ -46,7 +46,8 @@ def fit(text: str, width: int) -> str:
 def model_row(
     model: ModelInfo, chosen: bool, recent: bool, width: int = ID_WIDTH, tag: bool = True
 ) -> Text:
-    """One line: id, context, prices per million tokens, structured output, a tag."""
+    """One line: id, context, prices per million tokens, structured output, tags (offline or
+    recent; `reasons` for a model whose catalog entry says it reasons before answering)."""
     row = Text(no_wrap=True, overflow="ellipsis")
     row.append("● " if chosen else "  ", style="bold green")
     row.append(fit(inert_line(model.id), width), style="bold" if chosen else "")
@@ -58,6 +59,8 @@ def model_row(
         row.append(" offline", style="magenta")
     elif tag and recent:
         row.append(" recent", style="yellow")
+    if tag and model.reasoning:
+        row.append(" reasons", style="blue")
     return row
 
 
@@ -70,11 +73,16 @@ def model_detail(model: ModelInfo | None, typed: str = "") -> Text:
                 (" (Enter uses it as typed)", "dim"),
             )
         return Text("No model matches; type a full model id and press Enter", style="dim")
-    return Text.assemble(
+    detail = Text.assemble(
         (inert_line(model.id), "bold"),
         (f"  {inert_line(model.name)}\n" if model.name else "\n", "dim"),
         f"{fmt.context(model)} · {fmt.price(model)} · {fmt.structured(model)}",
     )
+    if model.reasoning:
+        detail.append(
+            " · reasons before answering (max_tokens up to 32768 unless --max-tokens)", style="blue"
+        )
+    return detail
 
 
 class ModelPicker(Guarded, Vertical):
