@@ -42,6 +42,7 @@ class Scenario:
     verify: str | None = None  # read-back after a write: its rows are the result
     property_sql: str | None = None  # SQL returning the rows that break the scenario's rules
     runs: tuple[tuple[str, str], ...] = ()  # `# Run NN`: the run block for case number NN
+    refusals: tuple[str, ...] = ()  # `# Refusals`: more SQLSTATEs that mean "refused"
 
     def run_for(self, case_id: str) -> str | None:
         """`# Run NN` for the case `<scenario>-NN-...md` when there is one, else `# Run`."""
@@ -109,6 +110,7 @@ def parse_scenario(path: Path) -> Scenario:
         run=_block(sections, "run", path),
         verify=_block(sections, "verify", path),
         property_sql=_block(sections, "property", path),
+        refusals=tuple(re.findall(r"\b[0-9A-Z]{5}\b", sections.get("refusals", ""))),
         runs=tuple(
             (key.split()[1], _block(sections, key, path) or "")
             for key in sections

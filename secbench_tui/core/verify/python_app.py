@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import tempfile
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -114,8 +115,11 @@ def run_case(
     engine: Any, harness: ModuleType, code: str, scenario: Scenario, index: int
 ) -> Execution:
     from fastapi import APIRouter, FastAPI
-    from fastapi.testclient import TestClient
     from sqlalchemy.orm import Session
+
+    with warnings.catch_warnings():  # Starlette suggests another HTTP client; httpx works
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
 
     params = scenario.parameters[index]
     out = Execution(index)

@@ -86,7 +86,7 @@ def run_case(
             if run:
                 out.rows, out.affected = _execute(cur, run, params)
         except psycopg.Error as exc:
-            if exc.sqlstate not in REFUSALS:
+            if exc.sqlstate not in REFUSALS and exc.sqlstate not in scenario.refusals:
                 out.error = _error(exc)
                 return out
             cur.execute("ROLLBACK TO SAVEPOINT verify_case")
