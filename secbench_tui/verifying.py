@@ -44,8 +44,17 @@ def summary_lines(report: VerifyReport) -> list[str]:
 
 def verify_main(cases_dir: Path, apps: list[str] | None, pg_url: str | None) -> int:
     from secbench_tui.core.suites.markdown import SuiteError
-    from secbench_tui.core.verify.runner import verify_suite
-    from secbench_tui.core.verify.server import ServerError
+
+    try:
+        from secbench_tui.core.verify.runner import verify_suite
+        from secbench_tui.core.verify.server import ServerError
+    except ImportError as exc:
+        print(
+            f"secbench-tui: error: --verify needs the verify extra ({exc}): "
+            "pip install 'secbench-tui[verify]'",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
 
     def progress(proof: CaseProof) -> None:
         print(proof_line(proof), flush=True)

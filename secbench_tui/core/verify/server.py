@@ -26,7 +26,7 @@ def postgres(pg_url: str | None) -> Iterator[tuple[str, str]]:
     try:
         with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
             warnings.simplefilter("ignore")
-            import pgserver  # type: ignore[import-untyped]
+            import pgserver
     except ImportError:
         raise ServerError(
             "--verify needs PostgreSQL: install the verify extra (pip install "
@@ -36,7 +36,7 @@ def postgres(pg_url: str | None) -> Iterator[tuple[str, str]]:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                server: Any = pgserver.get_server(tmp, cleanup_mode="delete")
+                server: Any = getattr(pgserver, "get_server")(tmp, cleanup_mode="delete")  # noqa: B009
         except Exception as exc:
             raise ServerError(f"the embedded PostgreSQL (pgserver) did not start: {exc}") from exc
         try:

@@ -39,7 +39,7 @@ def _execute(
     cur: psycopg.ClientCursor[Any], sql: str, params: dict[str, Any]
 ) -> tuple[list[dict[str, Any]], int]:
     """Rows of the last statement that returned rows (else []) and the last row count."""
-    cur.execute(bind(sql, params).encode(), _values(params))  # type: ignore[arg-type]
+    cur.execute(bind(sql, params).encode(), _values(params))
     rows: list[dict[str, Any]] = []
     affected = 0
     while True:
@@ -54,7 +54,7 @@ def _execute(
 
 def load_fixtures(conn: psycopg.Connection[Any], sql: str) -> None:
     with conn.cursor() as cur:
-        cur.execute(sql.encode())  # type: ignore[arg-type]
+        cur.execute(sql.encode())
     conn.commit()
 
 

@@ -280,10 +280,13 @@ def namespace(state: Any) -> dict[str, Any]:
     """Every name a handler of this app may use, bound to the request described by `state`."""
 
     def get_db() -> Session:
-        return state.session
+        session: Session = state.session
+        return session
 
     def get_current_user() -> User:
-        user = state.session.get(User, state.user_id) if state.user_id is not None else None
+        user: User | None = None
+        if state.user_id is not None:
+            user = state.session.get(User, state.user_id)
         if user is None or not user.is_active:
             raise HTTPException(401, "Not authenticated")
         return user
