@@ -12,6 +12,7 @@ and three tables: `result` (the JSON body, one row per element of a list), `resp
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import tempfile
 import traceback
 import warnings
@@ -33,7 +34,7 @@ REQUEST_KEYS = ("as_user", "method", "path", "json", "query", "form", "files", "
 class RequestState:
     """What the harness's dependencies hand to a handler for one request."""
 
-    session: Any
+    session: Any  # the request's SQLAlchemy Session
     user_id: int | None
     params: dict[str, Any]
     sandbox: Path
@@ -111,48 +112,83 @@ def _record(
     return cur
 
 
-def run_case(
-    engine: Any, harness: ModuleType, code: str, scenario: Scenario, index: int
-) -> Execution:
-    from fastapi import APIRouter, FastAPI
-    from sqlalchemy.orm import Session
+def _where(exc: BaseException) -> str:
+    """The innermost line of the case's own code in the traceback, else the innermost line."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if f.filename.startswith("<case")]
+    frame = (ours or frames)[-1] if frames else None
+    return f" (line {frame.lineno} of {frame.filename})" if frame else ""
 
-    with warnings.catch_warnings():  # Starlette suggests another HTTP client; httpx works
-        warnings.simplefilter("ignore")
-        from fastapi.testclient import TestClient
+
+class HandlerApp:
+    """One case's handler mounted in a FastAPI app, built once and called once per parameter
+    set; `state` is what the harness's dependencies read, swapped before each request."""
+
+    def __init__(self, harness: ModuleType, code: str, name: str) -> None:
+        from fastapi import APIRouter, FastAPI
+
+        with warnings.catch_warnings():  # Starlette suggests another HTTP client; httpx works
+            warnings.simplefilter("ignore")
+            from fastapi.testclient import TestClient
+
+        self._folder = tempfile.TemporaryDirectory(prefix="secbench-verify-app-")
+        self.sandbox = Path(self._folder.name)
+        self.state = RequestState(
+            None, None, {}, self.sandbox, self.sandbox / "srv" / "app" / "data" / "uploads"
+        )
+        self.error: str | None = None
+        self.client: Any = None
+        try:
+            namespace = dict(harness.namespace(self.state))
+            namespace["router"] = router = APIRouter()
+            exec(compile(code, f"<case {name}>", "exec"), namespace)
+            app = FastAPI()
+            app.include_router(router)
+            self.client = TestClient(app, raise_server_exceptions=True).__enter__()
+        except Exception as exc:  # the case's code does not even load: data, not a crash
+            self.error = f"the handler does not load: {type(exc).__name__}: {exc}{_where(exc)}"
+
+    def fresh_sandbox(self) -> None:
+        for child in self.sandbox.iterdir():
+            if child.is_dir():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        self.state.upload_root.mkdir(parents=True)
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.__exit__(None, None, None)
+        self._folder.cleanup()
+
+
+def run_case(engine: Any, handler: HandlerApp, scenario: Scenario, index: int) -> Execution:
+    from sqlalchemy.orm import Session
 
     params = scenario.parameters[index]
     out = Execution(index)
-    with engine.connect() as conn, tempfile.TemporaryDirectory() as tmp:
+    if handler.error is not None:
+        out.error = handler.error
+        return out
+    handler.fresh_sandbox()
+    with engine.connect() as conn:
         trans = conn.begin()
         raw = conn.connection.driver_connection
-        sandbox = Path(tmp)
         session = Session(bind=conn, join_transaction_mode="create_savepoint")
         try:
             cur = psycopg.ClientCursor(raw)
             if scenario.setup:
                 _execute(cur, scenario.setup, params)
             user = params.get("as_user")
-            state = RequestState(
-                session,
-                int(user) if user is not None else None,
-                params,
-                sandbox,
-                sandbox / "srv" / "app" / "data" / "uploads",
-            )
-            state.upload_root.mkdir(parents=True)
-            namespace = dict(harness.namespace(state))
-            namespace["router"] = router = APIRouter()
-            exec(compile(code, f"<case {scenario.name}>", "exec"), namespace)
-            app = FastAPI()
-            app.include_router(router)
-            with TestClient(app, raise_server_exceptions=True) as client:
-                response = _request(client, params)
+            handler.state.session = session
+            handler.state.user_id = int(user) if user is not None else None
+            handler.state.params = params
+            response = _request(handler.client, params)
             session.flush()
             out.status = response.status_code
             out.refused = response.status_code >= 400
             out.affected = 1 if 200 <= response.status_code < 400 else 0
-            cur = _record(raw, out, response, sandbox)
+            cur = _record(raw, out, response, handler.sandbox)
             out.compared = {"status": out.status, "rows": out.rows}
             if scenario.verify:
                 out.compared, _ = _execute(cur, scenario.verify, params)
@@ -161,9 +197,9 @@ def run_case(
         except psycopg.Error as exc:
             out.error = f"in the scenario's own SQL: {exc.sqlstate}: {exc.diag.message_primary}"
         except Exception as exc:  # the handler's own failure is the case's result
-            where = traceback.extract_tb(exc.__traceback__)[-1]
-            out.error = f"{type(exc).__name__}: {exc} (line {where.lineno} of {where.filename})"
+            out.error = f"{type(exc).__name__}: {exc}{_where(exc)}"
         finally:
+            handler.state.session = None
             session.close()
             trans.rollback()
     return out

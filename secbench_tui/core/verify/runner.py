@@ -120,11 +120,19 @@ def _verify_python(
     proofs: list[CaseProof] = []
     try:
         for name, group in groups.items():
-
-            def execute(case: Case, sc: Scenario, i: int) -> Any:
-                return python_app.run_case(engine, harness, case.code, sc, i)
-
-            out = _run_scenario(execute, data.scenarios[name], group)
+            scenario = data.scenarios[name]
+            runs = []
+            for case in group:
+                handler = python_app.HandlerApp(harness, case.code, case.case_id)
+                try:
+                    executions = tuple(
+                        python_app.run_case(engine, handler, scenario, i)
+                        for i in range(len(scenario.parameters))
+                    )
+                finally:
+                    handler.close()
+                runs.append(CaseRun(case.app, case.case_id, case.expected, executions))
+            out = judge(runs, scenario)
             for proof in out:
                 progress(proof)
             proofs += out
