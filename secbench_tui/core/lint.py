@@ -558,7 +558,7 @@ def _verification_findings(app: str, folder: Path, cases: Sequence[LintCase]) ->
     from secbench_tui.core.verify.data import FIXTURES, VERIFY_DIR, load_app_data
 
     data, problems = load_app_data(app, folder)
-    findings = [Finding("verify", p, app=app, fails=False) for p in problems]
+    findings = [Finding("verify", str(p), app=app, fails=False) for p in problems]
     scenarios = sorted({c.scenario for c in cases})
     if data.fixtures is None and scenarios:
         message = (

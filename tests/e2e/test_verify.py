@@ -143,3 +143,27 @@ def test_a_suite_in_the_original_format_verifies_by_the_original_rule(tmp_path: 
         r"^not verifiable\s+shop/list-orders-01-good.md .*no verification data", done.stdout, re.M
     )
     assert "(pgserver)" in done.stdout
+
+
+def test_a_handler_that_does_not_load_fails_with_its_error(tmp_path: Path, pg_url: str) -> None:
+    app = tmp_path / "suite" / "clinic-portal-api"
+    shutil.copytree(bundled_cases_dir() / "clinic-portal-api", app)
+    for case in app.glob("*-0*.md"):
+        if not case.name.startswith("get-patient-"):
+            case.unlink()
+    broken = app / "get-patient-01-good.md"
+    text = broken.read_text(encoding="utf-8")
+    broken.write_text(text.replace("response_model=PatientOut", "response_model=NoSuchOut"))
+
+    done = _verify(tmp_path / "suite", "--pg-url", pg_url)
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert _lines(done.stdout, "FAILED") == {"clinic-portal-api/get-patient-01-good.md"}
+    assert "the handler does not load: NameError: name 'NoSuchOut' is not defined" in done.stdout
+    assert len(_lines(done.stdout, "proven")) == 3
+
+
+def test_an_unusable_suite_is_a_usage_error(tmp_path: Path) -> None:
+    done = _verify(tmp_path / "missing")
+    assert done.returncode == 2
+    assert "--cases" in done.stderr and "not a directory" in done.stderr

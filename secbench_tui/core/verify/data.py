@@ -31,6 +31,10 @@ HARNESS = "app.py"
 class DataError(Exception):
     """A verification file that cannot be used; the message names the file and the fix."""
 
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+
 
 @dataclass(frozen=True)
 class Scenario:
@@ -74,7 +78,7 @@ def _block(sections: dict[str, str], name: str, path: Path) -> str | None:
         return None
     code = extract_code(sections[name])
     if code is None or not code.strip():
-        raise DataError(f"{path}: '# {name.title()}' needs a fenced SQL block (```sql ... ```)")
+        raise DataError(path, f"'# {name.title()}' needs a fenced SQL block (```sql ... ```)")
     return code.strip()
 
 
@@ -82,10 +86,10 @@ def parse_scenario(path: Path) -> Scenario:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read ({exc})") from exc
+        raise DataError(path, f"cannot read ({exc})") from exc
     sections = split_sections(text)
     if "parameters" not in sections:
-        raise DataError(f"{path}: no '# Parameters' section (one JSON object per line)")
+        raise DataError(path, "no '# Parameters' section (one JSON object per line)")
     params: list[dict[str, Any]] = []
     body = sections["parameters"]
     fenced = extract_code(body)
@@ -96,12 +100,12 @@ def parse_scenario(path: Path) -> Scenario:
         try:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DataError(f"{path}: parameter line {number} is not JSON ({exc.msg})") from exc
+            raise DataError(path, f"parameter line {number} is not JSON ({exc.msg})") from exc
         if not isinstance(value, dict):
-            raise DataError(f"{path}: parameter line {number} must be a JSON object")
+            raise DataError(path, f"parameter line {number} must be a JSON object")
         params.append(value)
     if not params:
-        raise DataError(f"{path}: '# Parameters' has no JSON object lines")
+        raise DataError(path, "'# Parameters' has no JSON object lines")
     return Scenario(
         name=path.stem,
         path=path,
@@ -119,9 +123,9 @@ def parse_scenario(path: Path) -> Scenario:
     )
 
 
-def load_app_data(app: str, root: Path) -> tuple[AppData, list[str]]:
-    """The app's verification data and the problems found reading it (file + fix each)."""
-    problems: list[str] = []
+def load_app_data(app: str, root: Path) -> tuple[AppData, list[DataError]]:
+    """The app's verification data and the files that could not be used (each says why)."""
+    problems: list[DataError] = []
     vdir = root / VERIFY_DIR
     fixtures = next((p for p in (vdir / FIXTURES, root / FIXTURES) if p.is_file()), None)
     harness = vdir / HARNESS if (vdir / HARNESS).is_file() else None
@@ -133,7 +137,7 @@ def load_app_data(app: str, root: Path) -> tuple[AppData, list[str]]:
         try:
             scenario = parse_scenario(path)
         except DataError as exc:
-            problems.append(str(exc))
+            problems.append(exc)
             continue
         scenarios[scenario.name] = scenario
     return AppData(app, root, fixtures, harness, scenarios), problems

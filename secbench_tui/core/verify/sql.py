@@ -19,6 +19,8 @@ from secbench_tui.core.verify.data import Scenario
 from secbench_tui.core.verify.execution import Execution, dumps, json_value
 
 REFUSALS = {"P0001", "42501"}
+# The original security-bench's test for a statement that changes data (not SELECT ... FOR UPDATE)
+MODIFIES = re.compile(r"INSERT\s+INTO|DELETE\s+FROM|^\s*UPDATE\s+\w+", re.I | re.M)
 _PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 STATEMENT_TIMEOUT_MS = 10_000
 
@@ -91,7 +93,8 @@ def run_case(
                 return out
             cur.execute("ROLLBACK TO SAVEPOINT verify_case")
             out.refused, out.rows, out.affected = True, [], 0
-        out.compared = {"affected": out.affected} if not out.rows else out.rows
+        # what the original's rule compares: a write's row count, a read's rows
+        out.compared = {"affected": out.affected} if MODIFIES.search(code) else out.rows
         if scenario.verify:
             out.compared, _ = _execute(cur, scenario.verify, params)
         if scenario.property_sql:
