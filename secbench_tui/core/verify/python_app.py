@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import traceback
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -25,7 +25,7 @@ import psycopg
 
 from secbench_tui.core.verify.data import Scenario
 from secbench_tui.core.verify.execution import Execution, dumps, json_value
-from secbench_tui.core.verify.sql import _execute, _result_table
+from secbench_tui.core.verify.sql import create_result_table, execute_sql
 
 REQUEST_KEYS = ("as_user", "method", "path", "json", "query", "form", "files", "headers")
 
@@ -39,7 +39,6 @@ class RequestState:
     params: dict[str, Any]
     sandbox: Path
     upload_root: Path
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def load_harness(path: Path) -> ModuleType:
@@ -95,7 +94,7 @@ def _record(
         body = response.text or None
     out.rows = _body_rows(json_value(body)) if 200 <= response.status_code < 300 else []
     cur = psycopg.ClientCursor(raw)
-    _result_table(cur, out.rows)
+    create_result_table(cur, out.rows)
     cur.execute("CREATE TEMP TABLE response (status int, body jsonb, location text, headers jsonb)")
     cur.execute(
         "INSERT INTO response VALUES (%s, %s::jsonb, %s, %s::jsonb)",
@@ -178,7 +177,7 @@ def run_case(engine: Any, handler: HandlerApp, scenario: Scenario, index: int) -
         try:
             cur = psycopg.ClientCursor(raw)
             if scenario.setup:
-                _execute(cur, scenario.setup, params)
+                execute_sql(cur, scenario.setup, params)
             user = params.get("as_user")
             handler.state.session = session
             handler.state.user_id = int(user) if user is not None else None
@@ -191,9 +190,9 @@ def run_case(engine: Any, handler: HandlerApp, scenario: Scenario, index: int) -
             cur = _record(raw, out, response, handler.sandbox)
             out.compared = {"status": out.status, "rows": out.rows}
             if scenario.verify:
-                out.compared, _ = _execute(cur, scenario.verify, params)
+                out.compared, _ = execute_sql(cur, scenario.verify, params)
             if scenario.property_sql:
-                out.violations, _ = _execute(cur, scenario.property_sql, params)
+                out.violations, _ = execute_sql(cur, scenario.property_sql, params)
         except psycopg.Error as exc:
             out.error = f"in the scenario's own SQL: {exc.sqlstate}: {exc.diag.message_primary}"
         except Exception as exc:  # the handler's own failure is the case's result

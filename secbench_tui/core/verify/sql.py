@@ -37,7 +37,7 @@ def _values(params: dict[str, Any]) -> dict[str, Any]:
     return {k: Jsonb(v) if isinstance(v, dict) else v for k, v in params.items()}
 
 
-def _execute(
+def execute_sql(
     cur: psycopg.ClientCursor[Any], sql: str, params: dict[str, Any]
 ) -> tuple[list[dict[str, Any]], int]:
     """Rows of the last statement that returned rows (else []) and the last row count."""
@@ -65,7 +65,7 @@ def _error(exc: psycopg.Error) -> str:
     return f"{exc.sqlstate or 'error'}: {diag}".strip()
 
 
-def _result_table(cur: psycopg.ClientCursor[Any], rows: list[dict[str, Any]]) -> None:
+def create_result_table(cur: psycopg.ClientCursor[Any], rows: list[dict[str, Any]]) -> None:
     cur.execute("CREATE TEMP TABLE result (n int, row jsonb)")
     for n, row in enumerate(rows):
         cur.execute("INSERT INTO result VALUES (%s, %s::jsonb)", (n, dumps(row)))
@@ -80,13 +80,13 @@ def run_case(
     try:
         cur.execute(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}")
         if scenario.setup:
-            _execute(cur, scenario.setup, params)
+            execute_sql(cur, scenario.setup, params)
         cur.execute("SAVEPOINT verify_case")
         try:
-            out.rows, out.affected = _execute(cur, code, params)
+            out.rows, out.affected = execute_sql(cur, code, params)
             run = scenario.run_for(case_id)
             if run:
-                out.rows, out.affected = _execute(cur, run, params)
+                out.rows, out.affected = execute_sql(cur, run, params)
         except psycopg.Error as exc:
             if exc.sqlstate not in REFUSALS and exc.sqlstate not in scenario.refusals:
                 out.error = _error(exc)
@@ -96,10 +96,10 @@ def run_case(
         # what the original's rule compares: a write's row count, a read's rows
         out.compared = {"affected": out.affected} if MODIFIES.search(code) else out.rows
         if scenario.verify:
-            out.compared, _ = _execute(cur, scenario.verify, params)
+            out.compared, _ = execute_sql(cur, scenario.verify, params)
         if scenario.property_sql:
-            _result_table(cur, out.rows)
-            out.violations, _ = _execute(cur, scenario.property_sql, params)
+            create_result_table(cur, out.rows)
+            out.violations, _ = execute_sql(cur, scenario.property_sql, params)
     except psycopg.Error as exc:
         out.error = out.error or f"in the scenario's own SQL: {_error(exc)}"
     finally:
