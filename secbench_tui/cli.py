@@ -56,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--export", choices=("json", "csv", "junit"), help="export results")
     mode.add_argument("--out", type=Path, help="file for --export (default: stdout)")
     mode.add_argument("--lint", action="store_true", help="check a suite and exit")
+    mode.add_argument(
+        "--verify", action="store_true", help="prove the suite's labels on PostgreSQL and exit"
+    )
+    mode.add_argument("--pg-url", help="PostgreSQL for --verify (default: embedded pgserver)")
 
     run = p.add_argument_group("the run")
     run.add_argument("--model", help="model id, e.g. openai/gpt-4o-mini or baseline/random")
@@ -186,6 +190,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from secbench_tui.core.lint import main as lint_main
 
         return int(lint_main(settings.cases_dir))
+    if args.verify:
+        from secbench_tui.verifying import verify_main
+
+        return verify_main(settings.cases_dir, args.apps, args.pg_url)
     if args.report or args.export:
         from secbench_tui.reporting import export_main
 

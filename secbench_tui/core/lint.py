@@ -69,7 +69,7 @@ _SQLISH = re.compile(r"\b(select|insert|update|delete|with)\b", re.IGNORECASE)
 class Finding:
     """One thing wrong with the suite. `fails` findings make the lint exit non-zero."""
 
-    check: str  # parse | duplicate | balance | name | comment | classifier | description
+    check: str  # parse | duplicate | balance | name | comment | classifier | description | verify
     message: str
     path: Path | None = None
     app: str | None = None
@@ -554,6 +554,28 @@ def _app_findings(app: AppReport, limit: float) -> list[Finding]:
     return findings
 
 
+def _verification_findings(app: str, folder: Path, cases: Sequence[LintCase]) -> list[Finding]:
+    """Warnings for scenarios whose labels `--verify` cannot prove (no data to run them on)."""
+    from secbench_tui.core.verify.data import FIXTURES, VERIFY_DIR, load_app_data
+
+    data, problems = load_app_data(app, folder)
+    findings = [Finding("verify", str(p), app=app, fails=False) for p in problems]
+    scenarios = sorted({c.scenario for c in cases})
+    if data.fixtures is None and scenarios:
+        message = (
+            f"no {VERIFY_DIR}/{FIXTURES} (schema and seed rows): --verify cannot run its cases"
+        )
+        findings.append(Finding("verify", message, app=app, fails=False))
+    for scenario in scenarios:
+        if scenario not in data.scenarios:
+            message = (
+                f"no verification data for scenario {scenario} ({VERIFY_DIR}/{scenario}.md): "
+                "--verify reports its cases as not verifiable"
+            )
+            findings.append(Finding("verify", message, app=app, fails=False))
+    return findings
+
+
 def lint_suite(root: Path, limit: float = MAX_TRIVIAL_ACCURACY) -> LintReport:
     """Every check on the markdown suite at `root`; never raises for a bad suite."""
     report = LintReport(root=root)
@@ -563,6 +585,7 @@ def lint_suite(root: Path, limit: float = MAX_TRIVIAL_ACCURACY) -> LintReport:
     stripped: list[str] = []
     for app, files in apps:
         cases = [c for p in files if (c := _read_case(app, p, root, report)) is not None]
+        report.findings.extend(_verification_findings(app, root / app, cases))
         words = []
         for case in cases:
             comments = find_comments(case.code, case.language)

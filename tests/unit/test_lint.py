@@ -190,3 +190,26 @@ def test_classifiers_score_held_out_cases_only() -> None:
     assert comment_classifier_accuracy(words, labels) == 0.5
     separable = [n if y == "bad" else n + 1000 for n, y in zip(lengths, labels, strict=True)]
     assert length_classifier_accuracy(separable, labels) == 1.0
+
+
+def test_cases_without_verification_data_are_warned_about(tmp_path: Path) -> None:
+    root = write_suite(tmp_path, [pair_code(i) for i in range(3)])
+    verify = root / "shop" / "verify"
+    verify.mkdir()
+    (verify / "fixtures.sql").write_text("CREATE TABLE orders_00 (id int);\n")
+    (verify / "s00.md").write_text('# Parameters\n{"org_id": 1, "id": 1}\n')
+    (verify / "s01.md").write_text("# Parameters\nnone\n")
+    report = lint_suite(root)
+    warnings = sorted(str(f) for f in report.findings if f.check == "verify")
+    assert not report.failed  # warnings only
+    assert len(warnings) == 3, warnings
+    assert "s01.md: '# Parameters' has no JSON object lines" in warnings[0]
+    assert "no verification data for scenario s01 (verify/s01.md)" in warnings[1]
+    assert "no verification data for scenario s02 (verify/s02.md)" in warnings[2]
+
+
+def test_bundled_suite_has_verification_data_for_every_scenario() -> None:
+    from secbench_tui.config import bundled_cases_dir
+
+    report = lint_suite(bundled_cases_dir())
+    assert [str(f) for f in report.findings if f.check == "verify"] == []

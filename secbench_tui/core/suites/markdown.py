@@ -17,6 +17,7 @@ from secbench_tui.core.models import Case, Message, SuiteKind
 from secbench_tui.core.prompts import build_markdown_prefix
 
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t]*#*[ \t]*$")
+_CASE_FILE = re.compile(r"^.+-\d{2}-(?:good|bad)\.md$")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([^\s`]*)[^`]*$")
 
 
@@ -124,9 +125,27 @@ def discover_apps(root: Path, only: Sequence[str] | None = None) -> list[App]:
         raise SuiteError(f"--cases {root}: no app folders with a SPEC.md found")
     apps = []
     for folder in folders:
-        files = tuple(sorted(p for p in folder.glob("*.md") if p.is_file() and p.name != "SPEC.md"))
+        files = tuple(
+            sorted(
+                p
+                for p in folder.glob("*.md")
+                if p.is_file() and p.name != "SPEC.md" and not is_parameter_file(p)
+            )
+        )
         apps.append(App(folder.name, folder, read_app_prompt(folder / "SPEC.md"), files))
     return apps
+
+
+def is_parameter_file(path: Path) -> bool:
+    """A verification scenario in the original security-bench's format lying beside the cases
+    (`<scenario>.md` with `# Parameters` and no `# Code`): data for `--verify`, not a case."""
+    if _CASE_FILE.match(path.name):
+        return False
+    try:
+        sections = split_sections(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return False
+    return "parameters" in sections and "code" not in sections
 
 
 def parse_case_file(path: Path) -> tuple[str, str, str] | str:

@@ -23,6 +23,7 @@ WORK_TITLES = {
     "load_more": "reading more results",
     "follow_run": "following the run",
     "show_detail": "reading a result",
+    "run_verify": "verifying labels",
 }
 
 

@@ -20,7 +20,8 @@ fields, the arrows move in lists and tables, [b]enter[/b] chooses, [b]space[/b] 
 [b]Setup[/b]    [b]/[/b] (or typing on the model list) filters the models; [b]enter[/b] chooses \
 the highlighted one, or the typed id as it is. In the suite pane type another folder and \
 press [b]enter[/b] to load it (a VulDetectBench test folder lists its tasks); [b]space[/b] \
-ticks apps or tasks. Then limit, temperature, concurrency; [b]ctrl+r[/b] starts the run.
+ticks apps or tasks. Then limit, temperature, concurrency; [b]ctrl+r[/b] starts the run. \
+[b]ctrl+v[/b] proves the selected apps' labels by running their cases on PostgreSQL.
 [b]Run[/b]      rows appear as cases finish; up and down show a finished case's answer. \
 [b]escape[/b] or [b]ctrl+c[/b] asks to stop: the cases in flight finish, every finished case \
 is kept. When it ends, [b]r[/b] browses the \
@@ -38,7 +39,7 @@ the latest run of each model.
 """
 
 
-OUR_IDS = ("app.", "setup.", "run.", "results.")
+OUR_IDS = ("app.", "setup.", "run.", "results.", "verify.")
 
 
 def bindings_table(screen: Screen[object]) -> Table:

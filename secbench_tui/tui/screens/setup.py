@@ -40,6 +40,7 @@ class SetupScreen(BaseScreen):
     BINDINGS = [
         Binding("ctrl+r", "start", "Run", id="setup.run", priority=True),
         Binding("slash", "filter_models", "Filter models", id="setup.filter"),
+        Binding("ctrl+v", "verify", "Verify labels", id="setup.verify", priority=True),
     ]
 
     def __init__(self, settings: Settings) -> None:
@@ -204,6 +205,22 @@ class SetupScreen(BaseScreen):
             ),
             answered,
         )
+
+    def action_verify(self) -> None:
+        """Prove the selected apps' labels on PostgreSQL (what `--verify` does)."""
+        picker = self.query_one(SuitePicker)
+        if picker.choice.vuldetectbench or picker.choice.problem:
+            self.notify(
+                "Verification runs the cases of a markdown suite; load one first.",
+                severity="warning",
+            )
+            return
+        if not picker.selected:
+            self.notify("choose at least one app", severity="warning")
+            return
+        from secbench_tui.tui.screens.verify import VerifyScreen
+
+        self.app.push_screen(VerifyScreen(picker.choice.root, list(picker.selected)))
 
 
 def _text(value: object) -> str:

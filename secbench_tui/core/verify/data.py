@@ -1,0 +1,143 @@
+"""Verification data: the plain files a suite author keeps beside the cases.
+
+Per app folder (see the README, "Verifying labels"):
+
+- `verify/fixtures.sql` (or `fixtures.sql` beside the cases): schema and seed rows;
+- `verify/app.py`: for a Python app, the harness that maps the SPEC's models (its presence
+  makes the app a Python app);
+- per scenario, `verify/<scenario>.md`, or `<scenario>.md` beside the cases as the original
+  security-bench writes it: `# Parameters` with one JSON object per line, and optional
+  `# Setup`, `# Run`, `# Verify` and `# Property` blocks (SQL in a fenced block).
+
+A case `<scenario>-NN-good.md` belongs to the scenario `<scenario>`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from secbench_tui.core.suites.markdown import extract_code, is_parameter_file, split_sections
+
+CASE_NAME = re.compile(r"^(?P<scenario>.+)-\d{2}-(?:good|bad)\.md$")
+VERIFY_DIR = "verify"
+FIXTURES = "fixtures.sql"
+HARNESS = "app.py"
+
+
+class DataError(Exception):
+    """A verification file that cannot be used; the message names the file and the fix."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    path: Path
+    parameters: tuple[dict[str, Any], ...]
+    setup: str | None = None  # SQL run in the transaction before the case
+    run: str | None = None  # SQL run after the case code (e.g. calling a function it defines)
+    verify: str | None = None  # read-back after a write: its rows are the result
+    property_sql: str | None = None  # SQL returning the rows that break the scenario's rules
+    runs: tuple[tuple[str, str], ...] = ()  # `# Run NN`: the run block for case number NN
+    refusals: tuple[str, ...] = ()  # `# Refusals`: more SQLSTATEs that mean "refused"
+
+    def run_for(self, case_id: str) -> str | None:
+        """`# Run NN` for the case `<scenario>-NN-...md` when there is one, else `# Run`."""
+        match = re.search(r"-(\d{2})-(?:good|bad)\.md$", case_id)
+        number = match.group(1) if match else None
+        return next((sql for n, sql in self.runs if n == number), self.run)
+
+    @property
+    def rule(self) -> str:
+        return "property" if self.property_sql else "original"
+
+
+@dataclass(frozen=True)
+class AppData:
+    name: str
+    root: Path
+    fixtures: Path | None
+    harness: Path | None
+    scenarios: dict[str, Scenario]
+
+
+def scenario_of(case_file: str) -> str | None:
+    match = CASE_NAME.match(Path(case_file).name)
+    return match.group("scenario") if match else None
+
+
+def _block(sections: dict[str, str], name: str, path: Path) -> str | None:
+    if name not in sections:
+        return None
+    code = extract_code(sections[name])
+    if code is None or not code.strip():
+        raise DataError(path, f"'# {name.title()}' needs a fenced SQL block (```sql ... ```)")
+    return code.strip()
+
+
+def parse_scenario(path: Path) -> Scenario:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(path, f"cannot read ({exc})") from exc
+    sections = split_sections(text)
+    if "parameters" not in sections:
+        raise DataError(path, "no '# Parameters' section (one JSON object per line)")
+    params: list[dict[str, Any]] = []
+    body = sections["parameters"]
+    fenced = extract_code(body)
+    for number, line in enumerate((fenced if fenced is not None else body).split("\n"), 1):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(path, f"parameter line {number} is not JSON ({exc.msg})") from exc
+        if not isinstance(value, dict):
+            raise DataError(path, f"parameter line {number} must be a JSON object")
+        params.append(value)
+    if not params:
+        raise DataError(path, "'# Parameters' has no JSON object lines")
+    return Scenario(
+        name=path.stem,
+        path=path,
+        parameters=tuple(params),
+        setup=_block(sections, "setup", path),
+        run=_block(sections, "run", path),
+        verify=_block(sections, "verify", path),
+        property_sql=_block(sections, "property", path),
+        refusals=tuple(re.findall(r"\b[0-9A-Z]{5}\b", sections.get("refusals", ""))),
+        runs=tuple(
+            (key.split()[1], _block(sections, key, path) or "")
+            for key in sections
+            if re.fullmatch(r"run \d{2}", key)
+        ),
+    )
+
+
+def load_app_data(app: str, root: Path) -> tuple[AppData, list[DataError]]:
+    """The app's verification data and the files that could not be used (each says why)."""
+    problems: list[DataError] = []
+    vdir = root / VERIFY_DIR
+    fixtures = next((p for p in (vdir / FIXTURES, root / FIXTURES) if p.is_file()), None)
+    harness = vdir / HARNESS if (vdir / HARNESS).is_file() else None
+    candidates = [p for p in sorted(root.glob("*.md")) if is_parameter_file(p)]
+    if vdir.is_dir():
+        candidates += sorted(p for p in vdir.glob("*.md") if p.is_file())
+    scenarios: dict[str, Scenario] = {}
+    for path in candidates:
+        try:
+            scenario = parse_scenario(path)
+        except DataError as exc:
+            problems.append(exc)
+            continue
+        scenarios[scenario.name] = scenario
+    return AppData(app, root, fixtures, harness, scenarios), problems

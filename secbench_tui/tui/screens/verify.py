@@ -1,0 +1,108 @@
+"""Verify: prove the selected suite's labels on PostgreSQL (`--verify`), one row per case.
+
+The verification runs in a thread (psycopg and the embedded server block); each case's proof
+is handed to the screen as it is decided. Leaving the screen stops the verification at the
+next case; the embedded server is stopped and removed either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Header, Static
+from textual.worker import get_current_worker
+
+from secbench_tui.core.untrusted import inert_line
+from secbench_tui.core.verify.models import CaseProof, Proof, VerifyReport
+from secbench_tui.tui.screens.base import BaseScreen
+
+PROOF_STYLES = {Proof.PROVEN: "green", Proof.FAILED: "bold red", Proof.NOT_VERIFIABLE: "yellow"}
+
+
+class VerifyStopped(Exception):
+    """The screen was left: stop verifying at the next case."""
+
+
+class VerifyScreen(BaseScreen):
+    BINDINGS = [Binding("escape", "back", "Back to setup", id="verify.back")]
+
+    def __init__(self, cases_dir: Path, apps: Sequence[str] | None) -> None:
+        super().__init__()
+        self.cases_dir = cases_dir
+        self.apps = list(apps) if apps else None
+        self.report: VerifyReport | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        which = ", ".join(self.apps) if self.apps else "every app"
+        yield Static(
+            inert_line(f"Verifying {self.cases_dir} ({which}) on the embedded PostgreSQL…"),
+            id="verify-status",
+        )
+        yield DataTable(id="verify-table", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "verify labels"
+        table = self.query_one(DataTable)
+        table.add_columns("proof", "case", "label", "why")
+        table.focus()
+        self.run_verify()
+
+    @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
+    def run_verify(self) -> None:
+        from secbench_tui.core.suites.markdown import SuiteError
+        from secbench_tui.core.verify.runner import verify_suite
+        from secbench_tui.core.verify.server import ServerError
+
+        worker = get_current_worker()
+
+        def progress(proof: CaseProof) -> None:
+            if worker.is_cancelled:
+                raise VerifyStopped
+            self.app.call_from_thread(self.add_proof, proof)
+
+        try:
+            report = verify_suite(self.cases_dir, self.apps, None, progress)
+        except VerifyStopped:
+            return
+        except (SuiteError, ServerError) as exc:
+            self.app.call_from_thread(self.show_problem, str(exc))
+            return
+        self.app.call_from_thread(self.finish, report)
+
+    def add_proof(self, proof: CaseProof) -> None:
+        detail = "" if proof.proof is Proof.PROVEN else proof.detail
+        self.query_one(DataTable).add_row(
+            Text(proof.proof.value, style=PROOF_STYLES[proof.proof]),
+            Text(inert_line(proof.case_id)),
+            proof.expected,
+            Text(inert_line(detail)),
+        )
+
+    def show_problem(self, message: str) -> None:
+        self.query_one("#verify-status", Static).update(Text(inert_line(message), style="red"))
+        self.notify(inert_line(message), title="cannot verify", severity="error")
+
+    def finish(self, report: VerifyReport) -> None:
+        self.report = report
+        counts = ", ".join(f"{report.count(p)} {p.value}" for p in Proof)
+        verdict = ("every verifiable case proven", "green") if report.ok else ("FAIL", "bold red")
+        self.query_one("#verify-status", Static).update(
+            Text.assemble(
+                (inert_line(f"ran on {report.engine}"), "dim"),
+                ("  ·  ", "dim"),
+                f"{len(report.cases)} cases: {counts} in {report.seconds:.1f} s",
+                ("  ·  ", "dim"),
+                verdict,
+            )
+        )
+
+    def action_back(self) -> None:
+        self.workers.cancel_group(self, "verify")
+        self.app.pop_screen()

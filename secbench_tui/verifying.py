@@ -1,0 +1,71 @@
+"""`secbench-tui --verify`: prove a suite's labels by execution and print one line per case.
+
+Case files and database messages are suite text: every line goes through `inert_line`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from secbench_tui.core.untrusted import inert_line, redact_url
+from secbench_tui.core.verify.models import CaseProof, Proof, VerifyReport
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+_LABEL = {Proof.PROVEN: "proven", Proof.FAILED: "FAILED", Proof.NOT_VERIFIABLE: "not verifiable"}
+
+
+def proof_line(proof: CaseProof) -> str:
+    text = f"{_LABEL[proof.proof]:<15} {proof.case_id} ({proof.expected})"
+    if proof.detail and proof.proof is not Proof.PROVEN:
+        text += f": {proof.detail}"
+    return inert_line(text)
+
+
+def summary_lines(report: VerifyReport) -> list[str]:
+    lines = []
+    for app in sorted({c.app for c in report.cases}):
+        cases = [c for c in report.cases if c.app == app]
+        counts = ", ".join(f"{sum(1 for c in cases if c.proof is p)} {p.value}" for p in Proof)
+        lines.append(inert_line(f"{app}: {len(cases)} cases: {counts}"))
+    counts = ", ".join(f"{report.count(p)} {p.value}" for p in Proof)
+    lines.append(f"{len(report.cases)} cases: {counts} in {report.seconds:.1f} s")
+    failed = [c for c in report.cases if c.proof is Proof.FAILED]
+    if failed:
+        lines.append(
+            f"FAIL: {len(failed)} cases failed: " + inert_line(", ".join(c.case_id for c in failed))
+        )
+    elif report.count(Proof.PROVEN) == 0:
+        lines.append("FAIL: no case carries verification data (see README, Verifying labels)")
+    else:
+        lines.append("OK: every verifiable case is proven")
+    return lines
+
+
+def verify_main(cases_dir: Path, apps: list[str] | None, pg_url: str | None) -> int:
+    from secbench_tui.core.suites.markdown import SuiteError
+
+    try:
+        from secbench_tui.core.verify.runner import verify_suite
+        from secbench_tui.core.verify.server import ServerError
+    except ImportError as exc:
+        print(
+            f"secbench-tui: error: --verify needs the verify extra ({exc}): "
+            "pip install 'secbench-tui[verify]'",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+
+    def progress(proof: CaseProof) -> None:
+        print(proof_line(proof), flush=True)
+
+    where = redact_url(pg_url) if pg_url else "the embedded PostgreSQL (pgserver)"
+    print(inert_line(f"verify {cases_dir} on {where}"), flush=True)
+    try:
+        report = verify_suite(cases_dir, apps, pg_url, progress)
+    except (SuiteError, ServerError) as exc:
+        print(f"secbench-tui: error: {inert_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"ran on {report.engine}")
+    print("\n".join(summary_lines(report)))
+    return EXIT_OK if report.ok else EXIT_FAILED

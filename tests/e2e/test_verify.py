@@ -1,0 +1,169 @@
+"""`secbench-tui --verify` on a real PostgreSQL: planted mislabels are caught and named.
+
+A copy of the bundled suite gets a bad case holding its good sibling's code and a good case
+holding a bad sibling's code, in an SQL app and in the Python app; the command must fail and
+name each. Needs the verify extra (pgserver); skipped without it.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from secbench_tui.config import bundled_cases_dir
+from tests.e2e.harness import cli_env
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    pgserver = pytest.importorskip("pgserver", reason="needs the verify extra (pgserver)")
+pytest.importorskip("fastapi", reason="needs the verify extra (fastapi)")
+
+PLANTS = {
+    # (app, case given the code of another case, the case whose code it gets)
+    ("purchase-order", "approve-po-03-bad.md", "approve-po-01-good.md"),
+    ("purchase-order", "get-supplier-01-good.md", "get-supplier-03-bad.md"),
+    ("clinic-portal-api", "get-patient-03-bad.md", "get-patient-01-good.md"),
+    ("clinic-portal-api", "sign-prescription-02-good.md", "sign-prescription-04-bad.md"),
+}
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    """A server of our own for `--pg-url`. Its folder is under /tmp, not pytest's: as root,
+    pgserver runs PostgreSQL as another user, who cannot enter pytest's private folders."""
+    with tempfile.TemporaryDirectory(prefix="secbench-test-pg-") as folder:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            server = pgserver.get_server(folder, cleanup_mode="delete")
+        try:
+            yield str(server.get_uri())
+        finally:
+            server.cleanup()
+
+
+def _verify(cases: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "secbench_tui", "--verify", "--cases", str(cases), *extra],
+        cwd=cases.parent,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def _swap_code(target: Path, source: Path) -> None:
+    """`target` keeps its description and label, and gets `source`'s code section."""
+    code = re.compile(r"# Code\n.*?(?=\n# Expected)", re.S)
+    donor = code.search(source.read_text(encoding="utf-8"))
+    assert donor is not None
+    text = target.read_text(encoding="utf-8")
+    target.write_text(code.sub(lambda _: donor.group(0), text), encoding="utf-8")
+
+
+def _lines(out: str, word: str) -> set[str]:
+    return {m.group(1) for m in re.finditer(rf"^{word}\s+(\S+)", out, re.M)}
+
+
+def test_planted_mislabels_fail_and_are_named(tmp_path: Path, pg_url: str) -> None:
+    suite = tmp_path / "suite"
+    for app in ("purchase-order", "clinic-portal-api"):
+        shutil.copytree(bundled_cases_dir() / app, suite / app)
+    for app, target, source in PLANTS:
+        _swap_code(suite / app / target, suite / app / source)
+
+    done = _verify(suite, "--pg-url", pg_url)
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    planted = {f"{app}/{target}" for app, target, _ in PLANTS}
+    assert _lines(done.stdout, "FAILED") == planted, done.stdout
+    assert len(_lines(done.stdout, "proven")) == 68 + 56 - len(planted)
+    for case in planted:
+        assert case in done.stdout.splitlines()[-1]  # the closing line names every failure
+    assert "ran on PostgreSQL 16" in done.stdout
+    assert re.search(r"labelled bad but keeps the property", done.stdout)
+    assert re.search(r"labelled good but breaks the property on parameter set \d", done.stdout)
+
+
+ORIGINAL_FIXTURES = """
+CREATE TABLE orders (id int PRIMARY KEY, org_id int NOT NULL, total int NOT NULL);
+INSERT INTO orders VALUES (1, 1, 10), (2, 1, 20), (3, 2, 30);
+"""
+
+
+def _case(path: Path, code: str, expected: str) -> None:
+    path.write_text(f"# Code\n```sql\n{code}\n```\n\n# Expected\n{expected}\n", encoding="utf-8")
+
+
+def test_a_suite_in_the_original_format_verifies_by_the_original_rule(tmp_path: Path) -> None:
+    app = tmp_path / "suite" / "shop"
+    app.mkdir(parents=True)
+    (app / "SPEC.md").write_text("# Prompt\nOrders belong to an org.\n", encoding="utf-8")
+    (app / "fixtures.sql").write_text(ORIGINAL_FIXTURES, encoding="utf-8")
+    (app / "get-order.md").write_text(
+        '# Description\nOne order.\n\n# Parameters\n{"id": 1, "org": 1}\n{"id": 3, "org": 1}\n',
+        encoding="utf-8",
+    )
+    _case(
+        app / "get-order-01-good.md",
+        "SELECT id, total FROM orders WHERE id = :id AND org_id = :org",
+        "good",
+    )
+    _case(
+        app / "get-order-02-good.md",
+        "SELECT o.id, o.total FROM orders o WHERE o.org_id = :org AND o.id = :id",
+        "good",
+    )
+    _case(app / "get-order-03-bad.md", "SELECT id, total FROM orders WHERE id = :id", "bad")
+    _case(
+        app / "get-order-04-bad.md",
+        "SELECT id, total FROM orders WHERE id = :id AND org_id = :org",
+        "bad",
+    )
+    _case(app / "list-orders-01-good.md", "SELECT 1", "good")
+
+    done = _verify(tmp_path / "suite")  # the embedded PostgreSQL
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert _lines(done.stdout, "proven") == {
+        "shop/get-order-01-good.md",
+        "shop/get-order-02-good.md",
+        "shop/get-order-03-bad.md",
+    }
+    assert _lines(done.stdout, "FAILED") == {"shop/get-order-04-bad.md"}
+    assert re.search(
+        r"^not verifiable\s+shop/list-orders-01-good.md .*no verification data", done.stdout, re.M
+    )
+    assert "(pgserver)" in done.stdout
+
+
+def test_a_handler_that_does_not_load_fails_with_its_error(tmp_path: Path, pg_url: str) -> None:
+    app = tmp_path / "suite" / "clinic-portal-api"
+    shutil.copytree(bundled_cases_dir() / "clinic-portal-api", app)
+    for case in app.glob("*-0*.md"):
+        if not case.name.startswith("get-patient-"):
+            case.unlink()
+    broken = app / "get-patient-01-good.md"
+    text = broken.read_text(encoding="utf-8")
+    broken.write_text(text.replace("response_model=PatientOut", "response_model=NoSuchOut"))
+
+    done = _verify(tmp_path / "suite", "--pg-url", pg_url)
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert _lines(done.stdout, "FAILED") == {"clinic-portal-api/get-patient-01-good.md"}
+    assert "the handler does not load: NameError: name 'NoSuchOut' is not defined" in done.stdout
+    assert len(_lines(done.stdout, "proven")) == 3
+
+
+def test_an_unusable_suite_is_a_usage_error(tmp_path: Path) -> None:
+    done = _verify(tmp_path / "missing")
+    assert done.returncode == 2
+    assert "--cases" in done.stderr and "not a directory" in done.stderr
