@@ -33,6 +33,11 @@ def _flat(values: list[list[str]] | None) -> list[str]:
     return [part for value in values or [] for part in value]
 
 
+def _methods(value: str) -> list[str]:
+    """`--method a,b`; an empty value stays, for Settings to name the methods there are."""
+    return _csv(value) or [value]
+
+
 def _tasks(value: str) -> list[int]:
     try:
         return [int(part) for part in _csv(value)]
@@ -77,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--method",
         action="append",
-        type=_csv,
+        type=_methods,
         help="VulDetectBench prompting: plain, cot or few-shot; several: a,b or repeat",
     )
     run.add_argument(

@@ -94,11 +94,11 @@ def format_summary(summary: dict[str, Any], status: str, message: str | None) ->
 
 def _started_line(event: RunStarted) -> str:
     what = "resumed" if event.resumed else "started"
-    prompt = f", prompt {inert_line(event.prompt)}" if event.prompt else ""
     return (
-        f"Run {event.run_id} {what}: {inert_line(event.model)}{prompt}, {event.total} cases, "
+        f"Run {event.run_id} {what}: {inert_line(event.model)}, {event.total} cases, "
         f"{event.pending} to ask, {event.reused} reused"
         + (f", concurrency {event.concurrency}" if event.concurrency > 1 else "")
+        + (f", prompt {inert_line(event.prompt)}" if event.prompt else "")
     )
 
 
