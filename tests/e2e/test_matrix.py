@@ -66,9 +66,7 @@ def test_a_2x2_matrix_files_every_answer_under_its_model_and_prompt(tmp_path: Pa
             key=FAKE_KEY,
         )
         assert result.returncode == 0, result.stderr
-        answered = {
-            (r.body["model"], prompt_of(r), marker_of(r)): r for r in server.completions()
-        }
+        answered = {(r.body["model"], prompt_of(r), marker_of(r)): r for r in server.completions()}
     assert len(answered) == 4 * len(cases) == len(server.completions())  # each asked once
     recorded = runs(tmp_path / "r.db")
     assert sorted((r["model_name"], r["prompt_name"]) for r in recorded) == sorted(
@@ -76,9 +74,10 @@ def test_a_2x2_matrix_files_every_answer_under_its_model_and_prompt(tmp_path: Pa
     )
     for run in recorded:
         assert run["status"] == "completed"
-        assert run["prompt_hash"] == hashlib.sha256(
-            (PROMPTS[run["prompt_name"]] + "\n").encode()
-        ).hexdigest()
+        assert (
+            run["prompt_hash"]
+            == hashlib.sha256((PROMPTS[run["prompt_name"]] + "\n").encode()).hexdigest()
+        )
         stored = rows(tmp_path / "r.db", run["id"])
         assert len(stored) == len(cases)
         for case, row in zip(cases, stored, strict=True):
