@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import server as srv
-from tests.e2e.harness import FAKE_KEY, MODEL, rows, run_cli, runs, write_suite
+from tests.e2e.harness import FAKE_KEY, MODEL, cli_env, rows, run_cli, runs, write_suite
 from tests.e2e.server import LoopbackServer, ReceivedRequest
 
 OTHER = "anthropic/claude-3.5-haiku"
@@ -177,7 +177,7 @@ def test_dry_run_sends_no_chat_request_and_prices_the_plan(tmp_path: Path) -> No
             "--prompt",
             "default,attacker",
             "--dry-run",
-            key=FAKE_KEY,
+            env=cli_env(FAKE_KEY, XDG_CACHE_HOME=str(tmp_path / "cache")),
         )
         assert result.returncode == 0, result.stderr
         assert len(server.completions()) == asked  # nothing was asked
@@ -191,6 +191,7 @@ def test_dry_run_sends_no_chat_request_and_prices_the_plan(tmp_path: Path) -> No
     line = next(ln for ln in out.splitlines() if ln.startswith(f"  {MODEL}: 2 run(s)"))
     assert "7 requests" in line and "$0.0" in line
     assert len(runs(db)) == 1  # no run was created
+    assert list((tmp_path / "cache").rglob("models-*.json"))  # the prices came from GET /models
 
 
 def test_filter_picks_cases_by_id(tmp_path: Path) -> None:
