@@ -70,7 +70,7 @@ async def test_rows_arrive_as_cases_finish_and_are_stored(
 async def test_stop_midway_keeps_every_finished_case(
     remote_settings: Settings, clean_suite: Path, server: LoopbackServer
 ) -> None:
-    server.delay = 0.3
+    server.delay = 1.0  # the dialog must fit in the run, even on a busy machine
     app = make_app(remote_settings, offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
         run = await start(pilot, app)

@@ -176,6 +176,8 @@ class SetupScreen(BaseScreen):
         picker = self.query_one(ModelPicker)
         model = ", ".join(picker.selected) or None
         suite = self.query_one(SuitePicker)
+        # VulDetectBench prompts are the benchmark's own: its method chooses among them
+        self.query_one("#prompt-list").display = not suite.choice.vuldetectbench
         n = suite.case_count()
         limit = self.query_one("#limit", Input).value.strip()
         cases = f"{n} cases"
