@@ -141,7 +141,9 @@ def a_prompt(suite: Path) -> str:
     """A prompt of the size the tool sends for this suite."""
     case = next(p for p in sorted(suite.glob("*/*.md")) if p.name != "SPEC.md")
     spec = (case.parent / "SPEC.md").read_text(encoding="utf-8")
-    evaluation = (REPO_ROOT / "secbench_tui" / "evaluation-prompt.txt").read_text(encoding="utf-8")
+    evaluation = (REPO_ROOT / "secbench_tui" / "prompts" / "default.txt").read_text(
+        encoding="utf-8"
+    )
     return f"{spec}\n\n{evaluation}\n\n{case.read_text(encoding='utf-8')}"
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import SecretStr, ValidationError
 
 from secbench_tui import __version__
-from secbench_tui.config import REASONING_EFFORTS, VDB_SCORINGS
+from secbench_tui.config import REASONING_EFFORTS, VDB_PLAIN, VDB_SCORINGS
 from secbench_tui.core import security_bench
 from secbench_tui.core.prompts import RESPONSE_FORMATS
 
@@ -27,6 +27,16 @@ EXIT_INTERRUPTED = 130
 
 def _csv(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _flat(values: list[list[str]] | None) -> list[str]:
+    """A repeatable comma-separated flag, in the order given."""
+    return [part for value in values or [] for part in value]
+
+
+def _methods(value: str) -> list[str]:
+    """`--method a,b`; an empty value stays, for Settings to name the methods there are."""
+    return _csv(value) or [value]
 
 
 def _tasks(value: str) -> list[int]:
@@ -62,21 +72,48 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--pg-url", help="PostgreSQL for --verify (default: embedded pgserver)")
 
     run = p.add_argument_group("the run")
-    run.add_argument("--model", help="model id, e.g. openai/gpt-4o-mini or baseline/random")
+    run.add_argument(
+        "--model",
+        action="append",
+        type=_csv,
+        help="model id, e.g. openai/gpt-4o-mini or baseline/random; several: a,b or repeat",
+    )
     run.add_argument("--cases", type=Path, help="suite folder (default: the bundled suite)")
     run.add_argument("--apps", type=_csv, help="only these apps, comma separated")
     run.add_argument(
         "--limit", type=int, help="only the first N cases (of each task, for VulDetectBench)"
     )
     run.add_argument("--tasks", type=_tasks, help="VulDetectBench tasks, e.g. 1,3 (default all)")
-    run.add_argument("--method", help="VulDetectBench prompting: cot or few-shot")
+    run.add_argument(
+        "--method",
+        action="append",
+        type=_methods,
+        help="VulDetectBench prompting: plain, cot or few-shot; several: a,b or repeat",
+    )
     run.add_argument(
         "--vdb-scoring",
         default="correct",
         choices=VDB_SCORINGS,
         help="VulDetectBench scoring: correct (default) or as library 0.0.5 does",
     )
-    run.add_argument("--prompt", type=Path, help="evaluation prompt file")
+    run.add_argument(
+        "--prompt",
+        action="append",
+        type=_csv,
+        help="evaluation prompt: a file, a folder of *.txt, a bundled name, or all; "
+        "several: a,b or repeat",
+    )
+    run.add_argument(
+        "--filter",
+        action="append",
+        metavar="GLOB",
+        help="only cases whose id (app/file.md) matches; repeat for several",
+    )
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan, requests and estimated cost; send nothing",
+    )
     run.add_argument("--db", type=Path, default=Path("results.db"), help="SQLite database")
     run.add_argument("--summary-json", type=Path, help="write the run's summary as JSON")
     run.add_argument("--repeats", type=int, default=1, help="ask each case N times")
@@ -135,12 +172,14 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str]):  # type: 
 
     key = env.get("OPENROUTER_API_KEY") or None
     fields = {
-        "model": args.model,
+        "models": _flat(args.model),
         "cases": args.cases,
         "apps": args.apps,
         "limit": args.limit,
         "db": args.db,
-        "prompt": args.prompt,
+        "prompts": _flat(args.prompt),
+        "filters": args.filter or [],
+        "dry_run": args.dry_run,
         "base_url": args.base_url or env.get("OPENROUTER_BASE_URL") or OPENROUTER_URL,
         "api_key": SecretStr(key) if key else None,
         "temperature": args.temperature,
@@ -157,7 +196,7 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str]):  # type: 
         "force": args.force,
         "retry_errors": args.retry_errors,
         "max_cost": args.max_cost,
-        "method": args.method,
+        "methods": [None if m == VDB_PLAIN else m for m in _flat(args.method)],
         "vdb_scoring": args.vdb_scoring,
         "summary_json": args.summary_json,
     }
@@ -169,6 +208,9 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str]):  # type: 
 def _validation_message(exc: ValidationError) -> str:
     lines = []
     for error in exc.errors():
+        if not error["loc"]:  # a check across settings names its flag itself
+            lines.append(error["msg"].removeprefix("Value error, "))
+            continue
         flag = "--" + "-".join(str(p) for p in error["loc"]).replace("_", "-")
         if flag == "--api-key":
             flag = "OPENROUTER_API_KEY"  # the value is never shown
@@ -198,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from secbench_tui.reporting import export_main
 
         return export_main(settings, args.report, args.export, args.out, args.runs, args.models)
-    if args.no_ui:
+    if args.no_ui or args.dry_run:
         from secbench_tui.headless import run_headless
 
         return run_headless(settings)

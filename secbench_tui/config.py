@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 
 from secbench_tui.core import security_bench
 from secbench_tui.core.prompts import RESPONSE_FORMATS
@@ -20,18 +20,27 @@ from secbench_tui.core.providers.openai_compat import OPENROUTER_URL
 from secbench_tui.core.untrusted import redact_url
 
 VDB_METHODS = ("cot", "few-shot")
+VDB_PLAIN = "plain"  # --method plain: the benchmark's plain prompts (no method)
 VDB_SCORINGS = ("correct", "library")
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
 DEFAULT_MAX_TOKENS = 1024
 
 
 class Settings(BaseModel):
+    """One run's settings; `models`, `prompts` and `methods` list the matrix to run.
+
+    `model`, `prompt` and `method` are the run's own (the first of each list when several
+    are given); `session.plan_settings` makes one `Settings` per cell of the matrix.
+    """
+
     model: str | None = None
+    models: list[str] = Field(default_factory=list)
     cases: Path | None = None
     apps: list[str] | None = None
     limit: int | None = Field(default=None, ge=1)
     db: Path = Path("results.db")
-    prompt: Path | None = None
+    prompt: str | None = None  # a file, a folder of *.txt, a bundled name or "all"
+    prompts: list[str] = Field(default_factory=list)
     base_url: str = OPENROUTER_URL
     api_key: SecretStr | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
@@ -51,9 +60,35 @@ class Settings(BaseModel):
     max_cost: float | None = Field(default=None, gt=0)
     tasks: list[int] = Field(default_factory=lambda: [1, 2, 3, 4, 5])
     method: str | None = None
+    methods: list[str | None] = Field(default_factory=list)  # None: the plain prompts
     vdb_scoring: str = "correct"
     summary_json: Path | None = None
     reports_dir: Path = Path("reports")
+    filters: list[str] = Field(default_factory=list)  # glob patterns on case ids
+    dry_run: bool = False
+
+    @model_validator(mode="after")
+    def _matrix(self) -> Settings:
+        """The single setting and its list agree: the list wins when both are given."""
+        if self.models:
+            self.models = list(dict.fromkeys(self.models))
+            self.model = self.models[0]
+        elif self.model:
+            self.models = [self.model]
+        if self.prompts:
+            self.prompt = self.prompts[0]
+        elif self.prompt is not None:
+            self.prompts = [self.prompt]
+        if self.methods:
+            self.methods = list(dict.fromkeys(self.methods))
+            bad = [m for m in self.methods if m is not None and m not in VDB_METHODS]
+            if bad:
+                raise ValueError(
+                    f"--method: must be {VDB_PLAIN} or one of {', '.join(VDB_METHODS)} "
+                    f"(got {bad[0]!r})"
+                )
+            self.method = self.methods[0]
+        return self
 
     @field_validator("api_key")
     @classmethod

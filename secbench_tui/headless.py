@@ -21,18 +21,15 @@ from typing import Any, TextIO
 
 from secbench_tui.cli import EXIT_ABORTED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from secbench_tui.config import Settings
+from secbench_tui.core.catalog import cached_catalog
 from secbench_tui.core.engine import Engine
 from secbench_tui.core.events import CaseFinished, Event, Retrying, RunFinished, RunStarted
+from secbench_tui.core.matrix import Matrix
 from secbench_tui.core.models import Outcome
+from secbench_tui.core.providers.baselines import is_baseline
 from secbench_tui.core.store import Store, StoreError
 from secbench_tui.core.untrusted import inert, inert_line, redact_url
-from secbench_tui.session import (
-    UsageError,
-    build_spec,
-    load_suite,
-    make_provider,
-    resolve_request_defaults,
-)
+from secbench_tui.session import UsageError, plan_matrix, resolve_matrix_defaults
 
 
 def _pct(value: float | None) -> str:
@@ -59,7 +56,8 @@ def format_case_line(event: CaseFinished) -> str:
 
 
 def format_summary(summary: dict[str, Any], status: str, message: str | None) -> str:
-    lines = [f"Run {summary.get('run_id')} {status}: {inert_line(summary.get('model'))}"]
+    prompt = f", prompt {inert_line(summary['prompt'])}" if summary.get("prompt") else ""
+    lines = [f"Run {summary.get('run_id')} {status}: {inert_line(summary.get('model'))}{prompt}"]
     if message:
         lines.append(f"  {inert_line(message)}")
     lines.append(
@@ -100,39 +98,115 @@ def format_summary(summary: dict[str, Any], status: str, message: str | None) ->
     return "\n".join(lines)
 
 
+def _started_line(event: RunStarted) -> str:
+    what = "resumed" if event.resumed else "started"
+    return (
+        f"Run {event.run_id} {what}: {inert_line(event.model)}, {event.total} cases, "
+        f"{event.pending} to ask, {event.reused} reused"
+        + (f", concurrency {event.concurrency}" if event.concurrency > 1 else "")
+        + (f", prompt {inert_line(event.prompt)}" if event.prompt else "")
+    )
+
+
+def print_event(event: Event, out: TextIO, err: TextIO, prefix: str = "") -> None:
+    """One event as the headless runner shows it; `prefix` names the run in a matrix."""
+    if isinstance(event, RunStarted):
+        print(_started_line(event), file=out, flush=True)
+        for skipped in event.skipped:
+            print(f"warning: {inert_line(skipped)}", file=err, flush=True)
+    elif isinstance(event, CaseFinished):
+        print(prefix + format_case_line(event), file=out, flush=True)
+        ev = event.evaluation
+        if ev.scored.outcome is Outcome.ERROR:
+            case_id, error = inert_line(ev.case.case_id), inert_line(ev.completion.error)
+            print(f"{prefix}error: {case_id}: {error}", file=err, flush=True)
+    elif isinstance(event, Retrying):
+        n = event.notice
+        print(
+            f"{prefix}retry: {inert_line(n.case_id)} attempt {n.attempt} failed "
+            f"({inert_line(n.reason)}); "
+            f"waiting {n.wait_seconds:.1f}s",
+            file=err,
+            flush=True,
+        )
+
+
 async def consume(engine: Engine, out: TextIO, err: TextIO) -> RunFinished | None:
     finished: RunFinished | None = None
-    event: Event
     async for event in engine.events():
-        if isinstance(event, RunStarted):
-            what = "resumed" if event.resumed else "started"
-            print(
-                f"Run {event.run_id} {what}: {inert_line(event.model)}, {event.total} cases, "
-                f"{event.pending} to ask, {event.reused} reused"
-                + (f", concurrency {event.concurrency}" if event.concurrency > 1 else ""),
-                file=out,
-                flush=True,
-            )
-            for skipped in event.skipped:
-                print(f"warning: {inert_line(skipped)}", file=err, flush=True)
-        elif isinstance(event, CaseFinished):
-            print(format_case_line(event), file=out, flush=True)
-            ev = event.evaluation
-            if ev.scored.outcome is Outcome.ERROR:
-                case_id, error = inert_line(ev.case.case_id), inert_line(ev.completion.error)
-                print(f"error: {case_id}: {error}", file=err, flush=True)
-        elif isinstance(event, Retrying):
-            n = event.notice
-            print(
-                f"retry: {inert_line(n.case_id)} attempt {n.attempt} failed "
-                f"({inert_line(n.reason)}); "
-                f"waiting {n.wait_seconds:.1f}s",
-                file=err,
-                flush=True,
-            )
-        elif isinstance(event, RunFinished):
+        print_event(event, out, err)
+        if isinstance(event, RunFinished):
             finished = event
     return finished
+
+
+async def consume_matrix(matrix: Matrix, out: TextIO, err: TextIO) -> dict[int, RunFinished]:
+    """Every run's events, lines prefixed with the run id when more than one run goes on."""
+    several = len(matrix.runs) > 1
+    run_ids: dict[int, int] = {}
+    async for tagged in matrix.events():
+        event = tagged.event
+        if isinstance(event, RunStarted):
+            run_ids[tagged.slot] = event.run_id
+        prefix = f"run {run_ids[tagged.slot]}: " if several and tagged.slot in run_ids else ""
+        print_event(event, out, err, prefix)
+    return dict(matrix.finished)
+
+
+def format_matrix(finished: list[RunFinished]) -> str:
+    """Accuracy of every model x prompt, as one table after the runs' own summaries."""
+    lines = ["Matrix (accuracy, 95% CI, balanced accuracy):"]
+    for done in finished:
+        s = done.summary
+        acc = s.get("accuracy")
+        figure = "n/a"
+        if acc is not None:
+            low, high = s.get("accuracy_ci") or (None, None)
+            balanced = _pct(s.get("balanced_accuracy"))
+            figure = f"{_pct(acc)} ({_pct(low)}-{_pct(high)})  balanced {balanced}"
+        lines.append(
+            f"  {inert_line(s.get('model'))}  x  {inert_line(s.get('prompt'))}: {figure}"
+            f"  [run {done.run_id} {done.status}]"
+        )
+    return "\n".join(lines)
+
+
+async def print_plan(settings: Settings, out: TextIO) -> int:
+    """`--dry-run`: the runs, their requests after reuse, tokens and cost; nothing is asked."""
+    from secbench_tui.core.catalog import load_catalog
+    from secbench_tui.core.estimate import estimate, estimate_lines
+
+    try:
+        plan = plan_matrix(settings, with_providers=False)
+    except UsageError as exc:
+        print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        store = await Store.open(settings.db) if settings.db.exists() else None
+    except StoreError as exc:
+        print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
+        return EXIT_ABORTED
+    try:
+        remote = [r.model for r in plan.runs if not is_baseline(r.model)]
+        catalog = (
+            await load_catalog(settings.base_url) if remote else cached_catalog(settings.base_url)
+        )
+        est = await estimate([r.spec for r in plan.runs], settings.sent_max_tokens, catalog, store)
+    finally:
+        if store is not None:
+            await store.close()
+    models = len({r.model for r in plan.runs})
+    prompts = len({r.prompt for r in plan.runs})
+    print(
+        f"Plan: {len(plan.runs)} run(s) = {models} model(s) x {prompts} prompt(s), "
+        f"repeats {settings.repeats}; dry run, nothing is sent",
+        file=out,
+    )
+    for line in estimate_lines(est):
+        print(line, file=out)
+    if catalog.error and remote:
+        print(f"note: {inert_line(catalog.error)}", file=out)
+    return EXIT_OK
 
 
 async def _run(settings: Settings) -> int:
@@ -143,26 +217,27 @@ async def _run(settings: Settings) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
+    if settings.dry_run:
+        return await print_plan(settings, sys.stdout)
     try:
-        suite = load_suite(settings)
-        settings = await resolve_request_defaults(settings)
-        provider = make_provider(settings)
+        resolved = await resolve_matrix_defaults(settings)
+        plan = plan_matrix(settings, resolved=resolved)
     except UsageError as exc:
         print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
         return EXIT_USAGE
     try:
         store = await Store.open(settings.db)
     except StoreError as exc:
-        await provider.aclose()
+        await plan.aclose()
         print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
         return EXIT_ABORTED
-    if settings.max_cost is not None and not provider.reports_cost:
+    if settings.max_cost is not None and not all(r.provider.reports_cost for r in plan.runs):
         print(
             f"warning: --max-cost: {redact_url(settings.base_url)} may not report costs; "
             "the budget only counts costs the endpoint reports",
             file=sys.stderr,
         )
-    engine = Engine(build_spec(settings, suite), provider, store)
+    matrix = Matrix(plan.runs, store)
     interrupts = 0
 
     def on_signal() -> None:
@@ -174,7 +249,7 @@ async def _run(settings: Settings) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            engine.stop()
+            matrix.stop()
         else:
             os._exit(EXIT_INTERRUPTED)
 
@@ -185,16 +260,20 @@ async def _run(settings: Settings) -> int:
         except (NotImplementedError, RuntimeError):
             pass
     try:
-        finished = await consume(engine, sys.stdout, sys.stderr)
-    except Exception as exc:  # the run could not even start (the database, most likely)
+        by_slot = await consume_matrix(matrix, sys.stdout, sys.stderr)
+    except Exception as exc:  # a run could not even start (the database, most likely)
         print(f"secbench-tui: error: {type(exc).__name__}: {inert(exc)}", file=sys.stderr)
         return EXIT_ABORTED
     finally:
-        await provider.aclose()
+        await plan.aclose()
         await store.close()
-    if finished is None:
+    finished = [by_slot[slot] for slot in sorted(by_slot)]
+    if not finished:
         return EXIT_ABORTED
-    print(format_summary(finished.summary, finished.status, finished.message), flush=True)
+    for done in finished:
+        print(format_summary(done.summary, done.status, done.message), flush=True)
+    if len(finished) > 1:
+        print(format_matrix(finished), flush=True)
     if settings.summary_json is not None:
         try:
             write_summary_json(settings.summary_json, finished)
@@ -203,16 +282,37 @@ async def _run(settings: Settings) -> int:
                 f"secbench-tui: error: --summary-json {settings.summary_json}: {inert(exc)}",
                 file=sys.stderr,
             )
-    if finished.status == "aborted":
-        print(f"secbench-tui: run aborted: {inert_line(finished.message)}", file=sys.stderr)
-        return EXIT_ABORTED
-    if finished.status == "stopped" and interrupts:
-        return EXIT_INTERRUPTED
+    codes = []
+    for done in finished:
+        if done.status == "aborted":
+            print(
+                f"secbench-tui: run {done.run_id} aborted: {inert_line(done.message)}",
+                file=sys.stderr,
+            )
+            codes.append(EXIT_ABORTED)
+        elif done.status == "stopped" and interrupts:
+            codes.append(EXIT_INTERRUPTED)
+    return worst_exit(codes)
+
+
+def worst_exit(codes: list[int]) -> int:
+    """An aborted run outweighs an interrupted one, which outweighs success."""
+    for code in (EXIT_ABORTED, EXIT_INTERRUPTED):
+        if code in codes:
+            return code
     return EXIT_OK
 
 
-def write_summary_json(path: Path, finished: RunFinished) -> None:
-    data = {**finished.summary, "status": finished.status, "message": finished.message}
+def _summary_data(finished: RunFinished) -> dict[str, Any]:
+    return {**finished.summary, "status": finished.status, "message": finished.message}
+
+
+def write_summary_json(path: Path, finished: RunFinished | list[RunFinished]) -> None:
+    """One run: its summary, as before (with `prompt`); several: `{"runs": [summary, ...]}`."""
+    runs = finished if isinstance(finished, list) else [finished]
+    data: dict[str, Any] = (
+        _summary_data(runs[0]) if len(runs) == 1 else {"runs": [_summary_data(r) for r in runs]}
+    )
     path.write_text(
         json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8"
     )

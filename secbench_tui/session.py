@@ -1,21 +1,30 @@
 """From settings to a run: load the suite, build the provider, describe the run.
 
-Both front ends call `prepare_run`, so a run started in the terminal app and one started
-with `--no-ui` are the same run.
+Both front ends call `plan_matrix`, so runs started in the terminal app and ones started
+with `--no-ui` are the same runs: one per model x evaluation prompt (x VulDetectBench method).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from secbench_tui.config import Settings
 from secbench_tui.core.engine import RunSpec
-from secbench_tui.core.models import Case, SuiteKind
-from secbench_tui.core.prompts import load_evaluation_prompt, sha256_text
-from secbench_tui.core.providers.base import Provider
+from secbench_tui.core.matrix import PlannedRun
+from secbench_tui.core.models import Case, Completion, SuiteKind
+from secbench_tui.core.prompts import (
+    EvaluationPrompt,
+    PromptError,
+    default_prompt,
+    resolve_prompts,
+    sha256_text,
+)
+from secbench_tui.core.providers.base import Provider, RetryCallback
 from secbench_tui.core.providers.baselines import BaselineProvider, is_baseline
 from secbench_tui.core.providers.openai_compat import ClientSettings, OpenAICompatibleProvider
+from secbench_tui.core.store import vdb_prompt_name
 from secbench_tui.core.suites.markdown import SuiteError, load_markdown_suite
 
 REASONING_MAX_TOKENS = 32768
@@ -32,6 +41,7 @@ class LoadedSuite:
     cases: list[Case]
     skipped: list[str]
     prompt_hash: str
+    prompt_name: str = ""
 
 
 def is_vuldetectbench(path: Path) -> bool:
@@ -41,7 +51,8 @@ def is_vuldetectbench(path: Path) -> bool:
     return is_vuldetectbench_dir(path)
 
 
-def load_suite(settings: Settings) -> LoadedSuite:
+def load_suite(settings: Settings, prompt: EvaluationPrompt | None = None) -> LoadedSuite:
+    """The cases of one run: `prompt` for a markdown suite (default: the default prompt)."""
     root = settings.cases_dir
     if not root.exists():
         raise UsageError(f"--cases {root}: no such directory")
@@ -55,22 +66,45 @@ def load_suite(settings: Settings) -> LoadedSuite:
         except (ValueError, OSError) as exc:
             raise UsageError(str(exc)) from exc
         prompt_hash = sha256_text(f"vuldetectbench:{settings.method}")
+        prompt_name = vdb_prompt_name(settings.method)
         kind, skipped = SuiteKind.VULDETECTBENCH, []
     else:
+        if prompt is None:
+            prompt = _single_prompt(settings)
         try:
-            prompt_text, _ = load_evaluation_prompt(settings.prompt, settings.original_request)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"--prompt {settings.prompt}: cannot read ({exc})") from exc
-        try:
-            suite = load_markdown_suite(root, settings.apps, prompt_text, settings.request_style)
+            text = prompt.text if settings.original_request else prompt.normalised
+            suite = load_markdown_suite(root, settings.apps, text, settings.request_style)
         except SuiteError as exc:
             raise UsageError(str(exc)) from exc
         cases, skipped = suite.cases, [str(s) for s in suite.skipped]
-        prompt_hash = sha256_text(prompt_text)
+        prompt_hash, prompt_name = prompt.sha256, prompt.name
         kind = SuiteKind.MARKDOWN
+    if settings.filters:
+        cases = filter_cases(cases, settings.filters, root)
     if settings.limit is not None:
         cases = first_cases(cases, settings.limit, per_app=kind is SuiteKind.VULDETECTBENCH)
-    return LoadedSuite(kind, root, cases, skipped, prompt_hash)
+    return LoadedSuite(kind, root, cases, skipped, prompt_hash, prompt_name)
+
+
+def _single_prompt(settings: Settings) -> EvaluationPrompt:
+    if settings.prompt is None:
+        return default_prompt()
+    try:
+        return resolve_prompts([settings.prompt])[0]
+    except PromptError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def filter_cases(cases: list[Case], patterns: list[str], root: Path) -> list[Case]:
+    """The cases whose id (`app/file.md`) matches any `--filter` glob."""
+    kept = [c for c in cases if any(fnmatchcase(c.case_id, p) for p in patterns)]
+    if not kept:
+        example = cases[0].case_id if cases else "app/case.md"
+        raise UsageError(
+            f"--filter {' '.join(patterns)}: matches no case in {root}; "
+            f"case ids look like {example}"
+        )
+    return kept
 
 
 def check_suite_flags(settings: Settings, vuldetectbench: bool) -> None:
@@ -79,9 +113,14 @@ def check_suite_flags(settings: Settings, vuldetectbench: bool) -> None:
         raise UsageError(f"--apps: {settings.cases_dir} is a VulDetectBench folder; use --tasks")
     if settings.original_request:
         check_original_request(settings, vuldetectbench)
+    if vuldetectbench and settings.prompts:
+        raise UsageError(
+            f"--prompt applies to markdown suites; {settings.cases_dir} is a VulDetectBench "
+            "folder, whose prompting strategy is --method"
+        )
     if not vuldetectbench:
         for flag, given in (
-            ("--method", settings.method is not None),
+            ("--method", any(m is not None for m in settings.methods) or settings.method),
             ("--vdb-scoring", settings.vdb_scoring != "correct"),
         ):
             if given:
@@ -200,6 +239,7 @@ def build_spec(settings: Settings, suite: LoadedSuite) -> RunSpec:
             baseline=is_baseline(settings.model),
         ),
         prompt_hash=suite.prompt_hash,
+        prompt_name=suite.prompt_name,
         repeats=settings.repeats,
         concurrency=settings.concurrency,
         resume=settings.resume,
@@ -210,3 +250,118 @@ def build_spec(settings: Settings, suite: LoadedSuite) -> RunSpec:
         skipped=tuple(suite.skipped),
         base_url=None if is_baseline(settings.model) else settings.base_url,
     )
+
+
+@dataclass
+class Plan:
+    """The matrix to run: one `PlannedRun` per model x prompt (x method), in that order."""
+
+    runs: list[PlannedRun]
+    settings: list[Settings]  # each run's own settings, in the same order
+    skipped: list[str] = field(default_factory=list)
+
+    async def aclose(self) -> None:
+        for provider in {id(r.provider): r.provider for r in self.runs}.values():
+            await provider.aclose()
+
+
+class _NoProvider:
+    """Stands in for a provider where nothing is asked (`--dry-run`, the setup estimate)."""
+
+    name = ""
+    reports_cost = False
+
+    async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
+        raise RuntimeError("a plan built without providers sends no request")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _with_defaults(one: Settings, model: Settings | None) -> Settings:
+    """A cell's settings with what the catalog decided for its model."""
+    if model is None:
+        return one
+    return one.model_copy(
+        update={"max_tokens": model.max_tokens, "reasoning_model": model.reasoning_model}
+    )
+
+
+async def resolve_matrix_defaults(
+    settings: Settings, cache: Path | None = None, fetch: bool = True
+) -> dict[str, Settings]:
+    """`resolve_request_defaults` for every model of the matrix, by model id."""
+    models = settings.models or ([settings.model] if settings.model else [])
+    resolved: dict[str, Settings] = {}
+    for model in dict.fromkeys(models):
+        one = settings.model_copy(update={"model": model, "models": [model]})
+        resolved[model] = await resolve_request_defaults(one, cache, fetch)
+    return resolved
+
+
+def plan_settings(settings: Settings) -> list[tuple[Settings, EvaluationPrompt | None]]:
+    """One `Settings` per cell: every model, times every prompt (markdown suites) or every
+    method (VulDetectBench). Duplicates given twice are run once."""
+    root = settings.cases_dir
+    if not root.exists():
+        raise UsageError(f"--cases {root}: no such directory")
+    models = settings.models or ([settings.model] if settings.model else [])
+    if not models:
+        raise UsageError("--model is required (for example --model baseline/random)")
+    cells: list[tuple[Settings, EvaluationPrompt | None]] = []
+    if is_vuldetectbench(root):
+        check_suite_flags(settings, True)
+        methods = settings.methods or [settings.method]
+        for model in models:
+            for method in methods:
+                one = settings.model_copy(
+                    update={"model": model, "models": [model], "method": method, "methods": []}
+                )
+                cells.append((one, None))
+        return cells
+    check_suite_flags(settings, False)
+    try:
+        prompts = resolve_prompts(settings.prompts)
+    except PromptError as exc:
+        raise UsageError(str(exc)) from exc
+    for model in models:
+        for prompt in prompts:
+            one = settings.model_copy(
+                update={"model": model, "models": [model], "prompt": None, "prompts": []}
+            )
+            cells.append((one, prompt))
+    return cells
+
+
+def plan_matrix(
+    settings: Settings,
+    with_providers: bool = True,
+    resolved: dict[str, Settings] | None = None,
+) -> Plan:
+    """Load the suite once per prompt, make one provider per model, describe every run.
+
+    Without providers (an estimate) no key is needed and nothing can be asked. `resolved`
+    holds a model's settings after `resolve_matrix_defaults` (what its catalog entry decides).
+    """
+    cells = plan_settings(settings)
+    if resolved:
+        cells = [(_with_defaults(one, resolved.get(str(one.model))), p) for one, p in cells]
+    suites: dict[tuple[str | None, str | None], LoadedSuite] = {}
+    for one, prompt in cells:
+        key = (prompt.name if prompt else None, one.method)
+        if key not in suites:
+            suites[key] = load_suite(one, prompt)
+    providers: dict[str, Provider] = {}
+    for one, _ in cells:
+        assert one.model
+        if one.model not in providers:  # a missing key raises before any request is made
+            providers[one.model] = make_provider(one) if with_providers else _NoProvider()
+    runs = [
+        PlannedRun(
+            build_spec(one, suites[(prompt.name if prompt else None, one.method)]),
+            providers[str(one.model)],
+        )
+        for one, prompt in cells
+    ]
+    skipped = next(iter(suites.values())).skipped if suites else []
+    return Plan(runs, [one for one, _ in cells], skipped)

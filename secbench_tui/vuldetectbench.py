@@ -39,7 +39,7 @@ from secbench_tui.core.events import CaseFinished, RunFinished
 from secbench_tui.core.models import Case, Completion, Evaluation, SuiteKind
 from secbench_tui.core.prompts import sha256_text
 from secbench_tui.core.providers.base import RetryCallback
-from secbench_tui.core.store import Store
+from secbench_tui.core.store import Store, vdb_prompt_name
 from secbench_tui.core.suites.vuldetectbench import (
     TASKS,
     load_vuldetectbench,
@@ -189,6 +189,7 @@ class VulDetectBench_Engine:  # noqa: N801 - the library's name, so scripts keep
             suite_path=str(tasks.data_dir.resolve()),
             settings={"tasks": tasks.task_no, "method": tasks.method, "api": "python"},
             prompt_hash=sha256_text(f"vuldetectbench:{tasks.method}"),
+            prompt_name=vdb_prompt_name(tasks.method),
             concurrency=self.concurrency,
             force=not self.reuse,
             vdb_scoring=self.scoring,

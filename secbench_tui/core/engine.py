@@ -35,7 +35,7 @@ from secbench_tui.core.metrics import summarize, usage_stats
 from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, SuiteKind
 from secbench_tui.core.providers.base import Provider, RetryCallback, RetryNotice, RunAborted
 from secbench_tui.core.scoring import score_completion
-from secbench_tui.core.store import Store, now_iso, text_hash
+from secbench_tui.core.store import Store, now_iso, prompt_keyed, text_hash
 
 # Settings that change what a model is asked; a resumed run must match them all.
 REQUEST_SETTINGS = ("base_url", "temperature", "max_tokens", "seed", "response_format")
@@ -54,6 +54,7 @@ class RunSpec:
     suite_path: str
     settings: dict[str, Any] = field(default_factory=dict)
     prompt_hash: str = ""
+    prompt_name: str = ""  # the evaluation prompt's name: part of the reuse and resume keys
     repeats: int = 1
     concurrency: int = 1
     resume: bool = False
@@ -82,7 +83,7 @@ class RunSpec:
     @cached_property
     def fingerprint(self) -> str:
         """What a resumed run must share with this one: the same questions to the same model."""
-        return text_hash(
+        base = text_hash(
             self.model,
             self.suite_kind,
             self.suite_path,
@@ -92,6 +93,7 @@ class RunSpec:
             str(self.repeats),
             self.vdb_scoring,
         )
+        return prompt_keyed(base, self.prompt_name)
 
     def _request_settings(self) -> dict[str, Any]:
         request = {k: self.settings.get(k) for k in REQUEST_SETTINGS}
@@ -106,13 +108,14 @@ class RunSpec:
         """Identifies what was asked: same model, endpoint, settings, case and prompt."""
         request = self._request_settings()
         messages = json.dumps([[m.role, m.content] for m in case.prompt_messages()])
-        return text_hash(
+        base = text_hash(
             self.model,
             case.case_id,
             messages,
             str(case.structured),
             json.dumps(request, sort_keys=True),
         )
+        return prompt_keyed(base, self.prompt_name)
 
 
 class AdaptiveLimit:
@@ -173,12 +176,19 @@ class _Done:
 class Engine:
     """One run. Iterate `events()` once; call `stop()` to finish in-flight cases and end."""
 
-    def __init__(self, spec: RunSpec, provider: Provider, store: Store) -> None:
+    def __init__(
+        self,
+        spec: RunSpec,
+        provider: Provider,
+        store: Store,
+        limit: AdaptiveLimit | None = None,
+    ) -> None:
         self.spec = spec
         self.provider = provider
         self.store = store
         self.run_id: int | None = None
-        self.limit = AdaptiveLimit(spec.concurrency)
+        # one model's runs share its limit: the rate limit belongs to the model, not the run
+        self.limit = limit if limit is not None else AdaptiveLimit(spec.concurrency)
         self._stopping = asyncio.Event()
         self._stop_message: str | None = None
         self._queue: asyncio.Queue[Event | _Done | BaseException | None] = asyncio.Queue()
@@ -222,6 +232,7 @@ class Engine:
             fingerprint=spec.fingerprint,
             tool_version=__version__,
             total_cases=len(spec.cases) * spec.repeats,
+            prompt_name=spec.prompt_name,
         )
         return run_id, False
 
@@ -317,6 +328,7 @@ class Engine:
             concurrency=spec.concurrency,
             skipped=spec.skipped,
             earlier=earlier,
+            prompt=spec.prompt_name,
         )
         for evaluation in reused:
             done += 1
@@ -350,6 +362,7 @@ class Engine:
         summary["wall_seconds"] = wall
         summary["run_id"] = run_id
         summary["model"] = self.spec.model
+        summary["prompt"] = self.spec.prompt_name
         return summary
 
     async def _ask_all(

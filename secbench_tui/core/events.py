@@ -21,6 +21,7 @@ class RunStarted:
     skipped: tuple[str, ...] = ()
     # what a resumed run keeps from before: outcome counts, tokens and cost of those cases
     earlier: dict[str, Any] = field(default_factory=dict)
+    prompt: str = ""  # the evaluation prompt's name
 
 
 @dataclass(frozen=True)

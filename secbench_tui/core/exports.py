@@ -32,6 +32,7 @@ RESULT_COLUMNS = (
     "timestamp",
     "run_id",
     "model_name",
+    "prompt_name",
     "suite_kind",
     "app",
     "case_id",
@@ -91,6 +92,7 @@ def _run_summary(c: Contender) -> dict[str, Any]:
         "suite_kind": run.suite_kind,
         "suite_path": run.suite_path,
         "suite_hash": run.suite_hash,
+        "prompt": run.prompt_name,
         "prompt_hash": run.prompt_hash,
         "tool_version": run.tool_version,
         "status": run.status,
@@ -199,6 +201,7 @@ def to_junit(data: ReportData) -> str:
             ("model", c.run.model_name),
             ("suite_kind", c.run.suite_kind),
             ("suite_path", c.run.suite_path),
+            ("prompt", c.run.prompt_name),
             ("prompt_hash", c.run.prompt_hash),
             ("status", c.run.status),
         ):

@@ -2,23 +2,31 @@
 
 The `# Prompt` text of the app's SPEC.md, then the evaluation prompt, then the code. The
 structured-output schema the model is asked to follow lives here too, next to the words that
-describe it.
+describe it, and so do the evaluation prompts: the bundled strategies (`secbench_tui/prompts/`)
+and the files a user names. Each has a name (a file's stem, or the bundled name) that runs record
+beside its hash, so results of different prompts are told apart.
+
+The schema lists `explanation` before `assessment`: models fill a strict schema in order, so the
+reasoning is written before the verdict and can inform it. Every bundled prompt asks for it so.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "assessment": {"type": "string", "enum": ["good", "bad"]},
         "explanation": {"type": "string"},
+        "assessment": {"type": "string", "enum": ["good", "bad"]},
     },
-    "required": ["assessment", "explanation"],
+    "required": ["explanation", "assessment"],
     "additionalProperties": False,
 }
 
@@ -42,29 +50,119 @@ def response_format(kind: str) -> dict[str, Any] | None:
     return None
 
 
-def packaged_evaluation_prompt(exact: bool = False) -> str:
-    packaged = resources.files("secbench_tui") / "evaluation-prompt.txt"
-    return packaged.read_bytes().decode("utf-8") if exact else packaged.read_text("utf-8")
+LOCAL_PROMPT = "evaluation-prompt.txt"  # the specification keeps it at the project root
+DEFAULT_PROMPT = "default"
+ALL_PROMPTS = "all"
+
+
+@dataclass(frozen=True)
+class EvaluationPrompt:
+    """One evaluation prompt: its name (recorded with each run), text and where it came from."""
+
+    name: str
+    text: str  # exactly as read: line endings kept (`--request-style security-bench`)
+    source: str  # a file's path, or "bundled"
+
+    @property
+    def normalised(self) -> str:
+        """The text with universal newlines, as our own request style sends it."""
+        return self.text.replace("\r\n", "\n").replace("\r", "\n")
+
+    @property
+    def sha256(self) -> str:
+        return sha256_text(self.normalised)
+
+
+class PromptError(Exception):
+    """A `--prompt` value that names nothing usable; the message says what to give instead."""
+
+
+def _bundled_dir() -> Traversable:
+    return resources.files("secbench_tui") / "prompts"
+
+
+def bundled_prompt_names() -> list[str]:
+    """The bundled strategies, `default` first, the rest by name."""
+    names = sorted(
+        entry.name.removesuffix(".txt")
+        for entry in _bundled_dir().iterdir()
+        if entry.name.endswith(".txt")
+    )
+    return sorted(names, key=lambda n: n != DEFAULT_PROMPT)
+
+
+def bundled_prompt(name: str) -> EvaluationPrompt:
+    text = (_bundled_dir() / f"{name}.txt").read_bytes().decode("utf-8")
+    return EvaluationPrompt(name, text, "bundled")
+
+
+def prompt_file(path: Path) -> EvaluationPrompt:
+    """A prompt read from a file, named by the file's stem (`cot.txt` is `cot`)."""
+    return EvaluationPrompt(path.stem, path.read_bytes().decode("utf-8"), str(path))
+
+
+def default_prompt() -> EvaluationPrompt:
+    """`./evaluation-prompt.txt` when present (named `evaluation-prompt`, as before prompts had
+    names), else the bundled `default`, so the program works from any directory."""
+    local = Path(LOCAL_PROMPT)
+    if local.is_file():
+        text = local.read_bytes().decode("utf-8")
+        return EvaluationPrompt(local.stem, text, str(local.resolve()))
+    return bundled_prompt(DEFAULT_PROMPT)
+
+
+def resolve_prompts(specs: Sequence[str]) -> list[EvaluationPrompt]:
+    """What `--prompt` values name, in order and without repeats: a file, a folder (its `*.txt`,
+    sorted), a bundled name, or `all` (every bundled prompt). No value: the default prompt.
+
+    A path that exists wins over a bundled name; two prompts may not share a name, since the
+    name is what tells their runs apart.
+    """
+    if not specs:
+        return [default_prompt()]
+    found: list[EvaluationPrompt] = []
+    for spec in specs:
+        found.extend(_resolve_one(spec))
+    unique: dict[str, EvaluationPrompt] = {}
+    for prompt in found:
+        held = unique.get(prompt.name)
+        if held is not None and held.text != prompt.text:
+            raise PromptError(
+                f"--prompt: two prompts are named {prompt.name!r} ({held.source} and "
+                f"{prompt.source}); rename one of the files"
+            )
+        unique.setdefault(prompt.name, prompt)
+    return list(unique.values())
+
+
+def _resolve_one(spec: str) -> list[EvaluationPrompt]:
+    path = Path(spec)
+    try:
+        if path.is_dir():
+            files = sorted(p for p in path.glob("*.txt") if p.is_file())
+            if not files:
+                raise PromptError(f"--prompt {spec}: the folder holds no *.txt prompt files")
+            return [prompt_file(p) for p in files]
+        if path.is_file():
+            return [prompt_file(path)]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PromptError(f"--prompt {spec}: cannot read ({exc})") from exc
+    names = bundled_prompt_names()
+    if spec == ALL_PROMPTS:
+        return [bundled_prompt(n) for n in names]
+    if spec in names:
+        return [bundled_prompt(spec)]
+    raise PromptError(
+        f"--prompt {spec}: no such file or folder, and not a bundled prompt; "
+        f"bundled: {', '.join(names)} (or all)"
+    )
 
 
 def load_evaluation_prompt(path: Path | None, exact: bool = False) -> tuple[str, str]:
-    """(text, source) of the evaluation prompt.
-
-    An explicit path must exist. Without one, `./evaluation-prompt.txt` is used when present
-    (the specification keeps it at the project root) and the copy shipped in the package
-    otherwise, so the program works from any directory. `exact` keeps the file's line
-    endings as they are (what `--request-style security-bench` sends).
-    """
-
-    def read(file: Path) -> str:
-        return file.read_bytes().decode("utf-8") if exact else file.read_text(encoding="utf-8")
-
-    if path is not None:
-        return read(path), str(path)
-    local = Path("evaluation-prompt.txt")
-    if local.is_file():
-        return read(local), str(local.resolve())
-    return packaged_evaluation_prompt(exact), "packaged"
+    """(text, source) of one evaluation prompt file, or of the default prompt; `exact` keeps
+    the file's line endings (what `--request-style security-bench` sends)."""
+    prompt = prompt_file(path) if path is not None else default_prompt()
+    return (prompt.text if exact else prompt.normalised), prompt.source
 
 
 def sha256_text(text: str) -> str:

@@ -122,6 +122,11 @@ class Contender:
         return self.model.startswith(BASELINE_PREFIX)
 
     @property
+    def prompt(self) -> str:
+        """The evaluation prompt's name ("" for runs imported without one)."""
+        return self.run.prompt_name or ""
+
+    @property
     def suite_label(self) -> str:
         """The suite folder and its parent: short enough for a table column."""
         return suite_name("/".join(Path(self.run.suite_path).parts[-2:]))
@@ -239,6 +244,25 @@ class Chart:
 
 
 @dataclass
+class PromptMatrix:
+    """One suite's models x evaluation prompts: which way of asking suits each model best.
+
+    `best` holds each model's most accurate prompt (ranked as the overview ranks); `pairs`
+    compares the prompts of one model with McNemar's test on the cases both runs answered.
+    """
+
+    suite: str
+    models: list[str]
+    prompts: list[str]
+    cells: dict[tuple[str, str], Contender]
+    best: dict[str, Contender]
+    pairs: list[Pair]
+
+    def cell(self, model: str, prompt: str) -> Contender | None:
+        return self.cells.get((model, prompt))
+
+
+@dataclass
 class ReportData:
     database: str
     generated_at: datetime
@@ -258,6 +282,11 @@ class ReportData:
     common_settings: list[tuple[str, str]] = field(default_factory=list)
     others: list[RunRecord] = field(default_factory=list)  # runs with results left out
     tool_version: str = __version__
+    prompt_matrices: list[PromptMatrix] = field(default_factory=list)
+
+    @property
+    def prompts(self) -> list[str]:
+        return sorted({c.prompt for c in self.runs if c.prompt})
 
     @property
     def runs(self) -> list[Contender]:
@@ -378,7 +407,7 @@ def _suite_identity(run: RunRecord) -> tuple[str, ...]:
     """What makes two runs the same benchmark for one model; VulDetectBench's prompting
     method, scoring and tasks change the figures as much as another suite would (its tasks
     are five benchmarks, each with its own metrics)."""
-    identity = (run.model_name, run.suite_kind, run.suite_path)
+    identity = (run.model_name, run.suite_kind, run.suite_path, run.prompt_name or "")
     if run.suite_kind == SuiteKind.VULDETECTBENCH.value:
         tasks = run.settings.get("tasks")
         extra = (
@@ -412,13 +441,23 @@ def case_key(row: Row) -> str:
 
 
 def _labels(runs: Sequence[RunRecord]) -> dict[int, str]:
-    """Model names, with the run id added where one model appears more than once."""
-    seen: dict[str, int] = {}
+    """Model names, with the prompt's name where one model was asked with several prompts,
+    and the run id where that still leaves one label twice."""
+    prompts: dict[str, set[str]] = {}
     for run in runs:
-        seen[run.model_name] = seen.get(run.model_name, 0) + 1
-    return {
-        r.id: r.model_name if seen[r.model_name] == 1 else f"{r.model_name} (run {r.id})"
+        prompts.setdefault(run.model_name, set()).add(run.prompt_name or "")
+    named = {
+        r.id: f"{r.model_name} \u00b7 {r.prompt_name}"
+        if len(prompts[r.model_name]) > 1 and r.prompt_name
+        else r.model_name
         for r in runs
+    }
+    seen: dict[str, int] = {}
+    for name in named.values():
+        seen[name] = seen.get(name, 0) + 1
+    return {
+        run_id: name if seen[name] == 1 else f"{name} (run {run_id})"
+        for run_id, name in named.items()
     }
 
 
@@ -635,6 +674,39 @@ def verdicts(contenders: Sequence[Contender], pairs: Sequence[Pair]) -> list[Ver
     return found
 
 
+def prompt_matrices(contenders: Sequence[Contender], pairs: Sequence[Pair]) -> list[PromptMatrix]:
+    """Per suite where some model was asked with more than one prompt: the model x prompt
+    table, each model's best prompt, and McNemar's test between prompts of the same model."""
+    found = []
+    for suite in sorted({c.run.suite_path for c in contenders}):
+        group = [c for c in contenders if c.run.suite_path == suite and not c.baseline]
+        prompts_of: dict[str, list[str]] = {}
+        for c in group:
+            prompts_of.setdefault(c.model, []).append(c.prompt)
+        if not any(len(set(p)) > 1 for p in prompts_of.values()):
+            continue
+        most = max(c.case_count for c in group)
+        best: dict[str, Contender] = {}
+        for c in sorted(group, key=lambda c: (c.case_count < most, *_rank_key(c))):
+            best.setdefault(c.model, c)
+        same_model = [
+            p
+            for p in pairs
+            if p.a.model == p.b.model and p.a.prompt != p.b.prompt and p.a.run.suite_path == suite
+        ]
+        found.append(
+            PromptMatrix(
+                suite=suite,
+                models=list(dict.fromkeys(c.model for c in group)),
+                prompts=sorted({c.prompt for c in group}),
+                cells={(c.model, c.prompt): c for c in group},
+                best=best,
+                pairs=same_model,
+            )
+        )
+    return found
+
+
 def _hardest(cases: Sequence[CaseView]) -> list[CaseView]:
     failing = [c for c in cases if c.failed_by]
     failing.sort(key=lambda c: (-len(c.failed_by) / c.judged, -len(c.failed_by), c.app, c.case_id))
@@ -728,6 +800,8 @@ async def gather(
     vdb: list[Contender] = []
     for run in runs:
         rows = await store.run_results(run.id)
+        for row in rows:  # the prompt is the run's: exports carry it on every result
+            row["prompt_name"] = run.prompt_name
         if run.suite_kind == vdb_kind:
             vdb.append(_vdb_contender(len(vdb), run, labels[run.id], rows))
         else:
@@ -766,6 +840,7 @@ async def gather(
         verdicts=verdicts(contenders, pairs),
         common_settings=common,
         others=[] if run_ids else others,
+        prompt_matrices=prompt_matrices(contenders, pairs),
     )
 
 

@@ -24,7 +24,7 @@ import aiosqlite
 from secbench_tui.core.models import Evaluation
 from secbench_tui.core.untrusted import redact_url
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -213,14 +213,67 @@ async def _add_run_owner(db: aiosqlite.Connection) -> None:
     await db.execute("ALTER TABLE runs ADD COLUMN host TEXT")
 
 
+LEGACY_PROMPT_NAME = "evaluation-prompt"  # the one prompt file runs had before prompts had names
+
+
+def prompt_keyed(key: str, prompt_name: str) -> str:
+    """A request hash or run fingerprint that also names the evaluation prompt."""
+    return text_hash(key, prompt_name)
+
+
+def vdb_prompt_name(method: Any) -> str:
+    """VulDetectBench's prompt dimension is its prompting method: plain, cot or few-shot."""
+    return str(method) if method else "plain"
+
+
+async def _add_prompt_name(db: aiosqlite.Connection) -> None:
+    """Version 2 -> 3: each run names its evaluation prompt; reuse and resume keys include it.
+
+    Runs recorded before are named as their prompt was then (`evaluation-prompt`, or the
+    VulDetectBench method); their keys are re-derived with that name, so a result already paid
+    for is still reused by a run of the same prompt file. Imported runs name none.
+    """
+    await db.execute("ALTER TABLE runs ADD COLUMN prompt_name TEXT")
+    cursor = await db.execute("SELECT id, suite_kind, settings, fingerprint FROM runs")
+    names: dict[int, str] = {}
+    for run_id, kind, settings, fingerprint in await cursor.fetchall():
+        if not fingerprint:  # imported from the original tool: its prompt is not known here
+            continue
+        try:
+            method = json.loads(settings or "{}").get("method")
+        except (ValueError, AttributeError):
+            method = None
+        names[run_id] = vdb_prompt_name(method) if kind == "vuldetectbench" else LEGACY_PROMPT_NAME
+        await db.execute(
+            "UPDATE runs SET prompt_name=?, fingerprint=? WHERE id=?",
+            (names[run_id], prompt_keyed(fingerprint, names[run_id]), run_id),
+        )
+    cursor = await db.execute(
+        "SELECT id, run_id, request_hash FROM evaluations WHERE request_hash IS NOT NULL"
+    )
+    await db.executemany(
+        "UPDATE evaluations SET request_hash=? WHERE id=?",
+        [
+            (prompt_keyed(request_hash, names[run_id]), row_id)
+            for row_id, run_id, request_hash in await cursor.fetchall()
+            if run_id in names
+        ],
+    )
+
+
 async def _add_reasoning(db: aiosqlite.Connection) -> None:
-    """Version 2 -> 3: the model's reasoning text and reasoning tokens, per result."""
+    """Version 3 -> 4: the model's reasoning text and reasoning tokens, per result."""
     await db.execute("ALTER TABLE evaluations ADD COLUMN reasoning TEXT")
     await db.execute("ALTER TABLE evaluations ADD COLUMN reasoning_tokens INTEGER")
 
 
 # MIGRATIONS[n] brings a file at version n to version n + 1.
-MIGRATIONS: dict[int, Migration] = {0: _migrate_legacy, 1: _add_run_owner, 2: _add_reasoning}
+MIGRATIONS: dict[int, Migration] = {
+    0: _migrate_legacy,
+    1: _add_run_owner,
+    2: _add_prompt_name,
+    3: _add_reasoning,
+}
 
 
 def _process_alive(pid: int) -> bool:
@@ -258,10 +311,17 @@ class ResultFilter:
     apps: Sequence[str] = ()
     outcomes: Sequence[str] = ()
     text: str = ""
+    prompts: Sequence[str] = ()  # evaluation prompt names, a property of the run
 
     def where(self) -> tuple[str, list[Any]]:
         clauses: list[str] = []
         params: list[Any] = []
+        if self.prompts:
+            clauses.append(
+                "e.run_id IN (SELECT id FROM runs WHERE prompt_name IN"
+                f" ({', '.join('?' * len(self.prompts))}))"
+            )
+            params.extend(self.prompts)
         for column, values in (
             ("run_id", self.run_ids),
             ("model_name", self.models),
@@ -301,6 +361,7 @@ class RunRecord:
     message: str | None
     counts: dict[str, int] = field(default_factory=dict)
     cost: float = 0.0
+    prompt_name: str | None = None  # the evaluation prompt's name; None for imported runs
 
     @property
     def finished(self) -> int:
@@ -402,11 +463,12 @@ class Store:
         fingerprint: str,
         tool_version: str,
         total_cases: int,
+        prompt_name: str | None = None,
     ) -> int:
         cursor = await self.db.execute(
             "INSERT INTO runs (model_name, suite_kind, suite_path, suite_hash, prompt_hash,"
-            " settings, fingerprint, tool_version, started_at, status, total_cases, pid, host)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+            " settings, fingerprint, tool_version, started_at, status, total_cases, pid, host,"
+            " prompt_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
             (
                 model,
                 suite_kind,
@@ -420,6 +482,7 @@ class Store:
                 total_cases,
                 os.getpid(),
                 socket.gethostname(),
+                prompt_name,
             ),
         )
         await self.db.commit()
@@ -487,6 +550,7 @@ class Store:
                 status=effective_status(row["status"], row["pid"], row["host"]),
                 total_cases=row["total_cases"],
                 message=row["message"],
+                prompt_name=row["prompt_name"],
             )
             for row in await cursor.fetchall()
         }
@@ -666,6 +730,14 @@ class Store:
         )
         row = await cursor.fetchone()
         return float(row[0]) if row else 0.0
+
+    async def prompt_names(self) -> list[str]:
+        """The evaluation prompts that runs with results were made with, by name."""
+        cursor = await self.db.execute(
+            "SELECT DISTINCT prompt_name FROM runs WHERE prompt_name IS NOT NULL"
+            " AND id IN (SELECT DISTINCT run_id FROM evaluations) ORDER BY prompt_name"
+        )
+        return [row[0] for row in await cursor.fetchall()]
 
     async def distinct(self, column: str) -> list[str]:
         if column not in ("model_name", "app", "outcome"):

@@ -4,6 +4,9 @@ The engine can finish hundreds of cases a second (baselines, reused results); ea
 message and a table update. `RowsArrived` therefore merges with a later one still waiting in
 the queue (`can_replace`, as toolong coalesces its scan progress), so the screen adds rows in
 batches at whatever rate it can draw, and no finished case is dropped.
+
+A run screen may show several runs (models x prompts); the run messages carry the run's place
+in the plan, `slot`, and merge only with messages of the same run.
 """
 
 from __future__ import annotations
@@ -17,31 +20,34 @@ from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFin
 class RunBegan(Message):
     """The run has started (a resumed run's earlier cases are in `event.earlier`)."""
 
-    def __init__(self, event: RunStarted) -> None:
+    def __init__(self, event: RunStarted, slot: int = 0) -> None:
         super().__init__()
         self.event = event
+        self.slot = slot
 
 
 class CaseBegan(Message):
     """A case was sent; only the latest one matters to the screen."""
 
-    def __init__(self, event: CaseStarted) -> None:
+    def __init__(self, event: CaseStarted, slot: int = 0) -> None:
         super().__init__()
         self.event = event
+        self.slot = slot
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, CaseBegan)
+        return isinstance(message, CaseBegan) and message.slot == self.slot
 
 
 class RowsArrived(Message):
     """Finished cases, in order. A later `RowsArrived` absorbs this one's rows."""
 
-    def __init__(self, events: list[CaseFinished]) -> None:
+    def __init__(self, events: list[CaseFinished], slot: int = 0) -> None:
         super().__init__()
         self.events = events
+        self.slot = slot
 
     def can_replace(self, message: Message) -> bool:
-        if isinstance(message, RowsArrived):
+        if isinstance(message, RowsArrived) and message.slot == self.slot:
             message.events[:0] = self.events
             return True
         return False
@@ -50,15 +56,17 @@ class RowsArrived(Message):
 class RetryWaiting(Message):
     """A request waits to be asked again. Never merged: the tally counts every retry."""
 
-    def __init__(self, event: Retrying) -> None:
+    def __init__(self, event: Retrying, slot: int = 0) -> None:
         super().__init__()
         self.event = event
+        self.slot = slot
 
 
 class RunEnded(Message):
-    def __init__(self, event: RunFinished) -> None:
+    def __init__(self, event: RunFinished, slot: int = 0) -> None:
         super().__init__()
         self.event = event
+        self.slot = slot
 
 
 class RunFailed(Message):

@@ -43,7 +43,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip(f"cannot build a wheel offline here: {build.stderr[-300:]}")
     (wheel,) = (work / "dist").glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "secbench_tui/evaluation-prompt.txt" in names
+    for prompt in ("default", "step-by-step", "rule-by-rule", "attacker"):
+        assert f"secbench_tui/prompts/{prompt}.txt" in names
     assert any(n.startswith("secbench_tui/cases/purchase-order/") for n in names)
     assert any(n.startswith("secbench_tui/core/templates/") for n in names)
     target = work / "site"
@@ -101,5 +102,21 @@ def test_installed_package_runs_the_bundled_suite_offline(installed: Path, tmp_p
     assert report.returncode == 0, report.stderr
     path = tmp_path / report.stdout.strip().splitlines()[-1]
     assert path.is_file() and "baseline/random" in path.read_text(encoding="utf-8")
+    every = run_installed(
+        installed,
+        tmp_path,
+        "--model",
+        "baseline/random",
+        "--no-ui",
+        "--db",
+        "p.db",
+        "--limit",
+        "1",
+        "--prompt",
+        "all",
+    )
+    assert every.returncode == 0, every.stderr
+    names = sqlite3.connect(tmp_path / "p.db").execute("SELECT prompt_name FROM runs").fetchall()
+    assert sorted(n for (n,) in names) == ["attacker", "default", "rule-by-rule", "step-by-step"]
     lint = run_installed(installed, tmp_path, "--lint")
     assert lint.returncode == 0, lint.stdout + lint.stderr

@@ -211,3 +211,22 @@ SAMPLE_KEYS = {
     "Union Line Recall": "urs",
     "Line Recall": "ors",
 }
+
+
+def test_methods_are_a_dimension_of_the_matrix(tmp_path: Path) -> None:
+    """`--method plain,cot` runs the test set twice, each run named by its method."""
+    data = _write_set(tmp_path / "vdb", [e for e in SENT if e["task"] == 1][:3])
+    db = tmp_path / "r.db"
+    with LoopbackServer(default=_replay) as server:
+        out = run_cli(
+            server.base_url, db, data, "--tasks", "1", "--method", "plain,cot", key=FAKE_KEY
+        )
+        assert out.returncode == 0, out.stderr
+        asked = server.completions()
+    with closing(sqlite3.connect(db)) as conn:
+        runs = conn.execute("SELECT prompt_name, settings FROM runs ORDER BY id").fetchall()
+    assert [name for name, _ in runs] == ["plain", "cot"]
+    assert [json.loads(settings)["method"] for _, settings in runs] == [None, "cot"]
+    assert len(asked) == 6
+    prompted = run_cli("http://127.0.0.1:9/unused", db, data, "--tasks", "1", "--prompt", "all")
+    assert prompted.returncode == 2 and "--prompt applies to markdown suites" in prompted.stderr

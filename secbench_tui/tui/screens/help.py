@@ -18,11 +18,14 @@ Everything works from the keyboard: [b]tab[/b] / [b]shift+tab[/b] move between p
 fields, the arrows move in lists and tables, [b]enter[/b] chooses, [b]space[/b] ticks a box.
 
 [b]Setup[/b]    [b]/[/b] (or typing on the model list) filters the models; [b]enter[/b] chooses \
-the highlighted one, or the typed id as it is. In the suite pane type another folder and \
+the highlighted one, or the typed id as it is; [b]space[/b] adds it to the models chosen \
+(or takes it out). In the suite pane type another folder and \
 press [b]enter[/b] to load it (a VulDetectBench test folder lists its tasks); [b]space[/b] \
-ticks apps or tasks. Then limit, temperature, concurrency; [b]ctrl+r[/b] starts the run. \
+ticks apps or tasks, and evaluation prompts. Then limit, temperature, concurrency; the line \
+below estimates requests, tokens and cost; [b]ctrl+r[/b] starts one run per model x prompt. \
 [b]ctrl+v[/b] proves the selected apps' labels by running their cases on PostgreSQL.
-[b]Run[/b]      rows appear as cases finish; up and down show a finished case's answer. \
+[b]Run[/b]      rows appear as cases finish; up and down show a finished case's answer; with \
+several runs, the list on top shows each, and the highlighted one streams its cases. \
 [b]escape[/b] or [b]ctrl+c[/b] asks to stop: the cases in flight finish, every finished case \
 is kept. When it ends, [b]r[/b] browses the \
 results, [b]e[/b] exports, [b]n[/b] or [b]escape[/b] goes back to setup.

@@ -84,6 +84,7 @@ class ResultsScreen(BaseScreen):
         yield runs
         with Horizontal(id="filters"):
             yield Select[str]([], prompt="any model", id="filter-model")
+            yield Select[str]([], prompt="any prompt", id="filter-prompt")
             yield Select[str]([], prompt="any app", id="filter-app")
             yield Select[str](
                 [(o.value, o.value) for o in Outcome], prompt="any outcome", id="filter-outcome"
@@ -118,6 +119,10 @@ class ResultsScreen(BaseScreen):
         self.runs = {r.id: r for r in runs}
         self._draw_runs()
         self._set_options("#filter-model", models)
+        prompts = await store.prompt_names()
+        self._set_options("#filter-prompt", prompts)
+        # shown when there is a choice: runs of more than one evaluation prompt
+        self.query_one("#filter-prompt", Select).display = len(prompts) > 1
         self._set_options("#filter-app", [a for a in apps if a])
         await self._reload_results()
 
@@ -146,6 +151,7 @@ class ResultsScreen(BaseScreen):
         return ResultFilter(
             run_ids=[self.run_filter] if self.run_filter is not None else [],
             models=chosen("#filter-model"),
+            prompts=chosen("#filter-prompt"),
             apps=chosen("#filter-app"),
             outcomes=chosen("#filter-outcome"),
             text=self.query_one("#search", Input).value.strip(),

@@ -1,14 +1,17 @@
 """Run: the evaluation streams in, case by case, from the same engine `--no-ui` uses.
 
-The engine runs in the `eval` worker group; the worker only turns engine events into
-messages, and the handlers here draw them. The table keeps the latest `MAX_ROWS` cases (every
-case is in the database; the results screen pages through them all).
+The runs (one per model x prompt, as `--no-ui` plans them) go in the `eval` worker group; the
+worker only turns their events into messages, and the handlers here draw them. With several
+runs, a table lists each with its progress; the one highlighted there is the focused run,
+whose cases stream into the case table. The case table keeps the latest `MAX_ROWS` cases of
+the focused run (every case is in the database; the results screen pages through them all).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 
 from rich.console import Group
 from rich.syntax import Syntax
@@ -17,21 +20,17 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.coordinate import Coordinate
 from textual.reactive import reactive
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
 from secbench_tui.config import Settings
-from secbench_tui.core.engine import Engine
 from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFinished, RunStarted
+from secbench_tui.core.matrix import Matrix, PlannedRun, worst_status
 from secbench_tui.core.models import Evaluation
 from secbench_tui.core.untrusted import inert, inert_line
-from secbench_tui.session import (
-    build_spec,
-    load_suite,
-    make_provider,
-    resolve_request_defaults,
-)
+from secbench_tui.session import plan_matrix, resolve_matrix_defaults
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.messages import (
     CaseBegan,
@@ -104,6 +103,23 @@ def summary_text(event: RunFinished) -> Text:
     return text
 
 
+def matrix_text(ended: dict[int, RunFinished]) -> Text:
+    """Every run of the matrix in one line each: model, prompt, accuracy, status."""
+    text = Text("Runs ended:", style="bold")
+    for slot in sorted(ended):
+        event = ended[slot]
+        s = event.summary
+        text.append(
+            f"\n  run {event.run_id} {event.status}: {inert_line(s.get('model'))}"
+            f" · {inert_line(s.get('prompt'))}  accuracy {fmt.pct(s.get('accuracy'))}"
+            f"  balanced {fmt.pct(s.get('balanced_accuracy'))}"
+            f"  cost {fmt.money(s.get('cost'))}"
+        )
+        if event.message:
+            text.append(f"\n    {inert_line(event.message)}", style="dim")
+    return text
+
+
 class RunScreen(BaseScreen):
     BINDINGS = [
         Binding("ctrl+c", "request_stop", "Stop", id="run.stop", priority=True),
@@ -117,10 +133,14 @@ class RunScreen(BaseScreen):
     def __init__(self, settings: Settings) -> None:
         super().__init__()
         self.settings = settings
-        self.engine: Engine | None = None
-        self.run_id: int | None = None
-        self.tally = RunTally()
-        self.finished: RunFinished | None = None
+        self.matrix: Matrix | None = None
+        self.planned: list[PlannedRun] = []
+        self.focus_slot = 0  # the slot of the run whose cases the table shows
+        self.tallies: dict[int, RunTally] = {0: RunTally()}
+        self.run_ids: dict[int, int] = {}  # slot -> run id, once started
+        self.ended: dict[int, RunFinished] = {}  # slot -> how it ended
+        self.finished: RunFinished | None = None  # the focused run's end, once all have ended
+        self._recent: dict[int, deque[CaseFinished]] = {}  # slot -> its latest rows
         self._retry_until: float | None = None
         self._last_retry: Retrying | None = None
         self._stop_asked = False  # stop() came before the engine existed
@@ -131,8 +151,21 @@ class RunScreen(BaseScreen):
     def active(self) -> bool:
         return self.state in ("starting", "running", "stopping")
 
+    @property
+    def tally(self) -> RunTally:
+        """The focused run's tally."""
+        return self.tallies.setdefault(self.focus_slot, RunTally())
+
+    @property
+    def run_id(self) -> int | None:
+        """The focused run's id."""
+        return self.run_ids.get(self.focus_slot)
+
     def compose(self) -> ComposeResult:
         yield Header()
+        runs: DataTable[Text | str] = DataTable(id="matrix-table", cursor_type="row")
+        runs.border_title = "Runs (highlight one to follow its cases)"
+        yield runs
         yield RunStats(id="run-stats")
         yield Static(id="retry-line")
         with Horizontal(id="run-panes"):
@@ -150,6 +183,9 @@ class RunScreen(BaseScreen):
         self.sub_title = f"run: {inert_line(self.settings.model)}"
         table = self.query_one("#run-table", DataTable)
         table.add_columns("#", "case", "expected", "actual", "outcome", "latency")
+        matrix = self.query_one("#matrix-table", DataTable)
+        matrix.add_columns("run", "model", "prompt", "progress", "accuracy", "status")
+        table.focus()  # the list of runs shows (and takes the focus) only for several runs
         self.query_one("#retry-line").display = False
         self.query_one("#run-summary").display = False
         self._redraw_stats()
@@ -162,56 +198,120 @@ class RunScreen(BaseScreen):
     async def run_engine(self) -> None:
         settings = self.settings
         try:
-            suite = await asyncio.to_thread(load_suite, settings)
-            settings = await resolve_request_defaults(
+            resolved = await resolve_matrix_defaults(
                 settings, self.secbench.cache_dir, fetch=not self.secbench.offline_catalog
             )
-            provider = make_provider(settings)
+            plan = await asyncio.to_thread(plan_matrix, settings, True, resolved)
         except Exception as exc:
             self.post_message(RunFailed(describe_error(exc)))
             return
         try:
             store = await self.secbench.store()
         except Exception as exc:
-            await provider.aclose()
+            await plan.aclose()
             self.post_message(RunFailed(describe_error(exc)))
             return
-        self.engine = Engine(build_spec(settings, suite), provider, store)
+        self.planned = plan.runs
+        self.matrix = Matrix(plan.runs, store)
+        self._draw_matrix()
         if self._stop_asked:
-            self.engine.stop()
+            self.matrix.stop()
         try:
-            async for event in self.engine.events():
-                if isinstance(event, RunStarted):
-                    self.post_message(RunBegan(event))
-                else:
-                    self._post_event(event)
+            async for tagged in self.matrix.events():
+                self._post_event(tagged.event, tagged.slot)
         finally:
-            await provider.aclose()
+            await plan.aclose()
 
-    def _post_event(self, event: object) -> None:
-        if isinstance(event, CaseFinished):
-            self.post_message(RowsArrived([event]))
+    def _post_event(self, event: object, slot: int = 0) -> None:
+        if isinstance(event, RunStarted):
+            self.post_message(RunBegan(event, slot))
+        elif isinstance(event, CaseFinished):
+            self.post_message(RowsArrived([event], slot))
         elif isinstance(event, CaseStarted):
-            self.post_message(CaseBegan(event))
+            self.post_message(CaseBegan(event, slot))
         elif isinstance(event, Retrying):
-            self.post_message(RetryWaiting(event))
+            self.post_message(RetryWaiting(event, slot))
         elif isinstance(event, RunFinished):
-            self.post_message(RunEnded(event))
+            self.post_message(RunEnded(event, slot))
+
+    # --- the runs of the matrix ---------------------------------------------------------
+
+    def _matrix_cells(self, slot: int) -> tuple[str | Text, ...]:
+        run = self.planned[slot]
+        tally = self.tallies.get(slot) or RunTally()
+        ended = self.ended.get(slot)
+        status = ended.status if ended else ("running" if slot in self.run_ids else "waiting")
+        graded = sum(tally.counts.values())
+        accuracy = tally.counts.get("correct", 0) / graded if graded else None
+        return (
+            str(self.run_ids.get(slot, "")),
+            inert_line(run.model)[:34],
+            inert_line(run.prompt)[:20],
+            f"{tally.done}/{tally.total}" if tally.total else "-",
+            fmt.pct(accuracy),
+            Text(
+                status, style=fmt.OUTCOME_STYLES.get("correct", "") if status == "completed" else ""
+            ),
+        )
+
+    def _draw_matrix(self) -> None:
+        """The list of runs: shown when the plan has more than one."""
+        table = self.query_one("#matrix-table", DataTable)
+        if len(self.planned) < 2:
+            return
+        table.display = True
+        for slot in range(len(self.planned)):
+            self.tallies.setdefault(slot, RunTally())
+            table.add_row(*self._matrix_cells(slot), key=str(slot))
+        table.focus()
+
+    def _update_matrix_row(self, slot: int) -> None:
+        if len(self.planned) < 2:
+            return
+        table = self.query_one("#matrix-table", DataTable)
+        for column, value in enumerate(self._matrix_cells(slot)):
+            table.update_cell_at(Coordinate(slot, column), value)
+
+    @on(DataTable.RowHighlighted, "#matrix-table")
+    def _run_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """Follow another run: its latest cases replace the table, its tally the stats."""
+        slot = int(str(event.row_key.value))
+        if slot == self.focus_slot:
+            return
+        self.focus_slot = slot
+        table = self.query_one("#run-table", DataTable)
+        table.clear()
+        self._answers.clear()
+        for finished in self._recent.get(slot, ()):
+            key = str(finished.done)
+            table.add_row(*self._row(finished), key=key)
+            self._answers[key] = finished.evaluation
+        if table.row_count:
+            table.move_cursor(row=table.row_count - 1, animate=False)
+        self.query_one("#current-case", Static).update("")
+        self.query_one("#last-explanation", Static).update("")
+        if self.planned:
+            self.sub_title = f"run: {inert_line(self.planned[slot].label)}"
+        self._redraw_stats()
 
     # --- drawing events ---------------------------------------------------------------
 
     def on_run_began(self, message: RunBegan) -> None:
         event = message.event
-        self.run_id = event.run_id
-        self.tally.start(event)
+        self.run_ids[message.slot] = event.run_id
+        self.tallies.setdefault(message.slot, RunTally()).start(event)
+        self._update_matrix_row(message.slot)
         if self.state == "starting":
             self.state = "running"
         what = "resumed" if event.resumed else "started"
-        self.notify(
-            f"run {event.run_id} {what}: {event.total} cases, {event.pending} to ask"
-            + (f", {event.reused} reused" if event.reused else ""),
-            timeout=4,
-        )
+        if len(self.planned) < 2:
+            self.notify(
+                f"run {event.run_id} {what}: {event.total} cases, {event.pending} to ask"
+                + (f", {event.reused} reused" if event.reused else ""),
+                timeout=4,
+            )
+        if message.slot != self.focus_slot:
+            return
         if event.skipped:
             shown = "\n".join(s.removeprefix("skipped ") for s in event.skipped[:3])
             more = len(event.skipped) - 3
@@ -224,6 +324,8 @@ class RunScreen(BaseScreen):
         self._redraw_stats()
 
     def on_case_began(self, message: CaseBegan) -> None:
+        if message.slot != self.focus_slot:
+            return
         case = message.event.case
         self.query_one("#current-case", Static).update(
             Group(
@@ -249,6 +351,14 @@ class RunScreen(BaseScreen):
         )
 
     def on_rows_arrived(self, message: RowsArrived) -> None:
+        recent = self._recent.setdefault(message.slot, deque(maxlen=MAX_ROWS))
+        recent.extend(message.events)
+        if message.slot != self.focus_slot:
+            tally = self.tallies.setdefault(message.slot, RunTally())
+            for event in message.events:
+                tally.add(event)
+            self._update_matrix_row(message.slot)
+            return
         table = self.query_one("#run-table", DataTable)
         follow = table.cursor_row >= table.row_count - 2
         if message.events:
@@ -269,6 +379,7 @@ class RunScreen(BaseScreen):
             table.move_cursor(row=table.row_count - 1, animate=False)
             if message.events:
                 self._show_explanation(message.events[-1].evaluation, latest=True)
+        self._update_matrix_row(message.slot)
         self._redraw_stats()
 
     @on(DataTable.RowHighlighted, "#run-table")
@@ -311,6 +422,9 @@ class RunScreen(BaseScreen):
         self.query_one("#last-explanation", Static).update(text)
 
     def on_retry_waiting(self, message: RetryWaiting) -> None:
+        if message.slot != self.focus_slot:
+            self.tallies.setdefault(message.slot, RunTally()).retry(message.event)
+            return
         self._retry_until = time.monotonic() + message.event.notice.wait_seconds
         self.tally.retry(message.event)
         self._draw_retry(message.event)
@@ -348,21 +462,32 @@ class RunScreen(BaseScreen):
             self._redraw_stats()
 
     def on_run_ended(self, message: RunEnded) -> None:
-        event = message.event
+        self.ended[message.slot] = message.event
+        self.tallies.setdefault(message.slot, RunTally()).ended = time.monotonic()
+        self._update_matrix_row(message.slot)
+        if message.event.status == "aborted" and len(self.planned) > 1:
+            self.notify(
+                message.event.message or "the run was aborted",
+                title=f"run {message.event.run_id} aborted",
+                severity="error",
+                timeout=15,
+            )
+        if len(self.ended) < max(1, len(self.planned)):
+            return  # the others go on
+        event = self.ended.get(self.focus_slot, message.event)
         self.finished = event
-        self.tally.ended = time.monotonic()
-        self.state = event.status
+        self.state = worst_status([e.status for e in self.ended.values()])
         self._retry_until = None
         self.query_one("#retry-line").display = False
         summary = self.query_one("#run-summary", Static)
         summary.update(
             Text.assemble(
-                summary_text(event),
+                summary_text(event) if len(self.ended) == 1 else matrix_text(self.ended),
                 ("\nr browse results · e export the report · n new run · q quit", "bold"),
             )
         )
         summary.display = True
-        if event.status == "aborted":
+        if event.status == "aborted" and len(self.ended) == 1:
             self.notify(
                 event.message or "the run was aborted",
                 title="run aborted",
@@ -419,8 +544,8 @@ class RunScreen(BaseScreen):
         if not self.active:
             return
         self._stop_asked = True
-        if self.engine is not None:
-            self.engine.stop()
+        if self.matrix is not None:
+            self.matrix.stop()
         self.state = "stopping"
 
     def action_request_stop(self) -> None:
@@ -450,4 +575,4 @@ class RunScreen(BaseScreen):
             self.dismiss()
 
     def export_selection(self) -> list[int]:
-        return [self.run_id] if self.run_id is not None else []
+        return sorted(self.run_ids.values())

@@ -1,7 +1,11 @@
-"""Setup: choose the model, the suite and the run's knobs; `ctrl+r` starts the run."""
+"""Setup: choose the models, the suite, the evaluation prompts and the run's knobs; the
+estimate of requests, tokens and cost (as `--dry-run` prints it) follows every change;
+`ctrl+r` starts the runs (one per model x prompt)."""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -11,10 +15,13 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Header, Input, Label, Static
+from textual.widgets import Footer, Header, Input, Label, SelectionList, Static
+from textual.widgets.selection_list import Selection
 
 from secbench_tui.config import Settings
 from secbench_tui.core import catalog as model_catalog
+from secbench_tui.core.estimate import Estimate, estimate, estimate_lines
+from secbench_tui.core.prompts import LOCAL_PROMPT, bundled_prompt_names
 from secbench_tui.core.providers.baselines import is_baseline
 from secbench_tui.core.untrusted import inert_line, redact_url
 from secbench_tui.tui.messages import CatalogLoaded
@@ -41,11 +48,14 @@ class SetupScreen(BaseScreen):
         Binding("ctrl+r", "start", "Run", id="setup.run", priority=True),
         Binding("slash", "filter_models", "Filter models", id="setup.filter"),
         Binding("ctrl+v", "verify", "Verify labels", id="setup.verify", priority=True),
+        Binding("space", "toggle_model", "Add/remove model", id="setup.add_model"),
     ]
 
     def __init__(self, settings: Settings) -> None:
         super().__init__()
         self.settings = settings
+        self.estimated: Estimate | None = None  # the latest estimate shown
+        self._estimates = 0
 
     def compose(self) -> ComposeResult:
         s = self.settings
@@ -53,10 +63,13 @@ class SetupScreen(BaseScreen):
         with Horizontal(id="setup-panes"):
             with Vertical(id="model-pane", classes="pane") as pane:
                 pane.border_title = "Model"
-                yield ModelPicker(s.model, id="model-picker")
+                yield ModelPicker(s.model, s.models[1:], id="model-picker")
             with Vertical(id="suite-pane", classes="pane") as pane:
                 pane.border_title = "Suite"
                 yield SuitePicker(s.cases_dir, s.apps, s.tasks, s.method, id="suite-picker")
+                prompts = SelectionList[str](*prompt_options(s.prompts), id="prompt-list")
+                prompts.border_title = "Evaluation prompts"
+                yield prompts
                 with Horizontal(id="knobs"):
                     with Vertical():
                         yield Label("limit")
@@ -73,6 +86,7 @@ class SetupScreen(BaseScreen):
                         yield Label("concurrency")
                         yield Input(str(s.concurrency), type="integer", id="concurrency")
         yield Static(id="setup-status")
+        yield Static(id="estimate")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -122,12 +136,51 @@ class SetupScreen(BaseScreen):
     def action_filter_models(self) -> None:
         self.query_one(ModelPicker).focus_filter()
 
+    def action_toggle_model(self) -> None:
+        self.query_one(ModelPicker).toggle_highlighted()
+
+    @work(group="estimate", exit_on_error=False)
+    async def refresh_estimate(self) -> None:
+        """What the runs on screen would ask and cost, as `--dry-run` says it. Each change
+        starts one; only the latest shows (none is cancelled: tests wait for them all)."""
+        self._estimates += 1
+        mine = self._estimates
+        field = self.query_one("#estimate", Static)
+        try:
+            settings = self.chosen_settings()
+            if not settings.models:
+                field.update("")
+                return
+            from secbench_tui.session import plan_matrix
+
+            plan = await asyncio.to_thread(plan_matrix, settings, False)
+            store = await self.secbench.store()
+            catalog = self.query_one(ModelPicker).catalog
+            found = await estimate(
+                [r.spec for r in plan.runs], settings.sent_max_tokens, catalog, store
+            )
+        except Exception as exc:  # settings still being typed: say what is wrong, quietly
+            if mine == self._estimates:
+                field.update(Text(f"estimate: {describe(exc)}", style="dim"))
+            return
+        if mine != self._estimates:
+            return
+        lines = estimate_lines(found)
+        runs = f"{len(plan.runs)} run(s): " if len(plan.runs) > 1 else ""
+        field.update(Text(runs + "\n".join(lines[-2:]), style="dim"))
+        self.estimated = found
+
     @on(ModelPicker.Chosen)
     @on(SuitePicker.Changed)
+    @on(SelectionList.SelectedChanged, "#prompt-list")
     @on(Input.Changed, "#limit")
     def refresh_status(self) -> None:
-        model = self.query_one(ModelPicker).chosen
+        self.refresh_estimate()
+        picker = self.query_one(ModelPicker)
+        model = ", ".join(picker.selected) or None
         suite = self.query_one(SuitePicker)
+        # VulDetectBench prompts are the benchmark's own: its method chooses among them
+        self.query_one("#prompt-list").display = not suite.choice.vuldetectbench
         n = suite.case_count()
         limit = self.query_one("#limit", Input).value.strip()
         cases = f"{n} cases"
@@ -155,8 +208,14 @@ class SetupScreen(BaseScreen):
 
     def chosen_settings(self) -> Settings:
         """The settings on screen, validated like the flags are."""
-        updates: dict[str, Any] = dict(self.query_one(SuitePicker).updates())
-        updates["model"] = self.query_one(ModelPicker).chosen
+        suite = self.query_one(SuitePicker)
+        updates: dict[str, Any] = dict(suite.updates())
+        picker = self.query_one(ModelPicker)
+        updates["model"], updates["models"] = picker.chosen, picker.selected
+        updates["methods"] = []  # the method on screen
+        prompts = list(self.query_one("#prompt-list", SelectionList).selected)
+        updates["prompt"] = None
+        updates["prompts"] = [] if suite.choice.vuldetectbench else prompts
         for field in ("limit", "temperature", "concurrency"):
             value = self.query_one(f"#{field}", Input).value.strip()
             updates[field] = value or None
@@ -187,7 +246,15 @@ class SetupScreen(BaseScreen):
         if not self.query_one(SuitePicker).selected:
             self.notify("choose at least one app or task", severity="warning")
             return
-        if is_baseline(settings.model) or settings.key or not is_remote(settings.base_url):
+        vuldetectbench = self.query_one(SuitePicker).choice.vuldetectbench
+        if not vuldetectbench and not settings.prompts:
+            self.notify("choose at least one evaluation prompt", severity="warning")
+            return
+        if (
+            all(is_baseline(m) for m in settings.models)
+            or settings.key
+            or not is_remote(settings.base_url)
+        ):
             self.secbench.start_run(settings)
             return
 
@@ -225,3 +292,20 @@ class SetupScreen(BaseScreen):
 
 def _text(value: object) -> str:
     return "" if value is None else str(value)
+
+
+def describe(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError):
+        return settings_error(exc)
+    return str(exc)
+
+
+def prompt_options(given: list[str]) -> list[Selection[str]]:
+    """The bundled prompts, `./evaluation-prompt.txt` when present, and any given by flag;
+    those given are ticked (by default the local file, else `default`)."""
+    names: list[str] = []
+    if Path(LOCAL_PROMPT).is_file():
+        names.append(LOCAL_PROMPT)
+    names += [*bundled_prompt_names(), *given]
+    ticked = set(given) or {LOCAL_PROMPT if Path(LOCAL_PROMPT).is_file() else "default"}
+    return [Selection(inert_line(name), name, name in ticked) for name in dict.fromkeys(names)]

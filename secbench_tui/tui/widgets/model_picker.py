@@ -1,5 +1,8 @@
 """Choose a model: type to filter the catalog, or type an id it does not list.
 
+Enter chooses one model; `space` (a binding of the setup screen) adds the highlighted model to
+the choice or takes it out, so several models run side by side (one run per model x prompt).
+
 The catalog (`core.catalog`) may hold hundreds of models; the list shows the first
 `MAX_SHOWN` matches, which is plenty once a few letters are typed.
 """
@@ -93,11 +96,19 @@ class ModelPicker(Guarded, Vertical):
 
     chosen: reactive[str | None] = reactive(None)
 
-    def __init__(self, chosen: str | None = None, **kwargs: object) -> None:
+    def __init__(
+        self, chosen: str | None = None, also: list[str] | None = None, **kwargs: object
+    ) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.catalog = Catalog([], "none")
         self.set_reactive(ModelPicker.chosen, chosen)
+        self.also = [m for m in dict.fromkeys(also or []) if m != chosen]  # the other models
         self._shown: list[ModelInfo] = []
+
+    @property
+    def selected(self) -> list[str]:
+        """Every model chosen, the first one first."""
+        return ([self.chosen] if self.chosen else []) + [m for m in self.also if m != self.chosen]
 
     def compose(self) -> ComposeResult:
         yield Input(
@@ -135,9 +146,10 @@ class ModelPicker(Guarded, Vertical):
         self._shown = found[:MAX_SHOWN]
         recent = set(self.catalog.recent)
         width, tag = id_width(self.size.width) if self.size.width else (ID_WIDTH, True)
+        selected = set(self.selected)
         self.query_one("#model-header", Static).update(Text(header(width), style="dim"))
         options: list[Option | None] = [
-            Option(model_row(m, m.id == self.chosen, m.id in recent, width, tag), id=m.id)
+            Option(model_row(m, m.id in selected, m.id in recent, width, tag), id=m.id)
             for m in self._shown
         ]
         if len(found) > MAX_SHOWN:
@@ -168,7 +180,28 @@ class ModelPicker(Guarded, Vertical):
             self.refilter()
 
     def choose(self, model_id: str) -> None:
+        """Enter: this model alone."""
+        self.also = []
         self.chosen = model_id
+        self.refilter()
+        self.post_message(self.Chosen(model_id))
+
+    def toggle_highlighted(self) -> None:
+        """Add the highlighted model to the choice, or take it out."""
+        option = self.query_one("#model-list", OptionList).highlighted_option
+        if option is None or not option.id:
+            return
+        model_id = option.id
+        if model_id not in self.selected:
+            if self.chosen is None:
+                self.chosen = model_id
+            else:
+                self.also.append(model_id)
+        elif model_id == self.chosen:
+            self.chosen = self.also.pop(0) if self.also else None
+        else:
+            self.also.remove(model_id)
+        self.refilter()
         self.post_message(self.Chosen(model_id))
 
     def focus_filter(self) -> None:

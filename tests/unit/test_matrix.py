@@ -1,0 +1,207 @@
+"""The matrix orchestrator over a real SQLite file: shared limits per model, per-model aborts,
+and the prompt name in the reuse keys (including for databases written before it existed)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from secbench_tui.core.engine import Engine, RunSpec
+from secbench_tui.core.events import RunFinished
+from secbench_tui.core.matrix import Matrix, MatrixEvent, PlannedRun, worst_status
+from secbench_tui.core.models import Case, Completion
+from secbench_tui.core.prompts import (
+    VERDICT_SCHEMA,
+    PromptError,
+    bundled_prompt,
+    bundled_prompt_names,
+    resolve_prompts,
+)
+from secbench_tui.core.providers.base import RetryCallback, RunAborted
+from secbench_tui.core.store import LEGACY_PROMPT_NAME, Store, text_hash
+from tests.unit.test_engine import cases, verdict
+
+
+class Counting:
+    """Answers after a pause and counts how many of its requests are in flight at once."""
+
+    reports_cost = False
+
+    def __init__(self, name: str, peaks: Counter[str], abort: bool = False) -> None:
+        self.name = name
+        self.peaks = peaks
+        self.abort = abort
+        self.now: Counter[str] = Counter()
+
+    async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
+        if self.abort:  # once: the model's other run goes on unless the matrix stops it
+            self.abort = False
+            raise RunAborted(f"model {self.name!r} is not available")
+        self.now[self.name] += 1
+        self.now["all"] += 1
+        self.peaks[self.name] = max(self.peaks[self.name], self.now[self.name])
+        self.peaks["all"] = max(self.peaks["all"], self.now["all"])
+        await asyncio.sleep(0.01)
+        self.now[self.name] -= 1
+        self.now["all"] -= 1
+        return Completion(text=verdict(case.expected))
+
+    async def aclose(self) -> None:
+        return None
+
+
+def spec(model: str, prompt: str, n: int = 8, concurrency: int = 2) -> RunSpec:
+    return RunSpec(
+        model=model,
+        cases=cases(n),
+        suite_kind="markdown",
+        suite_path="/s",
+        settings={"seed": 1},
+        prompt_hash=text_hash(prompt),
+        prompt_name=prompt,
+        concurrency=concurrency,
+    )
+
+
+async def drain(matrix: Matrix) -> list[MatrixEvent]:
+    return [event async for event in matrix.events()]
+
+
+async def test_a_models_runs_share_its_limit_and_models_run_together(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "r.db")
+    peaks: Counter[str] = Counter()
+    shared = Counter[str]()  # both providers write their in-flight counts to one tally
+    one, two = Counting("a", peaks), Counting("b", peaks)
+    one.now = two.now = shared
+    plan = [PlannedRun(spec(m, p), prov) for m, prov in (("a", one), ("b", two)) for p in "xy"]
+    events = await drain(Matrix(plan, store))
+    await store.close()
+    finished = [e.event for e in events if isinstance(e.event, RunFinished)]
+    assert sorted(f.status for f in finished) == ["completed"] * 4
+    assert peaks["a"] == 2 and peaks["b"] == 2  # two runs each, one limit of 2 per model
+    assert peaks["all"] == 4  # the two models were asked at the same time
+    assert {e.slot for e in events} == {0, 1, 2, 3}
+
+
+async def test_an_abort_ends_that_models_runs_only(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "r.db")
+    peaks: Counter[str] = Counter()
+    bad, good = Counting("bad", peaks, abort=True), Counting("good", peaks)
+    plan = [
+        PlannedRun(spec("bad", "x", n=40), bad),
+        PlannedRun(spec("bad", "y", n=40), bad),
+        PlannedRun(spec("good", "x"), good),
+        PlannedRun(spec("good", "y"), good),
+    ]
+    matrix = Matrix(plan, store)
+    await drain(matrix)
+    await store.close()
+    statuses = {slot: f.status for slot, f in matrix.finished.items()}
+    assert statuses[2] == statuses[3] == "completed"
+    assert sorted((statuses[0], statuses[1])) == ["aborted", "stopped"]
+    stopped = matrix.finished[0 if statuses[0] == "stopped" else 1]
+    assert "aborted" in (stopped.message or "") and "not available" in (stopped.message or "")
+    assert worst_status(list(statuses.values())) == "aborted"
+
+
+async def test_a_database_from_before_prompt_names_keeps_its_reuse(tmp_path: Path) -> None:
+    """Schema 2 -> 3: old runs are named `evaluation-prompt` and their keys re-derived, so
+    the same prompt file asked again reuses what was paid for, and resume still finds them."""
+    db = tmp_path / "r.db"
+    store = await Store.open(db)
+    old = spec("m", LEGACY_PROMPT_NAME, n=4)
+    async for _ in Engine(old, Counting("m", Counter()), store).events():
+        pass
+    await store.close()
+    # Make the file what version 2 wrote: no prompt_name, keys without it.
+    conn = sqlite3.connect(db)
+    conn.execute("ALTER TABLE runs DROP COLUMN prompt_name")
+    for case in old.cases:
+        conn.execute(
+            "UPDATE evaluations SET request_hash=? WHERE case_id=?",
+            (_v2_request_hash(old, case), case.case_id),
+        )
+    conn.execute("UPDATE runs SET fingerprint=?, status='stopped'", (_v2_fingerprint(old),))
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+
+    store = await Store.open(db)
+    (run,) = await store.runs()
+    assert run.prompt_name == LEGACY_PROMPT_NAME
+    assert await store.latest_run(old.fingerprint) == run.id  # --resume finds it
+    asking = Counting("m", Counter())
+    finished = [e async for e in Engine(spec("m", LEGACY_PROMPT_NAME, n=4), asking, store).events()]
+    await store.close()
+    started = finished[0]
+    assert started.reused == 4 and started.pending == 0  # type: ignore[union-attr]
+
+
+def _v2_request_hash(spec: RunSpec, case: Case) -> str:
+    """What version 2 stored: the request hash before the prompt name was part of it."""
+    request = spec._request_settings()
+    messages = json.dumps([[m.role, m.content] for m in case.prompt_messages()])
+    return text_hash(
+        spec.model,
+        case.case_id,
+        messages,
+        str(case.structured),
+        json.dumps(request, sort_keys=True),
+    )
+
+
+def _v2_fingerprint(spec: RunSpec) -> str:
+    return text_hash(
+        spec.model,
+        spec.suite_kind,
+        spec.suite_path,
+        spec.suite_hash,
+        spec.prompt_hash,
+        json.dumps(spec._request_settings(), sort_keys=True),
+        str(spec.repeats),
+        spec.vdb_scoring,
+    )
+
+
+def test_the_schema_asks_for_the_explanation_before_the_verdict() -> None:
+    assert list(VERDICT_SCHEMA["properties"]) == ["explanation", "assessment"]
+    assert VERDICT_SCHEMA["required"] == ["explanation", "assessment"]
+    for name in bundled_prompt_names():
+        text = bundled_prompt(name).text
+        assert text.index('"explanation"') < text.index('"assessment"'), name
+
+
+def test_bundled_prompts_are_distinct_strategies() -> None:
+    names = bundled_prompt_names()
+    assert names[0] == "default"
+    assert {"default", "step-by-step", "rule-by-rule", "attacker"} <= set(names)
+    assert len({bundled_prompt(n).text for n in names}) == len(names)
+    assert [p.name for p in resolve_prompts(["all"])] == names
+
+
+def test_prompts_resolve_from_files_folders_and_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "p"
+    folder.mkdir()
+    for name in ("zeta", "alpha"):
+        (folder / f"{name}.txt").write_text(name, encoding="utf-8")
+    (folder / "readme.md").write_text("no", encoding="utf-8")
+    found = resolve_prompts([str(folder), "attacker", str(folder / "alpha.txt")])
+    assert [p.name for p in found] == ["alpha", "zeta", "attacker"]
+    assert resolve_prompts([])[0].name == "default"  # no ./evaluation-prompt.txt here
+    (tmp_path / "evaluation-prompt.txt").write_text("mine", encoding="utf-8")
+    assert [(p.name, p.text) for p in resolve_prompts([])] == [("evaluation-prompt", "mine")]
+    (tmp_path / "q").mkdir()
+    (tmp_path / "q" / "alpha.txt").write_text("other words", encoding="utf-8")
+    with pytest.raises(PromptError, match="two prompts are named 'alpha'"):
+        resolve_prompts([str(folder), str(tmp_path / "q")])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(PromptError, match="holds no"):
+        resolve_prompts([str(tmp_path / "empty")])
