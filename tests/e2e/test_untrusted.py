@@ -192,7 +192,7 @@ def test_an_abort_shows_the_server_message_inert_and_the_url_redacted(tmp_path: 
     assert result.returncode == 3, result.stderr
     assert_inert(result.stdout, "stdout")
     assert_inert(result.stderr, "stderr")
-    aborted = [line for line in result.stderr.splitlines() if "run aborted:" in line]
+    aborted = [line for line in result.stderr.splitlines() if " aborted: " in line]
     assert aborted and "\\x1b]0;pwned-title\\x07" in aborted[0]
     assert f"the server at http://***@127.0.0.1:{port}/api/v1?api_key=***" in aborted[0]
     assert_no_secrets(result.stdout + result.stderr, "the output")

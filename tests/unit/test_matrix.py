@@ -121,6 +121,8 @@ async def test_a_database_from_before_prompt_names_keeps_its_reuse(tmp_path: Pat
     # Make the file what version 2 wrote: no prompt_name, keys without it.
     conn = sqlite3.connect(db)
     conn.execute("ALTER TABLE runs DROP COLUMN prompt_name")
+    conn.execute("ALTER TABLE evaluations DROP COLUMN reasoning")  # version 4
+    conn.execute("ALTER TABLE evaluations DROP COLUMN reasoning_tokens")
     for case in old.cases:
         conn.execute(
             "UPDATE evaluations SET request_hash=? WHERE case_id=?",
