@@ -1,8 +1,9 @@
 """The headless front end: engine events -> progress lines, a summary and an exit code.
 
 Progress goes to stdout, one line per finished case; problems go to stderr, one readable line
-each. The first Ctrl+C (or SIGTERM) lets the cases in flight finish and closes the database
-cleanly; a second one exits at once (every finished case is already committed).
+each. The first Ctrl+C (or SIGTERM) starts no new case, gives the requests in flight a few
+seconds to finish, cancels the rest (they are not recorded, so `--resume` asks them) and closes
+the database cleanly; a second one exits at once (every finished case is already committed).
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from secbench_tui.cli import EXIT_ABORTED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from secbench_tui.cli import (
+    EXIT_ABORTED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+)
 from secbench_tui.config import Settings
 from secbench_tui.core.engine import Engine
 from secbench_tui.core.events import CaseFinished, Event, Retrying, RunFinished, RunStarted
@@ -148,24 +155,28 @@ async def _run(settings: Settings) -> int:
         )
     engine = Engine(build_spec(settings, suite), provider, store)
     interrupts = 0
+    terminated = False
 
-    def on_signal() -> None:
-        nonlocal interrupts
+    def on_signal(sig: signal.Signals) -> None:
+        nonlocal interrupts, terminated
         interrupts += 1
+        terminated = terminated or sig is signal.SIGTERM
         if interrupts == 1:
+            what = "SIGTERM" if sig is signal.SIGTERM else "Ctrl+C"
             print(
-                "\nstopping: finishing the cases in flight (Ctrl+C again to quit now)",
+                f"\nstopping ({what}): the requests in flight get {engine.stop_grace:g}s to "
+                "finish, the rest are asked by --resume (Ctrl+C again to quit now)",
                 file=sys.stderr,
                 flush=True,
             )
             engine.stop()
         else:
-            os._exit(EXIT_INTERRUPTED)
+            os._exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
-            loop.add_signal_handler(sig, on_signal)
+            loop.add_signal_handler(sig, on_signal, sig)
         except (NotImplementedError, RuntimeError):
             pass
     try:
@@ -191,7 +202,7 @@ async def _run(settings: Settings) -> int:
         print(f"secbench-tui: run aborted: {finished.message}", file=sys.stderr)
         return EXIT_ABORTED
     if finished.status == "stopped" and interrupts:
-        return EXIT_INTERRUPTED
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     return EXIT_OK
 
 

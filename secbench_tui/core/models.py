@@ -83,6 +83,8 @@ class Completion(BaseModel):
     latency_ms: float = 0.0
     attempts: int = 1
     generation_id: str | None = None
+    # why a reply that arrived could not be read (it is scored unparsed, never guessed at)
+    unreadable: str | None = None
 
 
 class Scored(BaseModel):
