@@ -15,7 +15,9 @@ from textual.widgets import Footer, Header, Input, Label, Static
 
 from secbench_tui.config import Settings
 from secbench_tui.core import catalog as model_catalog
+from secbench_tui.core.endpoint import check_endpoint
 from secbench_tui.core.providers.baselines import is_baseline
+from secbench_tui.core.untrusted import inert, redact_url
 from secbench_tui.tui.messages import CatalogLoaded
 from secbench_tui.tui.screens.base import BaseScreen
 from secbench_tui.tui.screens.confirm import ConfirmScreen
@@ -185,7 +187,38 @@ class SetupScreen(BaseScreen):
         if not self.query_one(SuitePicker).selected:
             self.notify("choose at least one app or task", severity="warning")
             return
-        if is_baseline(settings.model) or settings.key or not is_remote(settings.base_url):
+        if is_baseline(settings.model):
+            self.secbench.start_run(settings)
+        elif self.secbench.offline_catalog:  # asked never to touch the network from here
+            self.confirm_key_then_start(settings)
+        else:
+            self.check_then_start(settings)
+
+    @work(exclusive=True, group="endpoint", exit_on_error=False)
+    async def check_then_start(self, settings: Settings) -> None:
+        """Say what the endpoint answered before a run is started against it."""
+        self.notify(f"checking {redact_url(settings.base_url)}…", timeout=3)
+        found = await check_endpoint(settings.base_url)
+        if found.reachable:
+            self.confirm_key_then_start(settings)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.confirm_key_then_start(settings)
+
+        self.app.push_screen(
+            ConfirmScreen(
+                f"{inert(found.message)}.\n\nA run would stop after a few failed attempts "
+                "and record nothing. Start anyway?",
+                yes="Start anyway",
+                no="Back",
+            ),
+            answered,
+        )
+
+    def confirm_key_then_start(self, settings: Settings) -> None:
+        if settings.key or not is_remote(settings.base_url):
             self.secbench.start_run(settings)
             return
 
