@@ -118,12 +118,13 @@ class RunSpec:
 
 
 class AdaptiveLimit:
-    """At most `limit` cases hold a slot; halves on a rate limit, creeps back up on success.
+    """At most `limit` cases hold a slot; a rate limit halves it until the provider's wait is over.
 
     Standalone so several engines asking the same model can share one (`Engine(limit=...)`).
     A case coming back from a retry wait (`acquire(priority=True)`) goes before new cases.
-    After a rate limit the limit stays down as long as the provider's Retry-After asked, or
-    `cooldown` seconds when it did not say.
+    After a rate limit the limit stays down as long as the provider's Retry-After asked (or
+    `cooldown` seconds when it did not say), then the next success restores it; above that,
+    it creeps back up by one per `limit` successes.
     """
 
     def __init__(self, maximum: int, cooldown: float = 20.0) -> None:
@@ -133,6 +134,7 @@ class AdaptiveLimit:
         self.cooldown = cooldown
         self._calm_after = 0.0
         self._lowered_at = float("-inf")
+        self._restore_to = self.maximum  # the limit before the rate limits still in force
         self._successes = 0
         self._priority = 0
         self._cond = asyncio.Condition()
@@ -155,10 +157,13 @@ class AdaptiveLimit:
             self.active -= 1
             if success:
                 self._successes += 1
-                calm = time.monotonic() >= self._calm_after
-                if calm and self.limit < self.maximum and self._successes >= self.limit:
-                    self.limit += 1
-                    self._successes = 0
+                if time.monotonic() >= self._calm_after:
+                    if self.limit < self._restore_to:
+                        self.limit = self._restore_to
+                        self._successes = 0
+                    elif self.limit < self.maximum and self._successes >= self.limit:
+                        self.limit += 1
+                        self._successes = 0
             self._cond.notify_all()
 
     def rate_limited(self, retry_after: float | None = None, sent_at: float | None = None) -> None:
@@ -167,10 +172,13 @@ class AdaptiveLimit:
         now = time.monotonic()
         if sent_at is not None and sent_at < self._lowered_at:
             return
+        if now >= self._calm_after:  # a new episode: remember where it started
+            self._restore_to = self.limit
         self.limit = max(1, self.limit // 2)
         self._successes = 0
         self._lowered_at = now
-        self._calm_after = now + (self.cooldown if retry_after is None else retry_after)
+        wait = self.cooldown if retry_after is None else retry_after
+        self._calm_after = max(self._calm_after, now + wait)
 
 
 @dataclass(frozen=True)
