@@ -25,6 +25,7 @@ from secbench_tui.core.providers.base import RetryNotice
 from secbench_tui.core.untrusted import redact_url
 
 BREAKER_THRESHOLD = 5  # attempts in a row, across cases, that could not reach the endpoint
+RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 524, 529})
 
 
 class FailureKind(StrEnum):
@@ -44,6 +45,13 @@ class FailureKind(StrEnum):
     def connection(self) -> bool:
         """Nothing came back from the endpoint: what the circuit breaker counts."""
         return self in (FailureKind.UNREACHABLE, FailureKind.TIMEOUT)
+
+
+def status_kind(status: int) -> FailureKind:
+    """An HTTP error status (or the same code inside a 200 body), as a kind of failure."""
+    if status == 429:
+        return FailureKind.RATE_LIMITED
+    return FailureKind.TRANSIENT if status in RETRYABLE_STATUS else FailureKind.FINAL
 
 
 class Failure(Exception):

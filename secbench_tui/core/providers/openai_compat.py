@@ -28,6 +28,7 @@ from secbench_tui.core.prompts import response_format
 from secbench_tui.core.providers import shallow_json
 from secbench_tui.core.providers.base import RetryCallback, RetryNotice, RunAborted
 from secbench_tui.core.retry import (
+    RETRYABLE_STATUS,
     Failure,
     FailureKind,
     RetryHooks,
@@ -37,11 +38,17 @@ from secbench_tui.core.retry import (
     one_line,
     parse_retry_after,
     run_attempts,
+    status_kind,
 )
 
-__all__ = ["ClientSettings", "OpenAICompatibleProvider", "backoff_delay", "parse_retry_after"]
+__all__ = [
+    "RETRYABLE_STATUS",
+    "ClientSettings",
+    "OpenAICompatibleProvider",
+    "backoff_delay",
+    "parse_retry_after",
+]
 
-RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 524, 529})
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 REFERER = "https://github.com/secbench-tui/secbench-tui"
 TITLE = "secbench-tui"
@@ -317,14 +324,9 @@ class OpenAICompatibleProvider:
         abort = _abort_for(status, message, self.settings)
         if abort is not None:
             raise abort
-        kind = (
-            FailureKind.RATE_LIMITED
-            if status == 429
-            else FailureKind.TRANSIENT
-            if status in RETRYABLE_STATUS
-            else FailureKind.FINAL
+        raise Failure(
+            f"HTTP {status}: {message}", status_kind(status), status=status, retry_after=retry_after
         )
-        raise Failure(f"HTTP {status}: {message}", kind, status=status, retry_after=retry_after)
 
     def _read_body(
         self, data: dict[str, Any], retry_after: float | None, raw: str = ""
@@ -354,7 +356,7 @@ class OpenAICompatibleProvider:
             status = code or 502
             raise Failure(
                 f"the provider failed mid-answer (finish_reason=error) {detail}".strip(),
-                FailureKind.RATE_LIMITED if status == 429 else FailureKind.TRANSIENT,
+                status_kind(status),
                 status=status,
                 retry_after=retry_after,
                 partial=_with_usage(Completion(text=_as_text(text), finish_reason=finish), usage),
