@@ -335,7 +335,11 @@ class OpenAICompatibleProvider:
         choices = data.get("choices")
         if data.get("error") and not choices:
             code, message = _error_message(data)
-            self._raise_for(code or 502, f"in a 200 body: {message}", retry_after)
+            try:
+                self._raise_for(code or 502, f"in a 200 body: {message}", retry_after)
+            except Failure as failure:  # an error that was billed is still counted
+                failure.partial = _with_usage(failure.partial, usage)
+                raise
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise Failure(
                 "200 with no choices in the body",
