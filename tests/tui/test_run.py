@@ -176,7 +176,7 @@ async def test_quit_during_a_run_asks_then_stops_and_keeps_results(
 async def test_ctrl_q_during_a_run_asks_too(
     remote_settings: Settings, clean_suite: Path, server: LoopbackServer
 ) -> None:
-    server.delay = 0.3
+    server.delay = 1.0  # two dialogs must fit in the run, even on a loaded machine
     app = make_app(remote_settings, offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
         run = await start(pilot, app)
