@@ -21,8 +21,9 @@ from secbench_tui.core.prompts import RESPONSE_FORMATS
 EXIT_OK = 0
 EXIT_FAILED = 1  # lint found problems, report could not be written
 EXIT_USAGE = 2
-EXIT_ABORTED = 3  # bad key, no credits, unknown model, database unusable
+EXIT_ABORTED = 3  # bad key, no credits, unknown model, endpoint unreachable, database unusable
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # stopped by SIGTERM (128 + 15)
 
 
 def _csv(value: str) -> list[str]:
@@ -157,7 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="structured output to ask for (fall back for servers that reject it)",
     )
     api.add_argument("--max-retries", type=int, default=5)
-    api.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
+    api.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="seconds for each attempt, whole: connecting, the headers and every byte",
+    )
     api.add_argument("--concurrency", type=int, default=1, help="requests in flight")
 
     sel = p.add_argument_group("report and export selection")

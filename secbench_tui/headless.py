@@ -1,8 +1,9 @@
 """The headless front end: engine events -> progress lines, a summary and an exit code.
 
 Progress goes to stdout, one line per finished case; problems go to stderr, one readable line
-each. The first Ctrl+C (or SIGTERM) lets the cases in flight finish and closes the database
-cleanly; a second one exits at once (every finished case is already committed).
+each. The first Ctrl+C (or SIGTERM) starts no new case, gives the requests in flight a few
+seconds to finish, cancels the rest (they are not recorded, so `--resume` asks them) and closes
+the database cleanly; a second one exits at once (every finished case is already committed).
 
 Whatever in a line came from elsewhere (case ids, replies, server messages, model and file
 names) goes through `core.untrusted.inert_line`: no escape sequence reaches the terminal and
@@ -19,10 +20,16 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from secbench_tui.cli import EXIT_ABORTED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from secbench_tui.cli import (
+    EXIT_ABORTED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+)
 from secbench_tui.config import Settings
 from secbench_tui.core.catalog import cached_catalog
-from secbench_tui.core.engine import Engine
+from secbench_tui.core.engine import STOP_GRACE, Engine
 from secbench_tui.core.events import CaseFinished, Event, Retrying, RunFinished, RunStarted
 from secbench_tui.core.matrix import Matrix
 from secbench_tui.core.models import Outcome
@@ -239,24 +246,28 @@ async def _run(settings: Settings) -> int:
         )
     matrix = Matrix(plan.runs, store)
     interrupts = 0
+    terminated = False
 
-    def on_signal() -> None:
-        nonlocal interrupts
+    def on_signal(sig: signal.Signals) -> None:
+        nonlocal interrupts, terminated
         interrupts += 1
+        terminated = terminated or sig is signal.SIGTERM
         if interrupts == 1:
+            what = "SIGTERM" if sig is signal.SIGTERM else "Ctrl+C"
             print(
-                "\nstopping: finishing the cases in flight (Ctrl+C again to quit now)",
+                f"\nstopping ({what}): the requests in flight get {STOP_GRACE:g}s to "
+                "finish, the rest are asked by --resume (Ctrl+C again to quit now)",
                 file=sys.stderr,
                 flush=True,
             )
             matrix.stop()
         else:
-            os._exit(EXIT_INTERRUPTED)
+            os._exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
-            loop.add_signal_handler(sig, on_signal)
+            loop.add_signal_handler(sig, on_signal, sig)
         except (NotImplementedError, RuntimeError):
             pass
     try:
@@ -291,13 +302,13 @@ async def _run(settings: Settings) -> int:
             )
             codes.append(EXIT_ABORTED)
         elif done.status == "stopped" and interrupts:
-            codes.append(EXIT_INTERRUPTED)
+            codes.append(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
     return worst_exit(codes)
 
 
 def worst_exit(codes: list[int]) -> int:
-    """An aborted run outweighs an interrupted one, which outweighs success."""
-    for code in (EXIT_ABORTED, EXIT_INTERRUPTED):
+    """An aborted run outweighs a terminated or interrupted one, which outweighs success."""
+    for code in (EXIT_ABORTED, EXIT_TERMINATED, EXIT_INTERRUPTED):
         if code in codes:
             return code
     return EXIT_OK

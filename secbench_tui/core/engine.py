@@ -5,9 +5,12 @@ in the store, reuses results already paid for, asks the provider for the rest wi
 `concurrency` requests in flight, commits every result the moment it arrives, and yields
 `CaseFinished` events in case order whatever order the answers come back in.
 
-A failing case is recorded as an error and the run goes on; only a run-level fault (bad key,
-no credits, unknown model, database unwritable) ends it early, as `aborted`, with a message
-that says what to do.
+It drives retries under the provider's `RetryPolicy` (core/retry.py): a case that waits to try
+again gives its concurrency slot back, so the other cases go on meanwhile. A failing case is
+recorded as an error and the run goes on; only a run-level fault (bad key, no credits, unknown
+model, an endpoint that cannot be reached, database unwritable) ends it early, as `aborted`,
+with a message that says what to do. A stop lets the requests in flight finish for a short
+grace, then cancels them; a case that got no answer is not recorded, so `--resume` asks it.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import contextlib
 import json
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -34,6 +37,16 @@ from secbench_tui.core.events import (
 from secbench_tui.core.metrics import summarize, usage_stats
 from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, SuiteKind
 from secbench_tui.core.providers.base import Provider, RetryCallback, RetryNotice, RunAborted
+from secbench_tui.core.retry import (
+    Attempter,
+    Breaker,
+    Failure,
+    RetryHooks,
+    Unreachable,
+    one_line,
+    run_attempts,
+    unreachable_message,
+)
 from secbench_tui.core.scoring import score_completion
 from secbench_tui.core.store import Store, now_iso, prompt_keyed, text_hash
 
@@ -119,7 +132,14 @@ class RunSpec:
 
 
 class AdaptiveLimit:
-    """At most `limit` cases in flight; halves on a rate limit, creeps back up on success."""
+    """At most `limit` cases hold a slot; a rate limit halves it until the provider's wait is over.
+
+    Standalone so several engines asking the same model can share one (`Engine(limit=...)`).
+    A case coming back from a retry wait (`acquire(priority=True)`) goes before new cases.
+    After a rate limit the limit stays down as long as the provider's Retry-After asked (or
+    `cooldown` seconds when it did not say), then the next success restores it; above that,
+    it creeps back up by one per `limit` successes.
+    """
 
     def __init__(self, maximum: int, cooldown: float = 20.0) -> None:
         self.maximum = max(1, maximum)
@@ -127,29 +147,52 @@ class AdaptiveLimit:
         self.active = 0
         self.cooldown = cooldown
         self._calm_after = 0.0
+        self._lowered_at = float("-inf")
+        self._restore_to = self.maximum  # the limit before the rate limits still in force
         self._successes = 0
+        self._priority = 0
         self._cond = asyncio.Condition()
 
-    async def acquire(self) -> None:
+    async def acquire(self, priority: bool = False) -> None:
         async with self._cond:
-            await self._cond.wait_for(lambda: self.active < self.limit)
+            self._priority += priority
+            try:
+                await self._cond.wait_for(
+                    lambda: self.active < self.limit and (priority or not self._priority)
+                )
+            finally:
+                self._priority -= priority
             self.active += 1
+            if priority:
+                self._cond.notify_all()  # new cases may go now, if room is left
 
     async def release(self, success: bool) -> None:
         async with self._cond:
             self.active -= 1
             if success:
                 self._successes += 1
-                calm = time.monotonic() >= self._calm_after
-                if calm and self.limit < self.maximum and self._successes >= self.limit:
-                    self.limit += 1
-                    self._successes = 0
+                if time.monotonic() >= self._calm_after:
+                    if self.limit < self._restore_to:
+                        self.limit = self._restore_to
+                        self._successes = 0
+                    elif self.limit < self.maximum and self._successes >= self.limit:
+                        self.limit += 1
+                        self._successes = 0
             self._cond.notify_all()
 
-    def rate_limited(self) -> None:
+    def rate_limited(self, retry_after: float | None = None, sent_at: float | None = None) -> None:
+        """Halve the limit, once per wave: a 429 to a request sent before the last cut (under
+        the old limit) says nothing new."""
+        now = time.monotonic()
+        if sent_at is not None and sent_at < self._lowered_at:
+            return
+        if now >= self._calm_after:  # a new episode: remember where it started
+            self._restore_to = self.limit
         self.limit = max(1, self.limit // 2)
         self._successes = 0
-        self._calm_after = time.monotonic() + self.cooldown
+        self._lowered_at = now
+        wait = self.cooldown if retry_after is None else retry_after
+        self._calm_after = max(self._calm_after, now + wait)
 
 
 @dataclass(frozen=True)
@@ -162,15 +205,43 @@ class _Work:
 
 
 class _Abandoned(Exception):
-    """A stop came while the case waited to retry: it has no answer, so nothing is kept."""
+    """A stop came while the case waited to retry, or its request outlived the stop's grace:
+    it has no answer, so nothing is kept (and `--resume` asks it)."""
 
 
 @dataclass(frozen=True)
 class _Done:
-    """A worker's finished case, before it is put back in order."""
+    """A case's end, before it is put back in order; no evaluation when it was not asked."""
 
     seq: int
-    evaluation: Evaluation
+    evaluation: Evaluation | None
+
+
+class _Dispatched:
+    """Every case has been handed out; `count` of them."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+
+STOP_GRACE = 5.0  # seconds a stop lets requests in flight finish before cancelling them
+
+
+class _Slot:
+    """One case's hold on the concurrency limit, given back while it waits to retry."""
+
+    def __init__(self, limit: AdaptiveLimit) -> None:
+        self.limit = limit
+        self.held = True
+
+    async def give_back(self, success: bool = False) -> None:
+        if self.held:
+            self.held = False
+            await self.limit.release(success)
+
+    async def take(self) -> None:
+        await self.limit.acquire(priority=True)
+        self.held = True
 
 
 class Engine:
@@ -182,6 +253,7 @@ class Engine:
         provider: Provider,
         store: Store,
         limit: AdaptiveLimit | None = None,
+        stop_grace: float = STOP_GRACE,
     ) -> None:
         self.spec = spec
         self.provider = provider
@@ -189,22 +261,41 @@ class Engine:
         self.run_id: int | None = None
         # one model's runs share its limit: the rate limit belongs to the model, not the run
         self.limit = limit if limit is not None else AdaptiveLimit(spec.concurrency)
+        self.breaker = Breaker()
+        self.stop_grace = stop_grace
         self._stopping = asyncio.Event()
         self._stop_message: str | None = None
-        self._queue: asyncio.Queue[Event | _Done | BaseException | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[Event | _Done | _Dispatched | BaseException] = asyncio.Queue()
         self._cost = 0.0
-        self._stop_waiter: asyncio.Future[Any] | None = None
         self._answered = 0  # cases asked in this run that came back (not reused ones)
+        self._halted = False  # the stop's grace is over: requests in flight are cancelled
+        self._requests: set[asyncio.Future[Completion]] = set()
+        self._grace: asyncio.TimerHandle | None = None
 
-    def stop(self, message: str | None = None) -> None:
-        """Start no new case; the ones in flight finish and are recorded."""
+    def stop(self, message: str | None = None, grace: bool = True) -> None:
+        """Start no new case; requests in flight get `stop_grace` seconds to finish (for ever
+        with `grace=False`), then are cancelled. Every case that finished is recorded."""
         if not self._stopping.is_set():
             self._stop_message = message or "stopped by the user"
             self._stopping.set()
+        if grace and self._grace is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # not running yet: the run will not start a case
+                return
+            self._grace = loop.call_later(self.stop_grace, self._halt)
+
+    def _halt(self) -> None:
+        self._halted = True
+        for request in list(self._requests):
+            request.cancel()
 
     def _check_budget(self) -> None:
         if self.spec.max_cost is not None and self._cost >= self.spec.max_cost:
-            self.stop(f"budget reached: cost {self._cost:.4f} >= --max-cost {self.spec.max_cost}")
+            self.stop(
+                f"budget reached: cost {self._cost:.4f} >= --max-cost {self.spec.max_cost}",
+                grace=False,  # what is in flight is paid for: let it come back
+            )
 
     @property
     def stopping(self) -> bool:
@@ -368,110 +459,157 @@ class Engine:
     async def _ask_all(
         self, run_id: int, pending: list[_Work], done: int, total: int
     ) -> AsyncIterator[Event]:
-        """Run workers; yield their events, CaseFinished in `seq` order."""
-        cursor = iter(pending)
-        finished: dict[int, Evaluation] = {}
+        """Hand the cases out as slots free up; yield events, CaseFinished in `seq` order."""
+        finished: dict[int, Evaluation | None] = {}
         next_seq = 0
-        workers = [
-            asyncio.create_task(self._worker(run_id, cursor))
-            for _ in range(min(self.spec.concurrency, len(pending)) or 0)
-        ]
-        remaining = len(workers)
+        cases: set[asyncio.Task[None]] = set()
+        dispatcher = asyncio.create_task(self._dispatch(run_id, pending, cases))
+        dispatched: int | None = None
+        ended = 0
         try:
-            while remaining:
+            while dispatched is None or ended < dispatched:
                 item = await self._queue.get()
-                if item is None:
-                    remaining -= 1
-                    continue
                 if isinstance(item, BaseException):
                     raise item
-                if isinstance(item, _Done):
+                if isinstance(item, _Dispatched):
+                    dispatched = item.count
+                elif isinstance(item, _Done):
+                    ended += 1
                     finished[item.seq] = item.evaluation
                     while next_seq in finished:
                         evaluation = finished.pop(next_seq)
                         next_seq += 1
-                        done += 1
-                        self._answered += 1
-                        yield CaseFinished(run_id, evaluation, done, total)
+                        if evaluation is not None:
+                            done += 1
+                            self._answered += 1
+                            yield CaseFinished(run_id, evaluation, done, total)
                 else:
                     yield item
-            for seq in sorted(finished):
-                done += 1
-                self._answered += 1
-                yield CaseFinished(run_id, finished[seq], done, total)
+            for seq in sorted(finished):  # cases after the stop point: shown in order
+                evaluation = finished[seq]
+                if evaluation is not None:
+                    done += 1
+                    self._answered += 1
+                    yield CaseFinished(run_id, evaluation, done, total)
         finally:
-            for task in workers:
+            if self._grace is not None:
+                self._grace.cancel()
+            dispatcher.cancel()
+            for task in list(cases):
                 task.cancel()
-            waiters = [] if self._stop_waiter is None else [self._stop_waiter]
-            for waiter in waiters:
-                waiter.cancel()
-            await asyncio.gather(*workers, *waiters, return_exceptions=True)
+            await asyncio.gather(dispatcher, *cases, return_exceptions=True)
 
-    async def _worker(self, run_id: int, cursor: Any) -> None:
+    async def _dispatch(
+        self, run_id: int, pending: list[_Work], cases: set[asyncio.Task[None]]
+    ) -> None:
+        """Start each case once a slot is free. Cases waiting to retry hold no slot, so at most
+        four times the concurrency are open at once, which bounds the results held for order."""
+        count = 0
+        room = asyncio.Semaphore(4 * self.limit.maximum)
         try:
-            for work in cursor:
+            for work in pending:
                 if self.stopping:
                     break
+                await room.acquire()
                 await self.limit.acquire()
-                success = False
-                try:
-                    if self.stopping:
-                        break
-                    await self._queue.put(CaseStarted(run_id, work.case, work.index, work.repeat))
-                    try:
-                        evaluation = await self._ask(run_id, work)
-                    except _Abandoned:
-                        break
-                    success = evaluation.scored.outcome is not Outcome.ERROR
-                    await self._queue.put(_Done(work.seq, evaluation))
-                    if evaluation.completion.cost:
-                        self._cost += evaluation.completion.cost
-                        self._check_budget()
-                finally:
-                    await self.limit.release(success)
+                if self.stopping:
+                    await self.limit.release(False)
+                    room.release()
+                    break
+                task = asyncio.create_task(self._case(run_id, work, room))
+                cases.add(task)
+                task.add_done_callback(cases.discard)
+                count += 1
         except BaseException as exc:  # noqa: B036 - handed to the consumer, which re-raises
             if not isinstance(exc, asyncio.CancelledError):
-                await self._queue.put(exc)
+                self._queue.put_nowait(exc)
                 return
             raise
-        await self._queue.put(None)
+        self._queue.put_nowait(_Dispatched(count))
 
-    async def _complete(
-        self, case: Case, on_retry: RetryCallback, waiting_until: Callable[[], float]
-    ) -> Completion:
-        """The provider's answer; a stop drops the case if it is only waiting to retry."""
-        if self._stop_waiter is None:
-            self._stop_waiter = asyncio.ensure_future(self._stopping.wait())
-        ask = asyncio.ensure_future(self.provider.complete(case, on_retry))
-        await asyncio.wait({ask, self._stop_waiter}, return_when=asyncio.FIRST_COMPLETED)
-        if not ask.done() and time.monotonic() < waiting_until():
-            ask.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await ask
+    async def _case(self, run_id: int, work: _Work, room: asyncio.Semaphore) -> None:
+        """One case from its slot to its record; puts exactly one `_Done` (or the fault)."""
+        slot = _Slot(self.limit)
+        success = False
+        try:
+            self._queue.put_nowait(CaseStarted(run_id, work.case, work.index, work.repeat))
+            try:
+                evaluation = await self._ask(run_id, work, slot)
+            except _Abandoned:
+                self._queue.put_nowait(_Done(work.seq, None))
+                return
+            success = evaluation.scored.outcome is not Outcome.ERROR
+            self._queue.put_nowait(_Done(work.seq, evaluation))
+            if evaluation.completion.cost:
+                self._cost += evaluation.completion.cost
+                self._check_budget()
+        except BaseException as exc:  # noqa: B036 - handed to the consumer, which re-raises
+            if not isinstance(exc, asyncio.CancelledError):
+                self._queue.put_nowait(exc)
+                return
+            raise
+        finally:
+            room.release()
+            await slot.give_back(success)
+
+    async def _request(self, ask: Awaitable[Completion]) -> Completion:
+        """One request to the provider, cancelled (as `_Abandoned`) when a stop's grace ends."""
+        if self._halted:
             raise _Abandoned
-        return await ask  # a request in flight may still bring an answer worth keeping
+        request = asyncio.ensure_future(ask)
+        self._requests.add(request)
+        try:
+            return await request
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if request.cancelled() and self._halted and not (current and current.cancelling()):
+                raise _Abandoned from None
+            raise
+        finally:
+            self._requests.discard(request)
 
-    async def _ask(self, run_id: int, work: _Work) -> Evaluation:
-        """Ask one case and record the result (`_Abandoned` when a stop drops it unanswered)."""
-        case = work.case
-        waiting_until = 0.0
+    async def _complete(self, run_id: int, case: Case, slot: _Slot) -> Completion:
+        """The provider's answer, its retries driven here so a waiting case holds no slot."""
+        provider = self.provider
+        if not isinstance(provider, Attempter):  # retries (if any) happen inside `complete`
+            return await self._request(provider.complete(case, self._on_retry(run_id)))
+        hooks = _EngineHooks(self, run_id, slot, provider.endpoint)
+        try:
+            return await run_attempts(
+                hooks.timed(lambda: self._request(provider.attempt(case))),
+                provider.policy,
+                case.case_id,
+                hooks,
+            )
+        except Unreachable as exc:
+            raise RunAborted(
+                unreachable_message(
+                    provider.endpoint, exc.failure, max(exc.attempts, self.breaker.consecutive)
+                )
+            ) from None
+
+    def _on_retry(self, run_id: int) -> RetryCallback:
+        """For providers that retry inside `complete`: report, adapt, drop the case on a stop."""
 
         async def on_retry(notice: RetryNotice) -> None:
-            nonlocal waiting_until
             if self.stopping:
                 raise _Abandoned
             if notice.rate_limited:
-                self.limit.rate_limited()
-            waiting_until = time.monotonic() + notice.wait_seconds
+                self.limit.rate_limited(notice.retry_after)
             await self._queue.put(Retrying(run_id, notice, self.limit.limit))
 
+        return on_retry
+
+    async def _ask(self, run_id: int, work: _Work, slot: _Slot) -> Evaluation:
+        """Ask one case and record the result (`_Abandoned` when a stop drops it unanswered)."""
+        case = work.case
         try:
-            completion = await self._complete(case, on_retry, lambda: waiting_until)
+            completion = await self._complete(run_id, case, slot)
             scored = score_completion(case, completion, self.spec.vdb_scoring)
         except (RunAborted, _Abandoned):
             raise
         except Exception as exc:  # a failing case is data, not an exception
-            completion = Completion(error=f"{type(exc).__name__}: {exc}")
+            completion = Completion(error=one_line(f"{type(exc).__name__}: {exc}"))
             scored = score_completion(case, completion, self.spec.vdb_scoring)
         evaluation = Evaluation(
             run_id=run_id,
@@ -484,3 +622,41 @@ class Engine:
         )
         await self.store.record(evaluation, work.request_hash)
         return evaluation
+
+
+class _EngineHooks(RetryHooks):
+    """The engine's side of the retry loop: the breaker, rate limits and slot-free waits."""
+
+    def __init__(self, engine: Engine, run_id: int, slot: _Slot, endpoint: str) -> None:
+        self.engine = engine
+        self.run_id = run_id
+        self.slot = slot
+        self.endpoint = endpoint
+        self.sent_at = 0.0
+
+    def timed(self, attempt: Callable[[], Awaitable[Completion]]) -> Callable[[], Any]:
+        async def timed_attempt() -> Completion:
+            self.sent_at = time.monotonic()
+            return await attempt()
+
+        return timed_attempt
+
+    async def attempted(self, failure: Failure | None) -> None:
+        breaker = self.engine.breaker
+        if breaker.record(failure) and breaker.last is not None:
+            raise RunAborted(unreachable_message(self.endpoint, breaker.last, breaker.consecutive))
+
+    async def wait(self, notice: RetryNotice) -> None:
+        engine = self.engine
+        if engine.stopping:
+            raise _Abandoned
+        if notice.rate_limited:
+            engine.limit.rate_limited(notice.retry_after, self.sent_at)
+        engine._queue.put_nowait(Retrying(self.run_id, notice, engine.limit.limit))
+        await self.slot.give_back()
+        if notice.wait_seconds > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(engine._stopping.wait(), notice.wait_seconds)
+        if engine.stopping:
+            raise _Abandoned
+        await self.slot.take()

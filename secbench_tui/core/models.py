@@ -85,6 +85,8 @@ class Completion(BaseModel):
     generation_id: str | None = None
     reasoning: str | None = None  # the model's thinking, when the endpoint returns it
     reasoning_tokens: int | None = None  # usage.completion_tokens_details.reasoning_tokens
+    # why a reply that arrived could not be read (it is scored unparsed, never guessed at)
+    unreadable: str | None = None
 
 
 class Scored(BaseModel):

@@ -15,7 +15,8 @@ def score_markdown(case: Case, reply: str | None) -> Scored:
 
 
 def score_completion(case: Case, completion: Completion, vdb_scoring: str = "correct") -> Scored:
-    """Errors stay errors (never a verdict); anything else is scored by the case's suite.
+    """Errors stay errors (never a verdict); a reply that could not be read is unparsed (no
+    verdict is guessed from its raw text); anything else is scored by the case's suite.
 
     A VulDetectBench error still goes through its scorer, which records what the
     aggregate metrics need of a sample that scored nothing (task 1's gold class).
@@ -24,7 +25,11 @@ def score_completion(case: Case, completion: Completion, vdb_scoring: str = "cor
         from secbench_tui.core.vdb_scoring import score_vuldetectbench
 
         reply = None if completion.error is not None else completion.text or ""
+        if completion.unreadable is not None:
+            reply = ""  # it arrived, but nothing in it can be read as an answer
         return score_vuldetectbench(case, reply, vdb_scoring)
     if completion.error is not None:
         return Scored(actual=None, outcome=Outcome.ERROR, explanation=None)
+    if completion.unreadable is not None:
+        return Scored(actual=None, outcome=Outcome.UNPARSED, explanation=None)
     return score_markdown(case, completion.text)

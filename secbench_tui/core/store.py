@@ -620,7 +620,7 @@ class Store:
                 evaluation.repeat,
                 scored.outcome.value,
                 completion.text,
-                completion.error,
+                completion.error or completion.unreadable,  # unreadable: unparsed, and why
                 completion.status,
                 completion.finish_reason,
                 completion.prompt_tokens,

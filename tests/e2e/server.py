@@ -246,6 +246,7 @@ class Behaviour:
     reasoning: str | None = None  # the model's thinking, sent in `reasoning_field`
     reasoning_field: str = "reasoning"  # or reasoning_content (vLLM), reasoning_details
     reasoning_tokens: int = 0  # counted in completion_tokens too, as OpenRouter does
+    trickle: float = 0.0  # send the headers, then the body one byte every `trickle` seconds
 
     def after(self, seconds: float) -> Behaviour:
         """The same answer, `seconds` later."""
@@ -365,6 +366,16 @@ def bad_request(message: str = "Provider returned error: invalid request", **kw:
 
 def forbidden(message: str = "Your input was flagged by moderation", **kw: Any) -> Behaviour:
     return http_error(403, message, **kw)
+
+
+def trickled(seconds_per_byte: float = 1.0, then: Behaviour | None = None) -> Behaviour:
+    """`then` (default a good answer) with its body sent one byte at a time: a stalled server."""
+    return replace(then or answer(), trickle=seconds_per_byte, name="trickle")
+
+
+def raw_body(text: str, status: int = 200, **kw: Any) -> Behaviour:
+    """`text` sent as the body exactly (JSON the server could not build: too deep, odd types)."""
+    return Behaviour("raw", status=status, body=text, **kw)
 
 
 def dropped(**kw: Any) -> Behaviour:
@@ -736,7 +747,13 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
-    def _send(self, status: int, payload: Any, headers: Iterable[tuple[str, str]] = ()) -> None:
+    def _send(
+        self,
+        status: int,
+        payload: Any,
+        headers: Iterable[tuple[str, str]] = (),
+        trickle: float = 0.0,
+    ) -> None:
         if isinstance(payload, str):
             data, ctype = payload.encode(), "text/html; charset=utf-8"
         else:
@@ -747,7 +764,14 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in headers:
             self.send_header(name, value)
         self.end_headers()
-        self.wfile.write(data)
+        if trickle <= 0:
+            self.wfile.write(data)
+            return
+        self.wfile.flush()
+        for i in range(len(data)):
+            self.wfile.write(data[i : i + 1])
+            self.wfile.flush()
+            time.sleep(trickle)
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         path = self.path.split("?", 1)[0].rstrip("/")
@@ -823,7 +847,7 @@ class _Handler(BaseHTTPRequestHandler):
         request.status = b.status
         request.response = payload
         self.loopback._finish(request)
-        self._send(b.status, payload, b.headers)
+        self._send(b.status, payload, b.headers, b.trickle)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -232,3 +232,37 @@ async def test_a_list_arriving_late_leaves_the_highlight_where_the_user_moved_it
         assert picker.catalog is fresh and "openai/gpt-4o-mini" in listed(app)
         assert options.highlighted_option is not None
         assert options.highlighted_option.id == moved_to  # enter chooses what the user sees
+
+
+async def test_an_endpoint_that_cannot_be_reached_is_named_before_a_run_starts(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    import socket
+
+    with socket.socket() as closed:  # bound, never listening: connections are refused
+        closed.bind(("127.0.0.1", 0))
+        base_url = f"http://127.0.0.1:{closed.getsockname()[1]}/api/v1"
+        settings = make_settings(model="vendor/model", base_url=base_url)
+        app = make_app(settings, cache_dir=tmp_path / "cache")
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("ctrl+r")
+            await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            question = app.screen.question  # type: ignore[attr-defined]
+            assert f"cannot reach {base_url}" in question and "ConnectError" in question
+            await pilot.press("n")
+            await pilot.pause()
+            assert isinstance(app.screen, SetupScreen)
+
+
+async def test_a_reachable_endpoint_starts_the_run_after_the_check(
+    make_settings: Callable[..., Settings], server: LoopbackServer, tmp_path: Path
+) -> None:
+    settings = make_settings(model="openai/gpt-4o-mini", base_url=server.base_url, limit=1)
+    app = make_app(settings, cache_dir=tmp_path / "cache")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen))
+        await settle(pilot)
+        assert app.screen.state == "completed"  # type: ignore[attr-defined]

@@ -397,3 +397,55 @@ async def test_thinking_counted_but_not_returned_still_gets_the_reasoning_advice
     completion = await provider.complete(CASE)
     assert completion.error is not None and "still reasoning" in completion.error
     assert completion.reasoning is None and completion.reasoning_tokens == 64
+
+
+async def test_an_error_inside_a_200_keeps_what_it_was_billed() -> None:
+    billed_error = {
+        "error": {"code": 502, "message": "upstream died"},
+        "usage": {"prompt_tokens": 40, "completion_tokens": 3, "cost": 0.002},
+    }
+    provider, _, _ = provider_for([httpx.Response(200, json=billed_error)], max_retries=0)
+    completion = await provider.complete(CASE)
+    assert completion.error is not None and "upstream died" in completion.error
+    assert (completion.prompt_tokens, completion.cost) == (40, 0.002)
+
+
+async def test_whole_attempt_deadline_covers_a_body_that_trickles() -> None:
+    import asyncio
+
+    class Trickle(httpx.AsyncByteStream):
+        async def __aiter__(self):  # type: ignore[override]
+            for byte in json.dumps(OK_BODY).encode():
+                await asyncio.sleep(0.05)  # every read well within httpx's per-read timeout
+                yield bytes([byte])
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, stream=Trickle())
+
+    provider, _, _ = provider_for([handle], max_retries=0, timeout=0.3)
+    completion = await provider.complete(CASE)
+    assert completion.error == "no complete reply within --timeout 0.3s"
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ('{"choices": [{"message": {"content": 42}}]}', "int, not text"),
+        ('{"choices": "none"}', "no choices"),
+        ("<html>502</html>", "not JSON"),
+    ],
+)
+async def test_a_reply_that_cannot_be_read_is_kept_with_a_reason(body: str, reason: str) -> None:
+    provider, _, _ = provider_for([httpx.Response(200, text=body)], max_retries=0)
+    completion = await provider.complete(CASE)
+    assert completion.error is None and completion.text == body
+    assert completion.unreadable is not None and reason in completion.unreadable
+
+
+async def test_an_odd_finish_reason_is_kept_as_text() -> None:
+    body = json.loads(json.dumps(OK_BODY))
+    body["choices"][0]["finish_reason"] = {"why": [7]}
+    provider, _, _ = provider_for([httpx.Response(200, json=body)])
+    completion = await provider.complete(CASE)
+    assert completion.error is None and completion.finish_reason == '{"why": [7]}'
+    assert completion.cost == pytest.approx(0.00042)

@@ -299,3 +299,76 @@ async def test_a_changed_case_is_not_resumed_into_the_old_run(store: Store) -> N
     _, events = await run(store, again, edited, resume=True)
     assert not events[0].resumed  # type: ignore[union-attr]
     assert sorted(again.asked) == [c.case_id for c in edited]
+
+
+async def test_rate_limit_recovery_follows_retry_after() -> None:
+    limit = AdaptiveLimit(8)  # a 20 s cooldown when the provider does not say
+    limit.rate_limited(retry_after=0.0)
+    assert limit.limit == 4
+    await limit.acquire()
+    await limit.release(True)
+    assert limit.limit == 8  # the provider's wait is over: back where it was
+    limit.rate_limited(retry_after=None)
+    for _ in range(20):
+        await limit.acquire()
+        await limit.release(True)
+    assert limit.limit == 4  # no Retry-After: the cut lasts the cooldown
+
+
+async def test_a_wave_of_429s_sent_together_halves_the_limit_once() -> None:
+    import time
+
+    limit = AdaptiveLimit(8)
+    sent = time.monotonic()
+    limit.rate_limited(retry_after=5.0, sent_at=sent)
+    limit.rate_limited(retry_after=5.0, sent_at=sent)  # sent under the old limit
+    assert limit.limit == 4
+    limit.rate_limited(retry_after=5.0, sent_at=time.monotonic() + 1)  # sent after the cut
+    assert limit.limit == 2
+
+
+async def test_a_case_back_from_a_retry_wait_goes_before_new_cases() -> None:
+    limit = AdaptiveLimit(1)
+    await limit.acquire()
+    order: list[str] = []
+
+    async def take(name: str, priority: bool) -> None:
+        await limit.acquire(priority=priority)
+        order.append(name)
+        await limit.release(True)
+
+    new = asyncio.create_task(take("new", False))
+    await asyncio.sleep(0)
+    retry = asyncio.create_task(take("retry", True))
+    await asyncio.sleep(0)
+    await limit.release(True)
+    await asyncio.gather(new, retry)
+    assert order == ["retry", "new"]
+
+
+async def test_a_shared_limit_bounds_two_engines_together(store: Store) -> None:
+    in_flight = peak = 0
+
+    class Counting(Scripted):
+        async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
+            nonlocal in_flight, peak
+            in_flight += 1
+            peak = max(peak, in_flight)
+            await asyncio.sleep(0.01)
+            in_flight -= 1
+            return await super().complete(case, on_retry)
+
+    shared = AdaptiveLimit(3)
+
+    def engine(model: str) -> Engine:
+        spec = RunSpec(
+            model=model, cases=cases(12), suite_kind="markdown", suite_path="/s", concurrency=3
+        )
+        return Engine(spec, Counting(), store, limit=shared)
+
+    async def drain(e: Engine) -> None:
+        async for _ in e.events():
+            pass
+
+    await asyncio.gather(drain(engine("m1")), drain(engine("m2")))
+    assert peak == 3

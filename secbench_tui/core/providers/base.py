@@ -19,6 +19,7 @@ class RetryNotice:
     reason: str
     status: int | None
     rate_limited: bool
+    retry_after: float | None = None  # what the server asked for, when it did
 
 
 RetryCallback = Callable[[RetryNotice], Awaitable[None] | None]

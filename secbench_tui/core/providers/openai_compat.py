@@ -1,19 +1,21 @@
 """OpenRouter, or any OpenAI-compatible server, through async httpx.
 
-Every way a request can fail is sorted into three kinds: retry it (timeouts, dropped
-connections, 408/429/5xx and the same codes inside a 200 body), record it on the case (400,
-403, truncated or empty replies once retries are spent), or abort the run (401, 402, unknown
-model), with a message that says what to do. The API key is only ever sent in the
+The provider makes one attempt at a time and classifies how it failed (`core/retry.py`
+decides whether and when to try again, and the engine does the waiting): retry it (timeouts,
+dropped connections, 408/429/5xx and the same codes inside a 200 body), record it on the case
+(400, 403, truncated or empty replies once retries are spent), or abort the run (401, 402,
+unknown model), with a message that says what to do. Each attempt has one deadline,
+`--timeout`, for connecting, the headers and every byte of the body. A reply that arrived keeps
+its raw text, tokens and cost whatever is wrong with it. The API key is only ever sent in the
 Authorization header: no error message, log line or record contains it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import inspect
+import json
 import random
-import time
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse, urlsplit, urlunsplit
@@ -24,10 +26,31 @@ from secbench_tui import __version__
 from secbench_tui.core import security_bench
 from secbench_tui.core.models import Case, Completion
 from secbench_tui.core.prompts import response_format
+from secbench_tui.core.providers import shallow_json
 from secbench_tui.core.providers.base import RetryCallback, RetryNotice, RunAborted
+from secbench_tui.core.retry import (
+    RETRYABLE_STATUS,
+    Failure,
+    FailureKind,
+    RetryHooks,
+    RetryPolicy,
+    Unreachable,
+    backoff_delay,
+    one_line,
+    parse_retry_after,
+    run_attempts,
+    status_kind,
+)
 from secbench_tui.core.untrusted import redact_url
 
-RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 524, 529})
+__all__ = [
+    "RETRYABLE_STATUS",
+    "ClientSettings",
+    "OpenAICompatibleProvider",
+    "backoff_delay",
+    "parse_retry_after",
+]
+
 OPENROUTER_URL = "https://openrouter.ai/api/v1"
 REFERER = "https://github.com/secbench-tui/secbench-tui"
 TITLE = "secbench-tui"
@@ -46,8 +69,8 @@ class ClientSettings:
     request_style: str = "secbench-tui"  # "security-bench": the original evaluator's body
     max_retries: int = 5
     timeout: float = 120.0
-    backoff_base: float = 1.0
-    backoff_max: float = 60.0
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
     retry_after_max: float = 300.0
     concurrency: int = 16  # connections kept open: as many as requests in flight
     extra_headers: dict[str, str] = field(default_factory=dict)
@@ -66,30 +89,6 @@ _BAD_HEADER = (
 def _header_safe(value: str) -> bool:
     """Printable ASCII without spaces: what an API key sent as a header may hold."""
     return all("!" <= ch <= "~" for ch in value)
-
-
-class _Attempt(Exception):
-    """One failed attempt, carrying what decides whether to try again."""
-
-    def __init__(
-        self,
-        message: str,
-        status: int | None = None,
-        retryable: bool = False,
-        retry_after: float | None = None,
-        text: str | None = None,
-        finish_reason: str | None = None,
-        usage: Usage | None = None,
-        reasoning: Reasoning | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.retryable = retryable
-        self.retry_after = retry_after
-        self.text = text
-        self.finish_reason = finish_reason
-        self.usage = usage or Usage()
-        self.reasoning = reasoning or Reasoning()
 
 
 @dataclass(frozen=True)
@@ -169,29 +168,6 @@ class Usage:
         self.provider = other.provider or self.provider
 
 
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    current = time.time() if now is None else now
-    return max(0.0, float(when.timestamp()) - current)
-
-
-def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
-    """Exponential backoff with jitter: between half and all of base * 2^(attempt-1)."""
-    ceiling = min(cap, base * (2.0 ** max(0, attempt - 1)))
-    return ceiling * (0.5 + rng.random() / 2)
-
-
 def _error_message(body: Any) -> tuple[int | None, str]:
     error = body.get("error") if isinstance(body, dict) else None
     if isinstance(error, dict):
@@ -265,8 +241,15 @@ class OpenAICompatibleProvider:
         self.settings = settings
         self.name = settings.model
         self.reports_cost = settings.is_openrouter  # usage.cost is OpenRouter's extension
-        self._rng = rng or random.Random()
         self._sleep = sleep
+        self.endpoint = settings.base_url
+        self.policy = RetryPolicy(
+            max_retries=settings.max_retries,
+            backoff_base=settings.backoff_base,
+            backoff_max=settings.backoff_max,
+            retry_after_max=settings.retry_after_max,
+            rng=rng or random.Random(),
+        )
         self._client = client or httpx.AsyncClient(
             timeout=httpx.Timeout(settings.timeout, connect=min(settings.timeout, 15.0)),
             limits=httpx.Limits(
@@ -317,66 +300,26 @@ class OpenAICompatibleProvider:
         await self._client.aclose()
 
     async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
+        """Attempts under the retry policy, waiting here (the engine drives `attempt` itself)."""
+        hooks = _SleepingHooks(on_retry, self._sleep)
+        try:
+            return await run_attempts(lambda: self.attempt(case), self.policy, case.case_id, hooks)
+        except Unreachable as exc:
+            return exc.failure.partial.model_copy(
+                update={"error": str(exc.failure), "attempts": exc.attempts}
+            )
+
+    async def attempt(self, case: Case) -> Completion:
+        """One request: the reply, or a classified `Failure` (`RunAborted` for the run)."""
         url = api_url(self.settings.base_url, "chat/completions")
-        body = self.payload(case)
-        attempt = 0
-        started = time.perf_counter()
-        spent = Usage()  # every attempt's tokens and cost, the failed ones included
-        while True:
-            attempt += 1
-            try:
-                completion, usage = await self._attempt(url, body)
-            except _Attempt as failure:
-                spent.add(failure.usage)
-                out_of_tries = attempt > self.settings.max_retries
-                if not failure.retryable or out_of_tries:
-                    return Completion(
-                        text=failure.text,
-                        error=str(failure),
-                        status=failure.status,
-                        finish_reason=failure.finish_reason,
-                        prompt_tokens=spent.prompt_tokens,
-                        completion_tokens=spent.completion_tokens,
-                        cost=spent.cost,
-                        served_model=spent.served_model,
-                        provider=spent.provider,
-                        latency_ms=(time.perf_counter() - started) * 1000,
-                        attempts=attempt,
-                        reasoning=failure.reasoning.text,
-                        reasoning_tokens=failure.reasoning.tokens,
-                    )
-                wait = backoff_delay(
-                    attempt, self.settings.backoff_base, self.settings.backoff_max, self._rng
-                )
-                if failure.retry_after is not None:
-                    wait = min(failure.retry_after, self.settings.retry_after_max)
-                if on_retry is not None:
-                    notice = RetryNotice(
-                        case.case_id,
-                        attempt,
-                        wait,
-                        str(failure),
-                        failure.status,
-                        rate_limited=failure.status == 429,
-                    )
-                    result = on_retry(notice)
-                    if inspect.isawaitable(result):
-                        await result
-                await self._sleep(wait)
-                continue
-            spent.add(usage)
-            completion.prompt_tokens = spent.prompt_tokens
-            completion.completion_tokens = spent.completion_tokens
-            completion.cost = spent.cost
-            completion.served_model = spent.served_model
-            completion.provider = spent.provider
-            completion.attempts = attempt
-            completion.latency_ms = (time.perf_counter() - started) * 1000
-            return completion
+        completion, usage = await self._attempt(url, self.payload(case))
+        return _with_usage(completion, usage)
 
     async def _attempt(self, url: str, body: dict[str, Any]) -> tuple[Completion, Usage]:
+        limit = self.settings.timeout
         try:
-            response = await self._client.post(url, json=body, headers=self.headers())
+            async with asyncio.timeout(limit):  # the whole attempt: httpx's timeouts are per read
+                response = await self._client.post(url, json=body, headers=self.headers())
         except (httpx.LocalProtocolError, UnicodeEncodeError):
             # h11 quotes the offending header, the key included: never pass its text on
             raise RunAborted(_BAD_HEADER) from None
@@ -384,78 +327,114 @@ class OpenAICompatibleProvider:
             raise RunAborted(
                 f"--base-url {self.settings.base_url}: not an http(s) URL ({exc})"
             ) from None
+        except TimeoutError:
+            raise Failure(
+                f"no complete reply within --timeout {limit:g}s", FailureKind.TIMEOUT
+            ) from None
+        except httpx.ConnectTimeout as exc:
+            raise Failure(
+                f"could not connect within --timeout ({type(exc).__name__})",
+                FailureKind.UNREACHABLE,
+            ) from exc
         except httpx.TimeoutException as exc:
-            raise _Attempt(f"timeout ({type(exc).__name__})", retryable=True) from exc
-        except httpx.TransportError as exc:
-            raise _Attempt(
-                f"connection failed ({type(exc).__name__}: {exc})", retryable=True
+            raise Failure(f"timeout ({type(exc).__name__})", FailureKind.TIMEOUT) from exc
+        except httpx.ConnectError as exc:  # refused, DNS, TLS
+            raise Failure(
+                f"could not connect ({type(exc).__name__}: {exc})", FailureKind.UNREACHABLE
+            ) from exc
+        except httpx.TransportError as exc:  # dropped mid-reply: the server was there
+            raise Failure(
+                f"connection failed ({type(exc).__name__}: {exc})", FailureKind.TRANSIENT
             ) from exc
         retry_after = parse_retry_after(response.headers.get("retry-after"))
+        raw = response.text
         try:
-            data: Any = response.json()
+            data, _ = shallow_json.loads(raw)
         except ValueError:
             data = None
         if response.status_code != 200:
             code, message = _error_message(data) if data is not None else (None, "")
-            message = message or response.text[:300] or response.reason_phrase
+            message = message or raw[:300] or response.reason_phrase
             self._raise_for(response.status_code, message, retry_after)
         if not isinstance(data, dict):
-            raise _Attempt(
-                f"200 with a body that is not JSON: {response.text[:200]!r}",
+            raise Failure(
+                f"200 with a body that is not JSON: {raw[:200]!r}",
+                FailureKind.TRANSIENT,
                 status=200,
-                retryable=True,
                 retry_after=retry_after,
+                partial=Completion(text=raw, status=200),
+                unreadable=True,
             )
-        return self._read_body(data, retry_after)
+        try:
+            return self._read_body(data, retry_after, raw)
+        except (Failure, RunAborted):
+            raise
+        except Exception as exc:  # a reply shaped like nothing we know: keep it, say why
+            raise Failure(
+                f"the reply could not be read ({type(exc).__name__}: {exc})",
+                FailureKind.TRANSIENT,
+                status=200,
+                retry_after=retry_after,
+                partial=_with_usage(Completion(text=raw, status=200), _usage_of(data)),
+                unreadable=True,
+            ) from exc
 
     def _raise_for(self, status: int, message: str, retry_after: float | None) -> None:
         abort = _abort_for(status, message, self.settings)
         if abort is not None:
             raise abort
-        raise _Attempt(
-            f"HTTP {status}: {message}",
-            status=status,
-            retryable=status in RETRYABLE_STATUS,
-            retry_after=retry_after,
+        raise Failure(
+            f"HTTP {status}: {message}", status_kind(status), status=status, retry_after=retry_after
         )
 
     def _read_body(
-        self, data: dict[str, Any], retry_after: float | None
+        self, data: dict[str, Any], retry_after: float | None, raw: str = ""
     ) -> tuple[Completion, Usage]:
         usage = Usage.of(data)
         choices = data.get("choices")
         if data.get("error") and not choices:
             code, message = _error_message(data)
-            self._raise_for(code or 502, f"in a 200 body: {message}", retry_after)
+            try:
+                self._raise_for(code or 502, f"in a 200 body: {message}", retry_after)
+            except Failure as failure:  # an error that was billed is still counted
+                failure.partial = _with_usage(failure.partial, usage)
+                raise
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise _Attempt(
+            raise Failure(
                 "200 with no choices in the body",
+                FailureKind.TRANSIENT,
                 status=200,
-                retryable=True,
                 retry_after=retry_after,
+                partial=_with_usage(Completion(text=raw, status=200), usage),
+                unreadable=True,
             )
         choice = choices[0]
-        finish = choice.get("finish_reason") or choice.get("native_finish_reason")
+        finish = _as_text(choice.get("finish_reason") or choice.get("native_finish_reason"))
         reply = choice.get("message")
         text: Any = reply.get("content") if isinstance(reply, dict) else None
         if isinstance(text, list):
             text = "".join(str(p.get("text", "")) for p in text if isinstance(p, dict))
         reasoning = Reasoning.of(data, reply)
+
+        def kept(partial: Completion) -> Completion:
+            """A failed reply keeps what it consumed and what the model thought."""
+            partial.reasoning, partial.reasoning_tokens = reasoning.text, reasoning.tokens
+            return _with_usage(partial, usage)
+
         if finish == "error":
             code, detail = _error_message(choice) if choice.get("error") else (502, "")
-            raise _Attempt(
+            status = code or 502
+            raise Failure(
                 f"the provider failed mid-answer (finish_reason=error) {detail}".strip(),
-                status=code or 502,
-                retryable=(code or 502) in RETRYABLE_STATUS,
+                status_kind(status),
+                status=status,
                 retry_after=retry_after,
-                text=text,
-                finish_reason=finish,
-                usage=usage,
+                partial=kept(Completion(text=_as_text(text), finish_reason=finish)),
             )
         if finish == "length":
             answered = isinstance(text, str) and bool(text.strip())
             thought = not answered and bool(reasoning.text or reasoning.tokens)
-            raise _Attempt(
+            raise Failure(
                 f"reply truncated at max_tokens={self.settings.max_tokens} "
                 + (
                     "while the model was still reasoning, before any answer "
@@ -463,22 +442,26 @@ class OpenAICompatibleProvider:
                     if thought
                     else "(finish_reason=length); raise --max-tokens"
                 ),
+                FailureKind.FINAL,
                 status=200,
-                retryable=False,
-                text=text,
-                finish_reason=finish,
-                usage=usage,
-                reasoning=reasoning,
+                partial=kept(Completion(text=_as_text(text), finish_reason=finish)),
+            )
+        if text is not None and not isinstance(text, str):
+            raise Failure(
+                f"200 whose message content is {type(text).__name__}, not text",
+                FailureKind.TRANSIENT,
+                status=200,
+                retry_after=retry_after,
+                partial=kept(Completion(text=raw, status=200, finish_reason=finish)),
+                unreadable=True,
             )
         if not isinstance(text, str) or not text.strip():
-            raise _Attempt(
+            raise Failure(
                 "200 with empty content",
+                FailureKind.TRANSIENT,
                 status=200,
-                retryable=True,
                 retry_after=retry_after,
-                finish_reason=finish,
-                usage=usage,
-                reasoning=reasoning,
+                partial=kept(Completion(finish_reason=finish)),
             )
         completion = Completion(
             text=text,
@@ -489,6 +472,49 @@ class OpenAICompatibleProvider:
             reasoning_tokens=reasoning.tokens,
         )
         return completion, usage
+
+
+class _SleepingHooks(RetryHooks):
+    """`complete` on its own: tell `on_retry`, then sleep."""
+
+    def __init__(self, on_retry: RetryCallback | None, sleep: Any) -> None:
+        self.on_retry = on_retry
+        self.sleep = sleep
+
+    async def wait(self, notice: RetryNotice) -> None:
+        if self.on_retry is not None:
+            result = self.on_retry(notice)
+            if inspect.isawaitable(result):
+                await result
+        await self.sleep(notice.wait_seconds)
+
+
+def _as_text(value: Any) -> str | None:
+    """A field that should be a string, as one line of text whatever the server sent."""
+    if value is None or isinstance(value, str):
+        return value
+    try:
+        shown = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        shown = type(value).__name__
+    return one_line(shown, 100)
+
+
+def _usage_of(data: Any) -> Usage:
+    try:
+        return Usage.of(data) if isinstance(data, dict) else Usage()
+    except Exception:  # whatever is wrong with the numbers, the raw reply is still kept
+        return Usage()
+
+
+def _with_usage(completion: Completion, usage: Usage) -> Completion:
+    """The completion with what the attempt consumed (a failed reply may still be billed)."""
+    completion.prompt_tokens = usage.prompt_tokens
+    completion.completion_tokens = usage.completion_tokens
+    completion.cost = usage.cost
+    completion.served_model = usage.served_model
+    completion.provider = usage.provider
+    return completion
 
 
 def _int_or_none(value: Any) -> int | None:

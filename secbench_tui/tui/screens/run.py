@@ -26,6 +26,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
 from secbench_tui.config import Settings
+from secbench_tui.core.engine import STOP_GRACE
 from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFinished, RunStarted
 from secbench_tui.core.matrix import Matrix, PlannedRun, worst_status
 from secbench_tui.core.models import Evaluation
@@ -556,14 +557,16 @@ class RunScreen(BaseScreen):
         def answered(yes: bool | None) -> None:
             if yes and self.active:
                 self.stop()
-                retrying = self._retry_until is not None
-                waiting = " (one waiting to retry finishes its wait)" if retrying else ""
-                self.notify(f"stopping: the cases in flight finish first{waiting}", timeout=6)
+                self.notify(
+                    f"stopping: the cases in flight finish first (up to {STOP_GRACE:g}s; any "
+                    "still waiting then are asked again when the run is resumed)",
+                    timeout=6,
+                )
 
         self.app.push_screen(
             ConfirmScreen(
-                "Stop the run?\n\nCases in flight finish and are saved; every finished case "
-                "is kept: the same run started again reuses them.",
+                "Stop the run?\n\nCases in flight get a few seconds to finish and are saved; "
+                "every finished case is kept: the same run started again reuses them.",
                 yes="Stop",
                 no="Keep running",
             ),

@@ -20,10 +20,11 @@ from textual.widgets.selection_list import Selection
 
 from secbench_tui.config import Settings
 from secbench_tui.core import catalog as model_catalog
+from secbench_tui.core.endpoint import check_endpoint
 from secbench_tui.core.estimate import Estimate, estimate, estimate_lines
 from secbench_tui.core.prompts import LOCAL_PROMPT, bundled_prompt_names
 from secbench_tui.core.providers.baselines import is_baseline
-from secbench_tui.core.untrusted import inert_line, redact_url
+from secbench_tui.core.untrusted import inert, inert_line, redact_url
 from secbench_tui.tui.messages import CatalogLoaded
 from secbench_tui.tui.screens.base import BaseScreen
 from secbench_tui.tui.screens.confirm import ConfirmScreen
@@ -250,11 +251,38 @@ class SetupScreen(BaseScreen):
         if not vuldetectbench and not settings.prompts:
             self.notify("choose at least one evaluation prompt", severity="warning")
             return
-        if (
-            all(is_baseline(m) for m in settings.models)
-            or settings.key
-            or not is_remote(settings.base_url)
-        ):
+        if all(is_baseline(m) for m in settings.models):
+            self.secbench.start_run(settings)
+        elif self.secbench.offline_catalog:  # asked never to touch the network from here
+            self.confirm_key_then_start(settings)
+        else:
+            self.check_then_start(settings)
+
+    @work(exclusive=True, group="endpoint", exit_on_error=False)
+    async def check_then_start(self, settings: Settings) -> None:
+        """Say what the endpoint answered before a run is started against it."""
+        self.notify(f"checking {redact_url(settings.base_url)}…", timeout=3)
+        found = await check_endpoint(settings.base_url)
+        if found.reachable:
+            self.confirm_key_then_start(settings)
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.confirm_key_then_start(settings)
+
+        self.app.push_screen(
+            ConfirmScreen(
+                f"{inert(found.message)}.\n\nA run would stop after a few failed attempts "
+                "and record nothing. Start anyway?",
+                yes="Start anyway",
+                no="Back",
+            ),
+            answered,
+        )
+
+    def confirm_key_then_start(self, settings: Settings) -> None:
+        if settings.key or not is_remote(settings.base_url):
             self.secbench.start_run(settings)
             return
 
