@@ -340,7 +340,7 @@ class Store:
     async def close(self) -> None:
         await self.db.close()
 
-    async def _migrate(self) -> None:
+    async def _user_version(self) -> int:
         cursor = await self.db.execute("PRAGMA user_version")
         row = await cursor.fetchone()
         version = int(row[0]) if row else 0
@@ -349,11 +349,17 @@ class Store:
                 f"--db {self.path}: written by a newer secbench-tui (schema {version}, this "
                 f"version reads up to {SCHEMA_VERSION}); upgrade secbench-tui"
             )
-        if version == SCHEMA_VERSION:
+        return version
+
+    async def _migrate(self) -> None:
+        if await self._user_version() == SCHEMA_VERSION:
             return  # nothing to write: opening never needs the write lock
         # One transaction: a migration that fails leaves the file as it was.
         await self.db.execute("BEGIN IMMEDIATE")
         try:
+            # Read again under the write lock: another process opening the same new file
+            # at the same moment may have migrated it while this one waited for the lock.
+            version = await self._user_version()
             if version == 0:
                 cursor = await self.db.execute(
                     "SELECT name FROM sqlite_master WHERE type='table' AND name='evaluations'"
