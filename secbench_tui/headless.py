@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from secbench_tui.cli import EXIT_ABORTED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from secbench_tui.cli import EXIT_ABORTED, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from secbench_tui.config import Settings
 from secbench_tui.core.engine import Engine
 from secbench_tui.core.events import CaseFinished, Event, Retrying, RunFinished, RunStarted
@@ -179,12 +179,16 @@ async def _run(settings: Settings) -> int:
     if finished is None:
         return EXIT_ABORTED
     print(format_summary(finished.summary, finished.status, finished.message), flush=True)
+    unwritten = False  # every result is stored by now: a summary file that fails is reported
     if settings.summary_json is not None:
         try:
             write_summary_json(settings.summary_json, finished)
         except OSError as exc:
+            unwritten = True
+            reason = "it is a folder" if settings.summary_json.is_dir() else exc.strerror or exc
             print(
-                f"secbench-tui: error: --summary-json {settings.summary_json}: {exc}",
+                f"secbench-tui: error: --summary-json {settings.summary_json}: cannot write it "
+                f"({reason}); the results are in {settings.db}, pick another path",
                 file=sys.stderr,
             )
     if finished.status == "aborted":
@@ -192,7 +196,7 @@ async def _run(settings: Settings) -> int:
         return EXIT_ABORTED
     if finished.status == "stopped" and interrupts:
         return EXIT_INTERRUPTED
-    return EXIT_OK
+    return EXIT_FAILED if unwritten else EXIT_OK
 
 
 def write_summary_json(path: Path, finished: RunFinished) -> None:

@@ -1,0 +1,97 @@
+"""The real command on data it must not trust or cannot write: keys, output paths, numbers.
+
+Each test runs `python -m secbench_tui` as a subprocess against real files (and, where a model
+is asked, the loopback server), then checks the exit code, the message and the database.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.e2e.harness import REPO_ROOT, cli_env, rows, run_cli, runs, write_suite
+from tests.e2e.server import LoopbackServer
+
+EXIT_FAILED = 1  # secbench_tui.cli.EXIT_FAILED
+EXIT_USAGE = 2
+MALFORMED_KEY = "sk-or-v1 pasted with a space\n"
+
+
+def command(cwd: Path, *args: str, key: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "secbench_tui", *args],
+        cwd=cwd,
+        env=cli_env(key),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def baseline_db(tmp_path: Path) -> Path:
+    """A database with one offline run of the fixture suite (no model, no key)."""
+    db = tmp_path / "r.db"
+    suite = REPO_ROOT / "tests" / "fixtures" / "suite"
+    done = command(
+        tmp_path, "--no-ui", "--model", "baseline/random", "--db", str(db), "--cases", str(suite)
+    )
+    assert done.returncode == 0, done.stderr
+    return db
+
+
+def test_a_malformed_key_does_not_stop_commands_that_never_send_it(tmp_path: Path) -> None:
+    db = baseline_db(tmp_path)
+    lint = command(tmp_path, "--lint", "--cases", str(REPO_ROOT / "tests/fixtures/suite"),
+                   key=MALFORMED_KEY)  # fmt: skip
+    assert "OPENROUTER_API_KEY" not in lint.stdout + lint.stderr
+    report = command(tmp_path, "--report", "--db", str(db), key=MALFORMED_KEY)
+    assert report.returncode == 0, report.stderr
+    export = command(tmp_path, "--export", "csv", "--db", str(db), key=MALFORMED_KEY)
+    assert export.returncode == 0, export.stderr
+    assert export.stdout.startswith("run_id,") or "case_id" in export.stdout.splitlines()[0]
+
+
+def test_a_run_with_a_malformed_key_names_the_variable_once_and_the_fix(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    write_suite(tmp_path / "suite", {"app": ["bad"]})
+    result = run_cli(server.base_url, tmp_path / "r.db", tmp_path / "suite", key=MALFORMED_KEY)
+    assert result.returncode == EXIT_USAGE
+    assert result.stderr.count("OPENROUTER_API_KEY") == 1, result.stderr
+    assert "copy the key again" in result.stderr
+    assert "pasted" not in result.stderr  # the value itself is never shown
+    assert not server.completions()
+
+
+def test_an_unwritable_summary_json_exits_1_naming_it_after_storing_the_results(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    cases = write_suite(tmp_path / "suite", {"app": ["bad", "good"]})
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    db = tmp_path / "r.db"
+    result = run_cli(server.base_url, db, tmp_path / "suite", "--summary-json", str(folder))
+    assert result.returncode == EXIT_FAILED, result.stderr
+    assert f"--summary-json {folder}" in result.stderr
+    assert runs(db)[0]["status"] == "completed"
+    assert len(rows(db)) == len(cases)
+    assert "Run 1 completed" in result.stdout  # the summary is still printed
+
+
+def test_report_and_export_to_an_unwritable_out_exit_1_naming_it(tmp_path: Path) -> None:
+    db = baseline_db(tmp_path)
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    missing = tmp_path / "no-such-folder" / "deeper" / "x.json"
+    (tmp_path / "no-such-folder").write_text("a file, not a folder", encoding="utf-8")
+    for args, target in (
+        (("--report", "--out", str(folder)), folder),
+        (("--export", "json", "--out", str(folder)), folder),
+        (("--export", "junit", "--out", str(missing)), missing),
+    ):
+        result = command(tmp_path, *args, "--db", str(db))
+        assert result.returncode == EXIT_FAILED, (args, result.stderr)
+        assert f"--out {target}: cannot write it" in result.stderr, result.stderr
+        assert "partial" not in result.stderr
+    assert list(folder.iterdir()) == []
