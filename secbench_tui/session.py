@@ -48,12 +48,13 @@ def load_suite(settings: Settings) -> LoadedSuite:
     if vuldetectbench:
         from secbench_tui.core.suites.vuldetectbench import load_vuldetectbench
 
+        skipped: list[str] = []
         try:
-            cases = load_vuldetectbench(root, settings.tasks, settings.method)
+            cases = load_vuldetectbench(root, settings.tasks, settings.method, skipped=skipped)
         except (ValueError, OSError) as exc:
             raise UsageError(str(exc)) from exc
         prompt_hash = sha256_text(f"vuldetectbench:{settings.method}")
-        kind, skipped = SuiteKind.VULDETECTBENCH, []
+        kind = SuiteKind.VULDETECTBENCH
     else:
         try:
             prompt_text, _ = load_evaluation_prompt(settings.prompt)

@@ -95,3 +95,22 @@ def test_report_and_export_to_an_unwritable_out_exit_1_naming_it(tmp_path: Path)
         assert f"--out {target}: cannot write it" in result.stderr, result.stderr
         assert "partial" not in result.stderr
     assert list(folder.iterdir()) == []
+
+
+def test_a_case_linking_outside_the_suite_is_skipped_with_a_warning_and_never_sent(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    cases = write_suite(tmp_path / "suite", {"app": ["bad", "good"]})
+    secret = tmp_path / "private" / "id_rsa.md"
+    secret.parent.mkdir()
+    secret.write_text("# Code\n```\nPRIVATE-KEY-MATERIAL\n```\n# Expected\nbad\n", encoding="utf-8")
+    link = tmp_path / "suite" / "app" / "zz-linked.md"
+    link.symlink_to(secret)
+    db = tmp_path / "r.db"
+    result = run_cli(server.base_url, db, tmp_path / "suite")
+    assert result.returncode == 0, result.stderr
+    assert f"warning: skipped {link}" in result.stderr
+    assert "outside the suite folder" in result.stderr
+    assert all("PRIVATE-KEY-MATERIAL" not in r.prompt for r in server.completions())
+    assert len(server.completions()) == len(cases)
+    assert {r["case_id"] for r in rows(db)} == {c.case_id for c in cases}

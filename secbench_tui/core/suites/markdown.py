@@ -2,7 +2,8 @@
 
 Real files are untidy, so the reader tolerates CRLF, missing blank lines, a missing trailing
 newline and extra sections. A case file that cannot be used is reported as a `SkippedFile`
-naming the file and what is wrong; it never stops the loading of the others.
+naming the file and what is wrong; it never stops the loading of the others. So is a file or
+app folder that resolves outside the suite folder (a symlink): its content is never sent.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from secbench_tui.core.models import Case, SuiteKind
 from secbench_tui.core.prompts import build_markdown_prefix
+from secbench_tui.core.suites.paths import outside_reason
 
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([^\s`]*)[^`]*$")
@@ -107,8 +109,15 @@ def read_app_prompt(spec: Path) -> str:
     return prompt
 
 
-def discover_apps(root: Path, only: Sequence[str] | None = None) -> list[App]:
-    """Apps under `root` in name order; `only` keeps the named ones (unknown names fail)."""
+def discover_apps(
+    root: Path, only: Sequence[str] | None = None, skipped: list[SkippedFile] | None = None
+) -> list[App]:
+    """Apps under `root` in name order; `only` keeps the named ones (unknown names fail).
+
+    App folders, SPEC.md files and case files that resolve outside `root` (symlinks) are left
+    out and added to `skipped`.
+    """
+    outside: list[SkippedFile] = [] if skipped is None else skipped
     if not root.is_dir():
         raise SuiteError(f"--cases {root}: not a directory")
     folders = sorted(p for p in root.iterdir() if p.is_dir() and (p / "SPEC.md").is_file())
@@ -119,12 +128,26 @@ def discover_apps(root: Path, only: Sequence[str] | None = None) -> list[App]:
             known = ", ".join(sorted(names)) or "none"
             raise SuiteError(f"--apps: no app named {', '.join(unknown)} in {root} (apps: {known})")
         folders = [p for p in folders if p.name in only]
+    kept = []
+    for folder in folders:
+        reason = outside_reason(folder, root) or outside_reason(folder / "SPEC.md", root)
+        if reason is None:
+            kept.append(folder)
+        else:
+            outside.append(SkippedFile(folder, reason))
+    folders = kept
     if not folders:
         raise SuiteError(f"--cases {root}: no app folders with a SPEC.md found")
     apps = []
     for folder in folders:
-        files = tuple(sorted(p for p in folder.glob("*.md") if p.is_file() and p.name != "SPEC.md"))
-        apps.append(App(folder.name, folder, read_app_prompt(folder / "SPEC.md"), files))
+        files = []
+        for path in sorted(p for p in folder.glob("*.md") if p.is_file() and p.name != "SPEC.md"):
+            reason = outside_reason(path, root)
+            if reason is None:
+                files.append(path)
+            else:
+                outside.append(SkippedFile(path, reason))
+        apps.append(App(folder.name, folder, read_app_prompt(folder / "SPEC.md"), tuple(files)))
     return apps
 
 
@@ -155,7 +178,8 @@ def load_markdown_suite(
     root: Path, apps: Sequence[str] | None = None, evaluation_prompt: str = ""
 ) -> MarkdownSuite:
     """Every usable case of the chosen apps, sorted by path, with the files skipped."""
-    suite = MarkdownSuite(root=root, apps=discover_apps(root, apps))
+    skipped: list[SkippedFile] = []
+    suite = MarkdownSuite(root=root, apps=discover_apps(root, apps, skipped), skipped=skipped)
     for app in suite.apps:
         prefix = build_markdown_prefix(app.prompt, evaluation_prompt)
         for path in app.case_files:
