@@ -226,6 +226,7 @@ class Engine:
             provider=row["provider"],
             latency_ms=row["latency_ms"] or 0.0,
             attempts=row["attempts"],
+            notes=row.get("notes"),
         )
         evaluation = Evaluation(
             run_id=run_id,

@@ -83,6 +83,7 @@ class Completion(BaseModel):
     latency_ms: float = 0.0
     attempts: int = 1
     generation_id: str | None = None
+    notes: str | None = None  # about the reply's numbers: e.g. a cost not believed
 
 
 class Scored(BaseModel):

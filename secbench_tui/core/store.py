@@ -23,7 +23,7 @@ import aiosqlite
 
 from secbench_tui.core.models import Evaluation
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -116,6 +116,7 @@ _EVAL_COLUMNS = (
     "case_hash",
     "request_hash",
     "reused_from",
+    "notes",
 )
 
 
@@ -210,8 +211,13 @@ async def _add_run_owner(db: aiosqlite.Connection) -> None:
     await db.execute("ALTER TABLE runs ADD COLUMN host TEXT")
 
 
+async def _add_notes(db: aiosqlite.Connection) -> None:
+    """Version 2 -> 3: notes on a case, such as a cost from the server that was not believed."""
+    await db.execute("ALTER TABLE evaluations ADD COLUMN notes TEXT")
+
+
 # MIGRATIONS[n] brings a file at version n to version n + 1.
-MIGRATIONS: dict[int, Migration] = {0: _migrate_legacy, 1: _add_run_owner}
+MIGRATIONS: dict[int, Migration] = {0: _migrate_legacy, 1: _add_run_owner, 2: _add_notes}
 
 
 def _process_alive(pid: int) -> bool:
@@ -558,6 +564,7 @@ class Store:
                 case_hash,
                 request_hash,
                 reused_from,
+                completion.notes,
             )
         )
         cursor = await self.db.execute(

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.e2e import server as srv
 from tests.e2e.harness import REPO_ROOT, cli_env, rows, run_cli, runs, write_suite
 from tests.e2e.server import LoopbackServer
 
@@ -114,3 +115,30 @@ def test_a_case_linking_outside_the_suite_is_skipped_with_a_warning_and_never_se
     assert all("PRIVATE-KEY-MATERIAL" not in r.prompt for r in server.completions())
     assert len(server.completions()) == len(cases)
     assert {r["case_id"] for r in rows(db)} == {c.case_id for c in cases}
+
+
+def test_unbelievable_costs_are_stored_as_unknown_and_do_not_count_toward_max_cost(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    cases = write_suite(tmp_path / "suite", {"app": ["bad", "good"] * 3})
+    reported = [-4_000_000_000.0, float("nan"), 0.01, 1e12, 0.01, 0.01]
+    for case, cost in zip(cases, reported, strict=True):
+        server.always(case.marker, srv.answer(case.expected, cost=cost))
+    db = tmp_path / "r.db"
+    result = run_cli(server.base_url, db, tmp_path / "suite", "--max-cost", "0.015")
+    assert result.returncode == 0, result.stderr
+    # only the believable 0.01s count: the budget is reached at the fifth case, not never
+    assert len(server.completions()) == 5
+    (run,) = runs(db)
+    assert run["status"] == "stopped" and "max-cost" in run["message"]
+    stored = rows(db)
+    assert [r["cost"] for r in stored] == [None, None, 0.01, None, 0.01]
+    for row, cost in zip(stored, reported, strict=False):
+        believed = cost == 0.01
+        assert (row["notes"] is None) == believed, row["notes"]
+        if not believed:
+            assert "usage.cost" in row["notes"] and "not believable" in row["notes"]
+    assert "cost $0.0200" in result.stdout
+    for args in (("--report",), ("--export", "json"), ("--export", "csv")):
+        shown = command(tmp_path, *args, "--db", str(db))
+        assert shown.returncode == 0, shown.stderr

@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 import httpx
 
 from secbench_tui import __version__
+from secbench_tui.core import believable
 from secbench_tui.core.models import Case, Completion
 from secbench_tui.core.prompts import response_format
 from secbench_tui.core.providers.base import RetryCallback, RetryNotice, RunAborted
@@ -95,19 +96,28 @@ class Usage:
     cost: float | None = None
     served_model: str | None = None
     provider: str | None = None
+    notes: list[str] = field(default_factory=list)  # numbers not believed, for the case
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> Usage:
+        """The usage a reply reports; a number not believable is None, with a note."""
         raw = data.get("usage")
         usage: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        cost = usage.get("cost")
+        names = ("prompt_tokens", "completion_tokens", "cost")
+        notes = [note for name in names if (note := believable.doubt(name, usage.get(name)))]
         return cls(
-            prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
-            completion_tokens=_int_or_none(usage.get("completion_tokens")),
-            cost=float(cost) if isinstance(cost, int | float) else None,
+            prompt_tokens=believable.tokens(usage.get("prompt_tokens")),
+            completion_tokens=believable.tokens(usage.get("completion_tokens")),
+            cost=believable.cost(usage.get("cost")),
             served_model=data.get("model") if isinstance(data.get("model"), str) else None,
             provider=data.get("provider") if isinstance(data.get("provider"), str) else None,
+            notes=notes,
         )
+
+    @property
+    def note(self) -> str | None:
+        """The notes of every attempt, as recorded on the case."""
+        return "; ".join(self.notes) or None
 
     def add(self, other: Usage) -> None:
         """Sum the counts; keep the latest model and provider that answered."""
@@ -117,6 +127,7 @@ class Usage:
                 setattr(self, name, theirs if mine is None else mine + theirs)
         self.served_model = other.served_model or self.served_model
         self.provider = other.provider or self.provider
+        self.notes.extend(other.notes)
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -279,6 +290,7 @@ class OpenAICompatibleProvider:
                         cost=spent.cost,
                         served_model=spent.served_model,
                         provider=spent.provider,
+                        notes=spent.note,
                         latency_ms=(time.perf_counter() - started) * 1000,
                         attempts=attempt,
                     )
@@ -307,6 +319,7 @@ class OpenAICompatibleProvider:
             completion.cost = spent.cost
             completion.served_model = spent.served_model
             completion.provider = spent.provider
+            completion.notes = spent.note
             completion.attempts = attempt
             completion.latency_ms = (time.perf_counter() - started) * 1000
             return completion
@@ -414,7 +427,3 @@ class OpenAICompatibleProvider:
             generation_id=data.get("id") if isinstance(data.get("id"), str) else None,
         )
         return completion, usage
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -17,6 +17,7 @@ from rich.rule import Rule
 from rich.syntax import Syntax
 from rich.text import Text
 
+from secbench_tui.core.untrusted import inert
 from secbench_tui.tui import format as fmt
 
 _FENCE_LANG = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*([A-Za-z0-9_+#.-]+)", re.MULTILINE)
@@ -108,6 +109,8 @@ def render_result(row: dict[str, Any]) -> RenderableType:
         )
     if row.get("error"):
         parts += [_section("error"), Text(str(row["error"]), style="red")]
+    if row.get("notes"):  # e.g. a cost from the server that was not believed
+        parts += [_section("notes"), Text(inert(row["notes"]), style="yellow")]
     if not vuldetectbench or row.get("explanation"):
         parts += [_section("explanation"), Text(str(row.get("explanation") or "(none)"))]
     code = row.get("code")
