@@ -21,7 +21,9 @@ from typing import Any
 
 import aiosqlite
 
+from secbench_tui.core import stored_values as stored
 from secbench_tui.core.models import Evaluation
+from secbench_tui.core.stored_values import BELIEVABLE_COST_SQL
 
 SCHEMA_VERSION = 3
 
@@ -300,6 +302,28 @@ class RunRecord:
         return self.counts.get("correct", 0) / graded if graded else None
 
 
+def _run_record(row: Any) -> RunRecord:
+    """A `runs` row with the types the program writes, whatever the file holds."""
+    text = stored.text
+    pid = stored.whole(row["pid"], 1, 2**31)
+    return RunRecord(
+        id=row["id"],
+        model_name=text(row["model_name"], required=True) or "",
+        suite_kind=text(row["suite_kind"], required=True) or "",
+        suite_path=text(row["suite_path"], required=True) or "",
+        suite_hash=text(row["suite_hash"]),
+        prompt_hash=text(row["prompt_hash"]),
+        settings=stored.json_object(row["settings"]),
+        fingerprint=text(row["fingerprint"], required=True) or "",
+        tool_version=text(row["tool_version"]),
+        started_at=text(row["started_at"], required=True) or "",
+        finished_at=text(row["finished_at"]),
+        status=effective_status(text(row["status"], required=True) or "", pid, text(row["host"])),
+        total_cases=stored.whole(row["total_cases"], 0, stored.MAX_INDEX) or 0,
+        message=text(row["message"]),
+    )
+
+
 class Store:
     """One open database. Use `await Store.open(path)`, then `await store.close()`."""
 
@@ -465,33 +489,16 @@ class Store:
             params.extend(models)
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
         cursor = await self.db.execute(f"SELECT * FROM runs r{where} ORDER BY r.id", params)
-        records = {
-            row["id"]: RunRecord(
-                id=row["id"],
-                model_name=row["model_name"],
-                suite_kind=row["suite_kind"],
-                suite_path=row["suite_path"],
-                suite_hash=row["suite_hash"],
-                prompt_hash=row["prompt_hash"],
-                settings=json.loads(row["settings"] or "{}"),
-                fingerprint=row["fingerprint"],
-                tool_version=row["tool_version"],
-                started_at=row["started_at"],
-                finished_at=row["finished_at"],
-                status=effective_status(row["status"], row["pid"], row["host"]),
-                total_cases=row["total_cases"],
-                message=row["message"],
-            )
-            for row in await cursor.fetchall()
-        }
+        records = {row["id"]: _run_record(row) for row in await cursor.fetchall()}
         if records:
             cursor = await self.db.execute(
-                "SELECT run_id, outcome, COUNT(*), TOTAL(cost) FROM evaluations"
+                f"SELECT run_id, outcome, COUNT(*), TOTAL({BELIEVABLE_COST_SQL}) FROM evaluations"
                 f" WHERE run_id IN ({', '.join('?' * len(records))}) GROUP BY run_id, outcome",
                 list(records),
             )
             for run_id, outcome, count, cost in await cursor.fetchall():
-                records[run_id].counts[outcome] = count
+                shown = stored.text(outcome, required=True) or ""
+                records[run_id].counts[shown] = records[run_id].counts.get(shown, 0) + count
                 records[run_id].cost += cost
         return list(records.values())
 
@@ -518,7 +525,7 @@ class Store:
                 chunk,
             )
             for row in await cursor.fetchall():
-                found[(row["request_hash"], row["repeat"])] = dict(row)
+                found[(row["request_hash"], row["repeat"])] = stored.evaluation_row(dict(row))
         return found
 
     async def record(
@@ -623,7 +630,7 @@ class Store:
             f" ORDER BY e.id{' DESC' if newest_first else ''} LIMIT ?",
             [*params, limit],
         )
-        return [dict(row) for row in await cursor.fetchall()]
+        return [stored.evaluation_row(dict(row)) for row in await cursor.fetchall()]
 
     async def result(self, evaluation_id: int) -> dict[str, Any] | None:
         cursor = await self.db.execute(
@@ -632,7 +639,7 @@ class Store:
             (evaluation_id,),
         )
         row = await cursor.fetchone()
-        return dict(row) if row else None
+        return stored.evaluation_row(dict(row)) if row else None
 
     async def run_results(self, run_id: int, with_text: bool = True) -> list[dict[str, Any]]:
         """A run's results in case order; without text, only what figures are made of."""
@@ -649,12 +656,13 @@ class Store:
             " ORDER BY e.case_index, e.repeat",
             (run_id,),
         )
-        return [dict(row) for row in await cursor.fetchall()]
+        return [stored.evaluation_row(dict(row)) for row in await cursor.fetchall()]
 
     async def spent(self, run_id: int) -> float:
         """What a run's own requests cost (results reused from earlier runs cost nothing)."""
         cursor = await self.db.execute(
-            "SELECT TOTAL(cost) FROM evaluations WHERE run_id=? AND reused_from IS NULL",
+            f"SELECT TOTAL({BELIEVABLE_COST_SQL}) FROM evaluations"
+            " WHERE run_id=? AND reused_from IS NULL",
             (run_id,),
         )
         row = await cursor.fetchone()
@@ -666,4 +674,4 @@ class Store:
         cursor = await self.db.execute(
             f"SELECT DISTINCT {column} FROM evaluations ORDER BY {column}"
         )
-        return [row[0] for row in await cursor.fetchall()]
+        return [stored.text(row[0], required=True) or "" for row in await cursor.fetchall()]

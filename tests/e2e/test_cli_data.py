@@ -6,8 +6,10 @@ is asked, the loopback server), then checks the exit code, the message and the d
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 from tests.e2e import server as srv
@@ -142,3 +144,16 @@ def test_unbelievable_costs_are_stored_as_unknown_and_do_not_count_toward_max_co
     for args in (("--report",), ("--export", "json"), ("--export", "csv")):
         shown = command(tmp_path, *args, "--db", str(db))
         assert shown.returncode == 0, shown.stderr
+
+
+def test_a_database_holding_a_negative_cost_still_reports(tmp_path: Path) -> None:
+    """A file written by an older version (or by hand) with a negative cost in it."""
+    db = baseline_db(tmp_path)
+    with closing(sqlite3.connect(db)) as conn:
+        conn.execute("UPDATE evaluations SET cost = -4000000000.0 WHERE id = 1")
+        conn.execute("UPDATE evaluations SET cost = 'free', prompt_tokens = -7 WHERE id = 2")
+        conn.commit()
+    report = command(tmp_path, "--report", "--db", str(db))
+    assert report.returncode == 0, report.stderr
+    html = Path(tmp_path / report.stdout.strip().splitlines()[-1]).read_text(encoding="utf-8")
+    assert "4,000,000,000" not in html
