@@ -21,6 +21,7 @@ from secbench_tui.core.engine import Engine
 from secbench_tui.core.events import CaseFinished, Event, Retrying, RunFinished, RunStarted
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.store import Store, StoreError
+from secbench_tui.core.untrusted import inert_line
 from secbench_tui.session import UsageError, build_spec, load_suite, make_provider
 
 
@@ -107,6 +108,9 @@ async def consume(engine: Engine, out: TextIO, err: TextIO) -> RunFinished | Non
             ev = event.evaluation
             if ev.scored.outcome is Outcome.ERROR:
                 print(f"error: {ev.case.case_id}: {ev.completion.error}", file=err, flush=True)
+            if ev.completion.notes and not ev.reused:  # e.g. a cost that was not believed
+                note = inert_line(ev.completion.notes)
+                print(f"note: {inert_line(ev.case.case_id)}: {note}", file=err, flush=True)
         elif isinstance(event, Retrying):
             n = event.notice
             print(
