@@ -19,7 +19,7 @@ from secbench_tui.core import security_bench
 from secbench_tui.core.prompts import RESPONSE_FORMATS
 
 EXIT_OK = 0
-EXIT_FAILED = 1  # lint found problems, report could not be written
+EXIT_FAILED = 1  # lint found problems, a report, export or summary file could not be written
 EXIT_USAGE = 2
 EXIT_ABORTED = 3  # bad key, no credits, unknown model, endpoint unreachable, database unusable
 EXIT_INTERRUPTED = 130
@@ -172,11 +172,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def uses_key(args: argparse.Namespace) -> bool:
+    """Only runs send the API key: linting, reports and exports never read it."""
+    return not (args.lint or args.report or args.export)
+
+
 def settings_from_args(args: argparse.Namespace, env: dict[str, str]):  # type: ignore[no-untyped-def]
     from secbench_tui.config import Settings
     from secbench_tui.core.providers.openai_compat import OPENROUTER_URL
 
-    key = env.get("OPENROUTER_API_KEY") or None
+    key = (env.get("OPENROUTER_API_KEY") or None) if uses_key(args) else None
     fields = {
         "models": _flat(args.model),
         "cases": args.cases,

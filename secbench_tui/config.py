@@ -97,9 +97,9 @@ class Settings(BaseModel):
             return None
         key = value.get_secret_value().strip().strip("'\"")
         if not all("!" <= ch <= "~" for ch in key):
-            raise ValueError(
-                "OPENROUTER_API_KEY holds spaces, line breaks or non-ASCII characters; "
-                "copy the key again"
+            raise ValueError(  # shown after the variable's name, which is not repeated
+                "holds spaces, line breaks or non-ASCII characters; copy the key again into "
+                "the environment or .env"
             )
         return SecretStr(key) if key else None
 

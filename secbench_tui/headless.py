@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from secbench_tui.cli import (
     EXIT_ABORTED,
+    EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TERMINATED,
@@ -127,6 +128,9 @@ def print_event(event: Event, out: TextIO, err: TextIO, prefix: str = "") -> Non
         if ev.scored.outcome is Outcome.ERROR:
             case_id, error = inert_line(ev.case.case_id), inert_line(ev.completion.error)
             print(f"{prefix}error: {case_id}: {error}", file=err, flush=True)
+        if ev.completion.notes and not ev.reused:  # e.g. a cost that was not believed
+            note = inert_line(ev.completion.notes)
+            print(f"{prefix}note: {inert_line(ev.case.case_id)}: {note}", file=err, flush=True)
     elif isinstance(event, Retrying):
         n = event.notice
         print(
@@ -285,12 +289,16 @@ async def _run(settings: Settings) -> int:
         print(format_summary(done.summary, done.status, done.message), flush=True)
     if len(finished) > 1:
         print(format_matrix(finished), flush=True)
+    unwritten = False  # every result is stored by now: a summary file that fails is reported
     if settings.summary_json is not None:
         try:
             write_summary_json(settings.summary_json, finished)
         except OSError as exc:
+            unwritten = True
+            reason = "it is a folder" if settings.summary_json.is_dir() else exc.strerror or exc
             print(
-                f"secbench-tui: error: --summary-json {settings.summary_json}: {inert(exc)}",
+                f"secbench-tui: error: --summary-json {settings.summary_json}: cannot write it "
+                f"({inert_line(reason)}); the results are in {settings.db}, pick another path",
                 file=sys.stderr,
             )
     codes = []
@@ -303,7 +311,7 @@ async def _run(settings: Settings) -> int:
             codes.append(EXIT_ABORTED)
         elif done.status == "stopped" and interrupts:
             codes.append(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
-    return worst_exit(codes)
+    return worst_exit(codes) or (EXIT_FAILED if unwritten else EXIT_OK)
 
 
 def worst_exit(codes: list[int]) -> int:

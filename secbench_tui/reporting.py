@@ -27,6 +27,22 @@ from secbench_tui.core.store import Store, StoreError
 from secbench_tui.core.untrusted import inert
 
 
+class OutputError(OSError):
+    """A report or export file that cannot be written; the message names the path and the fix."""
+
+
+def write_file(target: Path, text: str, flag: str) -> None:
+    """Write `text` to `target` for `flag` (`--out`, `--summary-json`), or raise `OutputError`."""
+    try:
+        write_text_atomic(target, text)
+    except OSError as exc:
+        reason = "it is a folder" if target.is_dir() else (exc.strerror or str(exc))
+        raise OutputError(
+            f"{flag} {target}: cannot write it ({reason}); pick another path or check the "
+            "folder's permissions"
+        ) from exc
+
+
 @dataclass
 class Outputs:
     """What was written: the report's path, the export's path (None: written to a stream)."""
@@ -58,15 +74,16 @@ async def write_outputs(
     data = await gather(store, runs, models)
     outputs = Outputs()
     if report:
-        target = out if out is not None and export is None else report_path(reports_dir)
-        write_text_atomic(target, render_html(data))
+        to_out = out is not None and export is None
+        target = out if out is not None and to_out else report_path(reports_dir)
+        write_file(target, render_html(data), "--out" if to_out else "report")
         outputs.report = target
     if export is not None:
         text = EXPORTERS[export](data)
         if out is None:
             (stream or sys.stdout).write(text)
         else:
-            write_text_atomic(out, text)
+            write_file(out, text, "--out")
             outputs.export = out
     return outputs
 
@@ -104,6 +121,9 @@ async def _export_main(
         )
     except ReportError as exc:
         print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
+        return EXIT_FAILED
+    except OutputError as exc:
+        print(f"secbench-tui: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
     except OSError as exc:
         where = exc.filename or out or settings.reports_dir

@@ -61,13 +61,14 @@ def load_suite(settings: Settings, prompt: EvaluationPrompt | None = None) -> Lo
     if vuldetectbench:
         from secbench_tui.core.suites.vuldetectbench import load_vuldetectbench
 
+        skipped: list[str] = []
         try:
-            cases = load_vuldetectbench(root, settings.tasks, settings.method)
+            cases = load_vuldetectbench(root, settings.tasks, settings.method, skipped=skipped)
         except (ValueError, OSError) as exc:
             raise UsageError(str(exc)) from exc
         prompt_hash = sha256_text(f"vuldetectbench:{settings.method}")
         prompt_name = vdb_prompt_name(settings.method)
-        kind, skipped = SuiteKind.VULDETECTBENCH, []
+        kind = SuiteKind.VULDETECTBENCH
     else:
         if prompt is None:
             prompt = _single_prompt(settings)

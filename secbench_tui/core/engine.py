@@ -341,6 +341,7 @@ class Engine:
             attempts=row["attempts"],
             reasoning=row.get("reasoning"),
             reasoning_tokens=row.get("reasoning_tokens"),
+            notes=row.get("notes"),
         )
         evaluation = Evaluation(
             run_id=run_id,

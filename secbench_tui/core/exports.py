@@ -55,6 +55,7 @@ RESULT_COLUMNS = (
     "provider",
     "reused_from",
     "scores",
+    "notes",
 )
 
 # XML 1.0 cannot carry most control characters, whatever the escaping; model output can.

@@ -15,6 +15,7 @@ score of breaking the tie with a coin.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import statistics
@@ -61,6 +62,18 @@ _WORD = re.compile(r"[a-z][a-z0-9]*(?:['_-][a-z0-9]+)*")
 _FENCE_INFO = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*([^\s`]*)")
 _CASE_NAME = re.compile(r"^(?P<scenario>.+)-(?P<nn>\d+)-(?P<label>good|bad)\.md$")
 _SQLISH = re.compile(r"\b(select|insert|update|delete|with)\b", re.IGNORECASE)
+# `[^\S\n]*`, not `\s*`: a `\s*` run across thousands of blank lines, retried from each of
+# them, made this search quadratic.
+_PYTHON_LINE = re.compile(r"^[^\S\n]*(def|class|import|from)\s", re.MULTILINE)
+# The characters a comment or a string can start with, per language: the rest is skipped.
+_MAY_START = {
+    "sql": re.compile(r"[-/#'\"$]"),
+    "python": re.compile(r"[#'\"]"),
+    "shell": re.compile(r"[#'\"`]"),
+    "c": re.compile(r"[/'\"`]"),
+}
+_DOLLAR_TAG = re.compile(r"\$[A-Za-z_]*\$")
+_LINE_INDENT = re.compile(r"^[^\S\n]*", re.MULTILINE)
 
 # --------------------------------------------------------------------------- data
 
@@ -163,15 +176,30 @@ def _language(fence_info: str, code: str) -> str:
         return "shell"
     if tag:
         return "c"
-    if re.search(r"^\s*(def|class|import|from)\s", code, re.MULTILINE):
+    if _PYTHON_LINE.search(code):
         return "python"
-    if _SQLISH.search(code) and not re.search(r"[{};]\s*$", code.split("\n")[0]):
+    if _SQLISH.search(code) and not re.search(r"[{};]\s*$", code.partition("\n")[0]):
         return "sql"
     return "c"
 
 
-def _line_of(code: str, pos: int) -> int:
-    return code.count("\n", 0, pos) + 1
+class _Lines:
+    """Line numbers and indentation of one text, computed once: every lookup is O(log n).
+
+    Counting newlines from the start for each comment made a large case quadratic.
+    """
+
+    def __init__(self, code: str) -> None:
+        # where each line's first non-blank character (or its end) is, in line order
+        self.first_text = [m.end() for m in _LINE_INDENT.finditer(code)]
+        self.starts = [m.start() for m in _LINE_INDENT.finditer(code)]
+
+    def line_of(self, pos: int) -> int:
+        return bisect.bisect_right(self.starts, pos)
+
+    def opens_line(self, pos: int) -> bool:
+        """Only blanks stand between the start of pos's line and pos."""
+        return self.first_text[self.line_of(pos) - 1] == pos
 
 
 def _string_end(code: str, i: int, quote: str, escapes: bool, doubled: bool) -> int:
@@ -193,13 +221,14 @@ def _string_end(code: str, i: int, quote: str, escapes: bool, doubled: bool) -> 
     return n
 
 
-def _is_docstring(code: str, i: int) -> bool:
+def _is_docstring(code: str, i: int, lines: _Lines) -> bool:
     """A Python triple-quoted string that opens a line right after a `...:` line."""
-    line_start = code.rfind("\n", 0, i) + 1
-    if code[line_start:i].strip():
+    if not lines.opens_line(i):
         return False
-    before = code[:line_start].rstrip()
-    return not before or before.endswith(":")
+    j = i - 1  # back over blanks only: stops at the end of what came before, so linear
+    while j >= 0 and code[j].isspace():
+        j -= 1
+    return j < 0 or code[j] == ":"
 
 
 def find_comments(code: str, language: str) -> list[Comment]:
@@ -210,10 +239,29 @@ def find_comments(code: str, language: str) -> list[Comment]:
     SQL comments inside SQL-looking string literals of other languages count too: the model
     reads them all the same.
     """
+    return _find_comments(code, language, _Lines(code), 0)
+
+
+def _find_comments(code: str, language: str, lines: _Lines, offset: int) -> list[Comment]:
+    """The comments of `code`, which starts at `offset` of the text `lines` describes."""
     comments: list[Comment] = []
+    first_line = lines.line_of(offset)
+    head = _LINE_INDENT.match(code)
+    text_starts = head.end() if head else 0  # where text begins on `code`'s own first line
+
+    def opens_line(i: int) -> bool:  # `code` may start mid-line: inside a string literal
+        if lines.line_of(offset + i) == first_line:
+            return i == text_starts
+        return lines.opens_line(offset + i)
+
     n = len(code)
     i = 0
+    skip_to = _MAY_START.get(language, _MAY_START["c"])
     while i < n:
+        found = skip_to.search(code, i)  # straight to the next comment or string, if any
+        if found is None:
+            break
+        i = found.start()
         ch = code[i]
         two = code[i : i + 2]
         line_comment = (
@@ -221,34 +269,34 @@ def find_comments(code: str, language: str) -> list[Comment]:
             or (language == "c" and two == "//")
             or (language == "python" and ch == "#")
             or (language == "shell" and ch == "#" and (i == 0 or code[i - 1].isspace()))
-            or (
-                language == "sql" and ch == "#" and not code[code.rfind("\n", 0, i) + 1 : i].strip()
-            )
+            or (language == "sql" and ch == "#" and opens_line(i))
         )
         if line_comment:
             end = code.find("\n", i)
             end = n if end < 0 else end
-            comments.append(Comment(i, end, _line_of(code, i), code[i:end]))
+            comments.append(Comment(i, end, lines.line_of(offset + i), code[i:end]))
             i = end
             continue
         if two == "/*" and language in ("sql", "c"):
             end = code.find("*/", i + 2)
             end = n if end < 0 else end + 2
-            comments.append(Comment(i, end, _line_of(code, i), code[i:end]))
+            comments.append(Comment(i, end, lines.line_of(offset + i), code[i:end]))
             i = end
             continue
-        end = _skip_string(code, i, language, comments)
+        end = _skip_string(code, i, language, comments, lines, offset)
         i = end if end > i else i + 1
     return comments
 
 
-def _skip_string(code: str, i: int, language: str, comments: list[Comment]) -> int:
+def _skip_string(
+    code: str, i: int, language: str, comments: list[Comment], lines: _Lines, offset: int
+) -> int:
     """Past a string literal starting at i (recording comments it holds), or i if none."""
     ch = code[i]
     if language == "sql":
         if ch in "'\"":
             return _string_end(code, i, ch, escapes=False, doubled=True)
-        dollar = re.match(r"\$[A-Za-z_]*\$", code[i:])
+        dollar = _DOLLAR_TAG.match(code, i) if ch == "$" else None
         if dollar:
             tag = dollar.group(0)
             end = code.find(tag, i + len(tag))
@@ -257,26 +305,28 @@ def _skip_string(code: str, i: int, language: str, comments: list[Comment]) -> i
     if language == "python" and code.startswith(('"""', "'''"), i):
         quote = code[i : i + 3]
         end = _string_end(code, i, quote, escapes=True, doubled=False)
-        if _is_docstring(code, i):
-            comments.append(Comment(i, end, _line_of(code, i), code[i:end]))
+        if _is_docstring(code, i, lines):
+            comments.append(Comment(i, end, lines.line_of(offset + i), code[i:end]))
         else:
-            _embedded_sql(code, i + 3, end - 3, comments)
+            _embedded_sql(code, i + 3, end - 3, comments, lines, offset)
         return end
     if ch in "'\"" or (ch == "`" and language in ("c", "shell")):
         escapes = not (language == "shell" and ch == "'")
         end = _string_end(code, i, ch, escapes=escapes, doubled=False)
-        _embedded_sql(code, i + 1, end - 1, comments)
+        _embedded_sql(code, i + 1, end - 1, comments, lines, offset)
         return end
     return i
 
 
-def _embedded_sql(code: str, start: int, end: int, comments: list[Comment]) -> None:
+def _embedded_sql(
+    code: str, start: int, end: int, comments: list[Comment], lines: _Lines, offset: int
+) -> None:
     body = code[start:end]
     if not _SQLISH.search(body):
         return
-    for inner in find_comments(body, "sql"):
+    for inner in _find_comments(body, "sql", lines, offset + start):
         s, e = start + inner.start, start + inner.end
-        comments.append(Comment(s, e, _line_of(code, s), inner.text))
+        comments.append(Comment(s, e, inner.line, inner.text))
 
 
 def comment_words(comments: Iterable[Comment]) -> list[str]:

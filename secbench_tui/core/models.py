@@ -87,6 +87,7 @@ class Completion(BaseModel):
     reasoning_tokens: int | None = None  # usage.completion_tokens_details.reasoning_tokens
     # why a reply that arrived could not be read (it is scored unparsed, never guessed at)
     unreadable: str | None = None
+    notes: str | None = None  # about the reply's numbers: e.g. a cost not believed
 
 
 class Scored(BaseModel):

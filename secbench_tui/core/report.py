@@ -900,8 +900,10 @@ def _fmt_p(value: float) -> str:
 
 def _fmt_money(value: float | None) -> str:
     """Dollars to three significant digits ($0.534, $0.000114), cents from $1 up."""
-    if value is None:
+    if value is None or not math.isfinite(value):
         return "n/a"
+    if value < 0:  # never stored by this program (see core/believable.py); shown if found
+        return "-" + _fmt_money(-value)
     if value == 0 or value >= 1:
         return f"${value:,.2f}" if value else "$0"
     digits = 2 - math.floor(math.log10(value))

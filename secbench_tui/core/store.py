@@ -21,10 +21,12 @@ from typing import Any
 
 import aiosqlite
 
+from secbench_tui.core import stored_values as stored
 from secbench_tui.core.models import Evaluation
+from secbench_tui.core.stored_values import BELIEVABLE_COST_SQL
 from secbench_tui.core.untrusted import redact_url
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -119,6 +121,7 @@ _EVAL_COLUMNS = (
     "reused_from",
     "reasoning",
     "reasoning_tokens",
+    "notes",
 )
 
 
@@ -267,12 +270,18 @@ async def _add_reasoning(db: aiosqlite.Connection) -> None:
     await db.execute("ALTER TABLE evaluations ADD COLUMN reasoning_tokens INTEGER")
 
 
+async def _add_notes(db: aiosqlite.Connection) -> None:
+    """Version 4 -> 5: notes on a case, such as a cost from the server that was not believed."""
+    await db.execute("ALTER TABLE evaluations ADD COLUMN notes TEXT")
+
+
 # MIGRATIONS[n] brings a file at version n to version n + 1.
 MIGRATIONS: dict[int, Migration] = {
     0: _migrate_legacy,
     1: _add_run_owner,
     2: _add_prompt_name,
     3: _add_reasoning,
+    4: _add_notes,
 }
 
 
@@ -289,10 +298,10 @@ def _process_alive(pid: int) -> bool:
 def recorded_settings(text: str | None) -> dict[str, Any]:
     """A run's settings as read back: a `base_url` recorded with credentials (by a version
     that stored it whole) comes out redacted, so no report or export shows them."""
-    settings = json.loads(text or "{}")
-    if isinstance(settings, dict) and isinstance(settings.get("base_url"), str):
+    settings = stored.json_object(text)
+    if isinstance(settings.get("base_url"), str):
         settings["base_url"] = redact_url(settings["base_url"])
-    return settings  # type: ignore[no-any-return]
+    return settings
 
 
 def effective_status(status: str, pid: int | None, host: str | None) -> str:
@@ -373,6 +382,29 @@ class RunRecord:
         return self.counts.get("correct", 0) / graded if graded else None
 
 
+def _run_record(row: Any) -> RunRecord:
+    """A `runs` row with the types the program writes, whatever the file holds."""
+    text = stored.text
+    pid = stored.whole(row["pid"], 1, 2**31)
+    return RunRecord(
+        id=row["id"],
+        model_name=text(row["model_name"], required=True) or "",
+        suite_kind=text(row["suite_kind"], required=True) or "",
+        suite_path=text(row["suite_path"], required=True) or "",
+        suite_hash=text(row["suite_hash"]),
+        prompt_hash=text(row["prompt_hash"]),
+        settings=recorded_settings(row["settings"]),
+        fingerprint=text(row["fingerprint"], required=True) or "",
+        tool_version=text(row["tool_version"]),
+        started_at=text(row["started_at"], required=True) or "",
+        finished_at=text(row["finished_at"]),
+        status=effective_status(text(row["status"], required=True) or "", pid, text(row["host"])),
+        total_cases=stored.whole(row["total_cases"], 0, stored.MAX_INDEX) or 0,
+        message=text(row["message"]),
+        prompt_name=text(row["prompt_name"]),
+    )
+
+
 class Store:
     """One open database. Use `await Store.open(path)`, then `await store.close()`."""
 
@@ -419,7 +451,7 @@ class Store:
     async def close(self) -> None:
         await self.db.close()
 
-    async def _migrate(self) -> None:
+    async def _user_version(self) -> int:
         cursor = await self.db.execute("PRAGMA user_version")
         row = await cursor.fetchone()
         version = int(row[0]) if row else 0
@@ -428,11 +460,17 @@ class Store:
                 f"--db {self.path}: written by a newer secbench-tui (schema {version}, this "
                 f"version reads up to {SCHEMA_VERSION}); upgrade secbench-tui"
             )
-        if version == SCHEMA_VERSION:
+        return version
+
+    async def _migrate(self) -> None:
+        if await self._user_version() == SCHEMA_VERSION:
             return  # nothing to write: opening never needs the write lock
         # One transaction: a migration that fails leaves the file as it was.
         await self.db.execute("BEGIN IMMEDIATE")
         try:
+            # Read again under the write lock: another process opening the same new file
+            # at the same moment may have migrated it while this one waited for the lock.
+            version = await self._user_version()
             if version == 0:
                 cursor = await self.db.execute(
                     "SELECT name FROM sqlite_master WHERE type='table' AND name='evaluations'"
@@ -534,34 +572,16 @@ class Store:
             params.extend(models)
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
         cursor = await self.db.execute(f"SELECT * FROM runs r{where} ORDER BY r.id", params)
-        records = {
-            row["id"]: RunRecord(
-                id=row["id"],
-                model_name=row["model_name"],
-                suite_kind=row["suite_kind"],
-                suite_path=row["suite_path"],
-                suite_hash=row["suite_hash"],
-                prompt_hash=row["prompt_hash"],
-                settings=recorded_settings(row["settings"]),
-                fingerprint=row["fingerprint"],
-                tool_version=row["tool_version"],
-                started_at=row["started_at"],
-                finished_at=row["finished_at"],
-                status=effective_status(row["status"], row["pid"], row["host"]),
-                total_cases=row["total_cases"],
-                message=row["message"],
-                prompt_name=row["prompt_name"],
-            )
-            for row in await cursor.fetchall()
-        }
+        records = {row["id"]: _run_record(row) for row in await cursor.fetchall()}
         if records:
             cursor = await self.db.execute(
-                "SELECT run_id, outcome, COUNT(*), TOTAL(cost) FROM evaluations"
+                f"SELECT run_id, outcome, COUNT(*), TOTAL({BELIEVABLE_COST_SQL}) FROM evaluations"
                 f" WHERE run_id IN ({', '.join('?' * len(records))}) GROUP BY run_id, outcome",
                 list(records),
             )
             for run_id, outcome, count, cost in await cursor.fetchall():
-                records[run_id].counts[outcome] = count
+                shown = stored.text(outcome, required=True) or ""
+                records[run_id].counts[shown] = records[run_id].counts.get(shown, 0) + count
                 records[run_id].cost += cost
         return list(records.values())
 
@@ -588,7 +608,7 @@ class Store:
                 chunk,
             )
             for row in await cursor.fetchall():
-                found[(row["request_hash"], row["repeat"])] = dict(row)
+                found[(row["request_hash"], row["repeat"])] = stored.evaluation_row(dict(row))
         return found
 
     async def record(
@@ -636,6 +656,7 @@ class Store:
                 reused_from,
                 completion.reasoning,
                 completion.reasoning_tokens,
+                completion.notes,
             )
         )
         cursor = await self.db.execute(
@@ -694,7 +715,7 @@ class Store:
             f" ORDER BY e.id{' DESC' if newest_first else ''} LIMIT ?",
             [*params, limit],
         )
-        return [dict(row) for row in await cursor.fetchall()]
+        return [stored.evaluation_row(dict(row)) for row in await cursor.fetchall()]
 
     async def result(self, evaluation_id: int) -> dict[str, Any] | None:
         cursor = await self.db.execute(
@@ -703,7 +724,7 @@ class Store:
             (evaluation_id,),
         )
         row = await cursor.fetchone()
-        return dict(row) if row else None
+        return stored.evaluation_row(dict(row)) if row else None
 
     async def run_results(self, run_id: int, with_text: bool = True) -> list[dict[str, Any]]:
         """A run's results in case order; without text, only what figures are made of."""
@@ -720,12 +741,13 @@ class Store:
             " ORDER BY e.case_index, e.repeat",
             (run_id,),
         )
-        return [dict(row) for row in await cursor.fetchall()]
+        return [stored.evaluation_row(dict(row)) for row in await cursor.fetchall()]
 
     async def spent(self, run_id: int) -> float:
         """What a run's own requests cost (results reused from earlier runs cost nothing)."""
         cursor = await self.db.execute(
-            "SELECT TOTAL(cost) FROM evaluations WHERE run_id=? AND reused_from IS NULL",
+            f"SELECT TOTAL({BELIEVABLE_COST_SQL}) FROM evaluations"
+            " WHERE run_id=? AND reused_from IS NULL",
             (run_id,),
         )
         row = await cursor.fetchone()
@@ -745,4 +767,4 @@ class Store:
         cursor = await self.db.execute(
             f"SELECT DISTINCT {column} FROM evaluations ORDER BY {column}"
         )
-        return [row[0] for row in await cursor.fetchall()]
+        return [stored.text(row[0], required=True) or "" for row in await cursor.fetchall()]

@@ -628,7 +628,11 @@ def crash_note(counts: dict[str, Any]) -> str:
 
 
 def aggregate_rows(rows: Iterable[Mapping[str, Any]], scoring: str = "correct") -> dict[str, Any]:
-    """`aggregate_vuldetectbench` over results as the store returns them (app = "taskN")."""
+    """`aggregate_vuldetectbench` over results as the store returns them (app = "taskN").
+
+    A row that is not a VulDetectBench result (another app, an unknown outcome: a database
+    edited by hand) is left out rather than failing the whole summary.
+    """
     samples = [
         (
             int(str(row["app"]).removeprefix("task")),
@@ -640,5 +644,10 @@ def aggregate_rows(rows: Iterable[Mapping[str, Any]], scoring: str = "correct") 
             ),
         )
         for row in rows
+        if str(row["app"]) in _TASK_APPS and row["outcome"] in _OUTCOMES
     ]
     return aggregate_vuldetectbench(samples, scoring)
+
+
+_TASK_APPS = frozenset(f"task{task}" for task in range(1, 6))
+_OUTCOMES = frozenset(outcome.value for outcome in Outcome)

@@ -213,3 +213,34 @@ def test_bundled_suite_has_verification_data_for_every_scenario() -> None:
 
     report = lint_suite(bundled_cases_dir())
     assert [str(f) for f in report.findings if f.check == "verify"] == []
+
+
+def test_comment_lines_and_line_starts_in_a_large_case() -> None:
+    """Line numbers, `#` at a line's start and docstrings, read in one pass over the text."""
+    block = (
+        "def f():\n\n\n"
+        '    """Doc."""\n'
+        '    q = "SELECT 1 # not at a line start -- sql comment"\n'
+        '    r = """\n# mysql comment\nSELECT 2"""\n'
+        "    return q  # trailing\n"
+    )
+    code = block * 2000
+    comments = find_comments(code, "python")
+    assert len(comments) == 2000 * 4
+    last = comments[-4:]
+    lines_per_block = block.count("\n")
+    first_line = 1999 * lines_per_block + 1
+    assert [c.text for c in last] == [
+        '"""Doc."""',
+        "-- sql comment",
+        "# mysql comment",
+        "# trailing",
+    ]
+    assert [c.line for c in last] == [
+        first_line + 3,
+        first_line + 4,
+        first_line + 6,
+        first_line + 8,
+    ]
+    sql = "SELECT 1; # not a comment\n  # a comment\n" * 1000
+    assert [c.line for c in find_comments(sql, "sql")] == list(range(2, 2001, 2))

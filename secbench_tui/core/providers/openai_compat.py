@@ -23,7 +23,7 @@ from urllib.parse import urlparse, urlsplit, urlunsplit
 import httpx
 
 from secbench_tui import __version__
-from secbench_tui.core import security_bench
+from secbench_tui.core import believable, security_bench
 from secbench_tui.core.models import Case, Completion
 from secbench_tui.core.prompts import response_format
 from secbench_tui.core.providers import shallow_json
@@ -132,7 +132,7 @@ def _reasoning_text(message: Any) -> str | None:
 def _reasoning_tokens(data: dict[str, Any]) -> int | None:
     usage = data.get("usage")
     details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
-    return _int_or_none(details.get("reasoning_tokens")) if isinstance(details, dict) else None
+    return believable.tokens(details.get("reasoning_tokens")) if isinstance(details, dict) else None
 
 
 @dataclass
@@ -144,19 +144,28 @@ class Usage:
     cost: float | None = None
     served_model: str | None = None
     provider: str | None = None
+    notes: list[str] = field(default_factory=list)  # numbers not believed, for the case
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> Usage:
+        """The usage a reply reports; a number not believable is None, with a note."""
         raw = data.get("usage")
         usage: dict[str, Any] = raw if isinstance(raw, dict) else {}
-        cost = usage.get("cost")
+        names = ("prompt_tokens", "completion_tokens", "cost")
+        notes = [note for name in names if (note := believable.doubt(name, usage.get(name)))]
         return cls(
-            prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
-            completion_tokens=_int_or_none(usage.get("completion_tokens")),
-            cost=float(cost) if isinstance(cost, int | float) else None,
+            prompt_tokens=believable.tokens(usage.get("prompt_tokens")),
+            completion_tokens=believable.tokens(usage.get("completion_tokens")),
+            cost=believable.cost(usage.get("cost")),
             served_model=data.get("model") if isinstance(data.get("model"), str) else None,
             provider=data.get("provider") if isinstance(data.get("provider"), str) else None,
+            notes=notes,
         )
+
+    @property
+    def note(self) -> str | None:
+        """The notes of every attempt, as recorded on the case."""
+        return "; ".join(self.notes) or None
 
     def add(self, other: Usage) -> None:
         """Sum the counts; keep the latest model and provider that answered."""
@@ -166,6 +175,7 @@ class Usage:
                 setattr(self, name, theirs if mine is None else mine + theirs)
         self.served_model = other.served_model or self.served_model
         self.provider = other.provider or self.provider
+        self.notes.extend(other.notes)
 
 
 def _error_message(body: Any) -> tuple[int | None, str]:
@@ -514,8 +524,5 @@ def _with_usage(completion: Completion, usage: Usage) -> Completion:
     completion.cost = usage.cost
     completion.served_model = usage.served_model
     completion.provider = usage.provider
+    completion.notes = usage.note
     return completion
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

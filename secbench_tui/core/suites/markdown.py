@@ -2,7 +2,8 @@
 
 Real files are untidy, so the reader tolerates CRLF, missing blank lines, a missing trailing
 newline and extra sections. A case file that cannot be used is reported as a `SkippedFile`
-naming the file and what is wrong; it never stops the loading of the others.
+naming the file and what is wrong; it never stops the loading of the others. So is a file or
+app folder that resolves outside the suite folder (a symlink): its content is never sent.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from secbench_tui.core import security_bench
 from secbench_tui.core.models import Case, Message, SuiteKind
 from secbench_tui.core.prompts import build_markdown_prefix
+from secbench_tui.core.suites.paths import outside_reason
 
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _CASE_FILE = re.compile(r"^.+-\d{2}-(?:good|bad)\.md$")
@@ -109,8 +111,15 @@ def read_app_prompt(spec: Path) -> str:
     return prompt
 
 
-def discover_apps(root: Path, only: Sequence[str] | None = None) -> list[App]:
-    """Apps under `root` in name order; `only` keeps the named ones (unknown names fail)."""
+def discover_apps(
+    root: Path, only: Sequence[str] | None = None, skipped: list[SkippedFile] | None = None
+) -> list[App]:
+    """Apps under `root` in name order; `only` keeps the named ones (unknown names fail).
+
+    App folders, SPEC.md files and case files that resolve outside `root` (symlinks) are left
+    out and added to `skipped`.
+    """
+    outside: list[SkippedFile] = [] if skipped is None else skipped
     if not root.is_dir():
         raise SuiteError(f"--cases {root}: not a directory")
     folders = sorted(p for p in root.iterdir() if p.is_dir() and (p / "SPEC.md").is_file())
@@ -121,18 +130,31 @@ def discover_apps(root: Path, only: Sequence[str] | None = None) -> list[App]:
             known = ", ".join(sorted(names)) or "none"
             raise SuiteError(f"--apps: no app named {', '.join(unknown)} in {root} (apps: {known})")
         folders = [p for p in folders if p.name in only]
+    kept = []
+    for folder in folders:
+        reason = outside_reason(folder, root) or outside_reason(folder / "SPEC.md", root)
+        if reason is None:
+            kept.append(folder)
+        else:
+            outside.append(SkippedFile(folder, reason))
+    folders = kept
     if not folders:
         raise SuiteError(f"--cases {root}: no app folders with a SPEC.md found")
     apps = []
     for folder in folders:
-        files = tuple(
-            sorted(
-                p
-                for p in folder.glob("*.md")
-                if p.is_file() and p.name != "SPEC.md" and not is_parameter_file(p)
-            )
+        files = []
+        candidates = (
+            p
+            for p in folder.glob("*.md")
+            if p.is_file() and p.name != "SPEC.md" and not is_parameter_file(p)
         )
-        apps.append(App(folder.name, folder, read_app_prompt(folder / "SPEC.md"), files))
+        for path in sorted(candidates):
+            reason = outside_reason(path, root)
+            if reason is None:
+                files.append(path)
+            else:
+                outside.append(SkippedFile(path, reason))
+        apps.append(App(folder.name, folder, read_app_prompt(folder / "SPEC.md"), tuple(files)))
     return apps
 
 
@@ -200,7 +222,8 @@ def load_markdown_suite(
     With `request_style="security-bench"` each case carries the original evaluator's four
     messages, and `evaluation_prompt` must be the file's text exactly as read.
     """
-    suite = MarkdownSuite(root=root, apps=discover_apps(root, apps))
+    skipped: list[SkippedFile] = []
+    suite = MarkdownSuite(root=root, apps=discover_apps(root, apps, skipped), skipped=skipped)
     original = request_style == security_bench.STYLE
     for app in suite.apps:
         prefix = build_markdown_prefix(app.prompt, evaluation_prompt)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from secbench_tui.core.models import Case, Message, SuiteKind
+from secbench_tui.core.suites.paths import outside_reason
 
 TASKS: tuple[int, ...] = (1, 2, 3, 4, 5)
 METHODS: tuple[str, ...] = ("cot", "few-shot")
@@ -185,8 +186,12 @@ def load_vuldetectbench(
     tasks: Sequence[int] = TASKS,
     method: str | None = None,
     limit: int | None = None,
+    skipped: list[str] | None = None,
 ) -> list[Case]:
     """The cases of the chosen tasks, task by task, in file order.
+
+    A task file that resolves outside `path` (a symlink) is never read: it is named in
+    `skipped` and its task left out, or, without a `skipped` list to report it in, refused.
 
     `limit` keeps the first `limit` cases of each task, so a short run still reports every
     task asked for (the published files are not sorted by label: the first cases are a fair
@@ -200,6 +205,12 @@ def load_vuldetectbench(
         raise VulDetectBenchError(f"{path}: not a folder (--cases needs the test set folder)")
     cases: list[Case] = []
     for task in chosen:
+        reason = outside_reason(task_file(path, task), path)
+        if reason is not None:
+            if skipped is None:
+                raise VulDetectBenchError(f"{task_file(path, task)}: not read: {reason}")
+            skipped.append(f"skipped {task_file(path, task)}: {reason}")
+            continue
         cases.extend(load_task(path, task, method, limit))
     return cases
 

@@ -132,6 +132,8 @@ def render_result(row: dict[str, Any]) -> RenderableType:
         )
     if row.get("error"):
         parts += [_section("error"), plain(row["error"], style="red")]
+    if row.get("notes"):  # e.g. a cost from the server that was not believed
+        parts += [_section("notes"), Text(inert(row["notes"]), style="yellow")]
     if not vuldetectbench or row.get("explanation"):
         parts += [_section("explanation"), plain(row.get("explanation") or "(none)")]
     code = row.get("code")
