@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from rich.console import Group
 from rich.syntax import Syntax
@@ -17,6 +18,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.notifications import Notification, Notify
 from textual.reactive import reactive
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import Worker, WorkerState
@@ -25,6 +27,7 @@ from secbench_tui.config import Settings
 from secbench_tui.core.engine import Engine
 from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFinished, RunStarted
 from secbench_tui.core.models import Evaluation
+from secbench_tui.core.untrusted import inert_line
 from secbench_tui.session import build_spec, load_suite, make_provider
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.messages import (
@@ -41,7 +44,7 @@ from secbench_tui.tui.widgets.case_detail import code_language
 from secbench_tui.tui.widgets.run_stats import RunStats, RunTally
 
 MAX_ROWS = 1000
-CASE_WIDTH = 28  # the end of a case id, at most; less in a narrow pane
+CASE_WIDTH = 10_000  # no cap: the case column takes what the other columns leave
 VERDICT_WIDTH = 10  # expected and actual are cut here (VulDetectBench answers are long)
 
 
@@ -64,7 +67,10 @@ def summary_text(event: RunFinished) -> Text:
             f"\n  cases {s['cases']}  correct {s['correct']}  wrong {s['wrong']}"
             f"  unparsed {s['unparsed']}  errors {s['errors']}"
         )
-    if s.get("accuracy") is not None:
+    answered = s.get("cases", 0) - s.get("errors", 0)
+    if "cases" in s and not answered:
+        text.append("\n  accuracy - (no case was answered: every request failed)")
+    elif s.get("accuracy") is not None:
         low, high = s["accuracy_ci"]
         text.append(
             f"\n  accuracy {fmt.pct(s['accuracy'])} (95% CI {fmt.pct(low)}-{fmt.pct(high)})"
@@ -111,8 +117,11 @@ class RunScreen(BaseScreen):
         self._retry_until: float | None = None
         self._last_retry: Retrying | None = None
         self._stop_asked = False  # stop() came before the engine existed
-        self._case_width = CASE_WIDTH
+        self._case_width = 12
+        self._case_column: Any = None  # the case column's key
+        self._vdb = False
         self._answers: dict[str, Evaluation] = {}  # by row key, for the rows in the table
+        self._stopping_notice: Notification | None = None
 
     @property
     def active(self) -> bool:
@@ -136,7 +145,9 @@ class RunScreen(BaseScreen):
     def on_mount(self) -> None:
         self.sub_title = f"run: {self.settings.model}"
         table = self.query_one("#run-table", DataTable)
-        table.add_columns("#", "case", "expected", "actual", "outcome", "latency")
+        keys = table.add_columns("#", "case", "expected", "actual", "outcome", "latency")
+        self._case_column = keys[1]
+        self.tally.clock = self.secbench.clock
         self.query_one("#retry-line").display = False
         self.query_one("#run-summary").display = False
         self._redraw_stats()
@@ -236,10 +247,8 @@ class RunScreen(BaseScreen):
         table = self.query_one("#run-table", DataTable)
         follow = table.cursor_row >= table.row_count - 2
         if message.events:
-            vdb = message.events[0].evaluation.case.kind.value == "vuldetectbench"
-            scrollbar = self.tally.total >= table.size.height  # the header takes a line
-            others = other_widths(self.tally.total, vdb, scrollbar)
-            self._case_width = fmt.fitting(table.size.width, others, CASE_WIDTH)
+            self._vdb = message.events[0].evaluation.case.kind.value == "vuldetectbench"
+            self._case_width = self._fitting_case_width()
         for event in message.events:
             self.tally.add(event)
             key = str(event.done)
@@ -255,6 +264,31 @@ class RunScreen(BaseScreen):
                 self._show_explanation(message.events[-1].evaluation, latest=True)
         self._redraw_stats()
 
+    def _fitting_case_width(self) -> int:
+        table = self.query_one("#run-table", DataTable)
+        scrollbar = self.tally.total >= table.size.height  # the header takes a line
+        others = other_widths(self.tally.total, self._vdb, scrollbar)
+        return fmt.fitting(table.size.width, others, CASE_WIDTH)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._refit_cases)
+
+    def _refit_cases(self) -> None:
+        """After a resize the case column takes the new free width: its cells are cut again."""
+        width = self._fitting_case_width()
+        if width == self._case_width or self._case_column is None:
+            return
+        self._case_width = width
+        table = self.query_one("#run-table", DataTable)
+        for key, evaluation in self._answers.items():
+            table.update_cell(
+                key, self._case_column, self._case_cell(evaluation), update_width=True
+            )
+
+    def _case_cell(self, ev: Evaluation) -> Text:
+        repeat = f" #{ev.repeat + 1}" if ev.repeat else ""
+        return Text(fmt.tail(inert_line(ev.case.case_id) + repeat, self._case_width))
+
     @on(DataTable.RowHighlighted, "#run-table")
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """Moving up the table shows that case's answer (and stops following new rows)."""
@@ -266,10 +300,9 @@ class RunScreen(BaseScreen):
     def _row(self, event: CaseFinished) -> tuple[str | Text, ...]:
         ev = event.evaluation
         outcome = ev.scored.outcome.value
-        repeat = f" #{ev.repeat + 1}" if ev.repeat else ""
         return (
             str(event.done),
-            fmt.tail(ev.case.case_id + repeat, self._case_width),
+            self._case_cell(ev),
             ev.case.expected[:VERDICT_WIDTH],
             (ev.scored.actual or "-")[:VERDICT_WIDTH],
             Text(outcome, style=fmt.OUTCOME_STYLES[outcome]),
@@ -328,7 +361,8 @@ class RunScreen(BaseScreen):
     def on_run_ended(self, message: RunEnded) -> None:
         event = message.event
         self.finished = event
-        self.tally.ended = time.monotonic()
+        self.tally.ended = self.tally.clock()
+        self._end_stopping_notice()
         self.state = event.status
         self._retry_until = None
         self.query_one("#retry-line").display = False
@@ -364,7 +398,8 @@ class RunScreen(BaseScreen):
 
     def _fail(self, headline: str, reason: str) -> None:
         self.state = "failed"
-        self.tally.ended = time.monotonic()
+        self.tally.ended = self.tally.clock()
+        self._end_stopping_notice()
         self._retry_until = None
         self.query_one("#retry-line").display = False
         summary = self.query_one("#run-summary", Static)
@@ -399,9 +434,20 @@ class RunScreen(BaseScreen):
             self.engine.stop()
         self.state = "stopping"
 
+    def notify_stopping(self, text: str) -> None:
+        """Shown until the run has stopped (not for a fixed time), then taken down."""
+        self._end_stopping_notice()
+        self._stopping_notice = Notification(text, "", "information", 600)
+        self.app.post_message(Notify(self._stopping_notice))
+
+    def _end_stopping_notice(self) -> None:
+        if self._stopping_notice is not None:
+            self.app._unnotify(self._stopping_notice)  # Textual's own way to take one down
+            self._stopping_notice = None
+
     def action_request_stop(self) -> None:
         if self.state == "stopping":
-            self.notify("stopping: waiting for the cases in flight", timeout=3)
+            self.notify_stopping("stopping: waiting for the cases in flight")
             return
 
         def answered(yes: bool | None) -> None:
@@ -409,7 +455,7 @@ class RunScreen(BaseScreen):
                 self.stop()
                 retrying = self._retry_until is not None
                 waiting = " (one waiting to retry finishes its wait)" if retrying else ""
-                self.notify(f"stopping: the cases in flight finish first{waiting}", timeout=6)
+                self.notify_stopping(f"stopping: the cases in flight finish first{waiting}")
 
         self.app.push_screen(
             ConfirmScreen(
