@@ -40,7 +40,6 @@ class SecbenchApp(Guarded, App[int]):
     TITLE = "secbench-tui"
     CSS_PATH = "app.tcss"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
     COMMANDS = App.COMMANDS | {SecbenchCommands}
     BINDINGS = [
         Binding("q", "quit_app", "Quit", id="app.quit"),

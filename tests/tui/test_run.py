@@ -70,7 +70,7 @@ async def test_rows_arrive_as_cases_finish_and_are_stored(
 async def test_stop_midway_keeps_every_finished_case(
     remote_settings: Settings, clean_suite: Path, server: LoopbackServer
 ) -> None:
-    server.delay = 0.3
+    server.delay = 1.0  # room for three key presses on a loaded machine
     app = make_app(remote_settings, offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
         run = await start(pilot, app)
@@ -158,7 +158,7 @@ async def test_a_run_that_cannot_start_says_why(
 async def test_quit_during_a_run_asks_then_stops_and_keeps_results(
     remote_settings: Settings, clean_suite: Path, server: LoopbackServer
 ) -> None:
-    server.delay = 0.3
+    server.delay = 1.0  # room for the key presses on a loaded machine
     app = make_app(remote_settings, offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
         run = await start(pilot, app)
@@ -176,7 +176,7 @@ async def test_quit_during_a_run_asks_then_stops_and_keeps_results(
 async def test_ctrl_q_during_a_run_asks_too(
     remote_settings: Settings, clean_suite: Path, server: LoopbackServer
 ) -> None:
-    server.delay = 0.3
+    server.delay = 1.0  # room for four key presses on a loaded machine
     app = make_app(remote_settings, offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
         run = await start(pilot, app)

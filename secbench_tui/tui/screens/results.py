@@ -48,8 +48,8 @@ def run_cells(run: RunRecord, marked: bool) -> tuple[str | Text, ...]:
     return (
         Text("✓" if marked else " ", style="bold green"),
         str(run.id),
-        Text(inert_line(run.model_name)[:34]),
-        Text(inert_line(suite_label(run))[:24]),
+        run.model_name[:34],
+        suite_label(run)[:24],
         run.started_at[:16].replace("T", " "),
         run.status,
         f"{run.finished}/{run.total_cases}",
