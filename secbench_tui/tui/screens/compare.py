@@ -122,13 +122,16 @@ class CompareBase(BaseScreen):
         return item.case_id if item is not None else None
 
     def action_back(self) -> None:
-        self.dismiss()
+        if self.maximized is not None:
+            self.minimize()
+        else:
+            self.dismiss()
 
     def action_maximize_pane(self) -> None:
         if self.maximized is not None:
             self.minimize()
         else:
-            self.maximize(self.table)
+            self.maximized = self.table
 
     def export_selection(self) -> list[int]:
         return self.answer_runs()
@@ -365,13 +368,16 @@ class AnswersScreen(BaseScreen):
         return None
 
     def action_back(self) -> None:
-        self.dismiss()
+        if self.maximized is not None:
+            self.minimize()
+        else:
+            self.dismiss()
 
     def action_maximize_pane(self) -> None:
         if self.maximized is not None:
             self.minimize()
         elif self.focused is not None:
-            self.maximize(self.focused)
+            self.maximized = self.focused
 
     def export_selection(self) -> list[int]:
         return self.run_ids

@@ -367,6 +367,11 @@ class ResultsScreen(BaseScreen):
         """Out of a field (or the detail pane) to the results first; from a table, leave."""
         focused = self.app.focused
         table = self.query_one(ResultsTable)
+        if self.maximized is not None:
+            self.minimize()
+            if focused is self.query_one("#detail-pane"):
+                table.focus()
+            return
         if focused is not None and focused is not table and not self.focused_runs():
             table.focus()
         elif len(self.app.screen_stack) > 1:
@@ -409,16 +414,33 @@ class ResultsScreen(BaseScreen):
         self.secbench.action_diff()
 
     def action_maximize_pane(self) -> None:
-        """The focused pane (results, a result, the runs) takes the screen; again: back."""
+        """The focused pane (results, a result, the runs) takes the screen; again: back.
+
+        Under 110 columns the result pane is hidden: from the results, m shows it."""
         if self.maximized is not None:
             self.minimize()
             return
-        focused = self.focused
-        pane = (
-            self.query_one("#detail-pane") if focused is self.query_one("#detail-pane") else focused
-        )
+        pane = self.focused
+        detail = self.query_one("#detail-pane")
+        if pane is self.query_one(ResultsTable) and not detail.display:
+            pane = detail
         if pane is not None and pane.id in ("results-table", "detail-pane", "runs-table"):
-            self.maximize(pane)
+            self.maximized = pane
+            pane.focus()
+
+    def watch_maximized(self, maximized: object) -> None:
+        """Back from a full-screen result that is hidden at this width: to the results."""
+        detail = self.query_one("#detail-pane")
+        if maximized is None and self.focused is detail and not detail.display:
+            self.query_one(ResultsTable).focus()
+
+    @on(DataTable.RowSelected, "#results-table")
+    def _result_selected(self) -> None:
+        """Enter on a result: in a narrow terminal, where its pane is hidden, show it."""
+        detail = self.query_one("#detail-pane")
+        if not detail.display:
+            self.maximized = detail
+            detail.focus()
 
     def action_mark_run(self) -> None:
         table = self.query_one("#runs-table", DataTable)

@@ -103,6 +103,7 @@ class RunScreen(BaseScreen):
         Binding("escape", "request_stop", "Stop", id="run.stop_escape"),
         Binding("escape", "new_run", "Back to setup", id="run.back"),
         Binding("n", "new_run", "New run", id="run.new"),
+        Binding("m", "maximize_pane", "Maximise", id="run.maximise"),
     ]
 
     state: reactive[str] = reactive("starting")
@@ -280,6 +281,8 @@ class RunScreen(BaseScreen):
             return
         self._case_width = width
         table = self.query_one("#run-table", DataTable)
+        column = table.columns[self._case_column]
+        column.content_width = column.label.cell_len  # it grows back with the cells below
         for key, evaluation in self._answers.items():
             table.update_cell(
                 key, self._case_column, self._case_cell(evaluation), update_width=True
@@ -466,6 +469,28 @@ class RunScreen(BaseScreen):
             ),
             answered,
         )
+
+    def action_maximize_pane(self) -> None:
+        """The focused pane takes the screen; from the cases table in a narrow terminal,
+        where the current case's pane is hidden, that pane. Again (or escape): back."""
+        if self.maximized is not None:
+            self.minimize()
+            return
+        table = self.query_one("#run-table", DataTable)
+        pane = self.query_one("#current-pane")
+        target = pane if self.focused is pane or not pane.display else table
+        self.maximized = target
+        target.focus()
+
+    @on(DataTable.RowSelected, "#run-table")
+    def _case_selected(self) -> None:
+        if not self.query_one("#current-pane").display:
+            self.action_maximize_pane()
+
+    def watch_maximized(self, maximized: object) -> None:
+        pane = self.query_one("#current-pane")
+        if maximized is None and self.focused is pane and not pane.display:
+            self.query_one("#run-table", DataTable).focus()
 
     def action_new_run(self) -> None:
         if not self.active:

@@ -19,6 +19,7 @@ from secbench_tui.core.store import RunRecord, Store
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.errors import Guarded
+from secbench_tui.tui.widgets.results_table import shrink_columns
 
 PAGE = 200
 PREFETCH = 40
@@ -78,6 +79,7 @@ class CaseTable(Guarded, DataTable[Text]):
         finally:
             self.fetching = False
         self.clear()
+        shrink_columns(self)
         self.items, self.last_case, self.exhausted = [], None, False
         self.case_width = self._fit()
         self._append(items)
@@ -124,6 +126,7 @@ class CaseTable(Guarded, DataTable[Text]):
             return
         cursor = self.cursor_row
         self.clear()
+        shrink_columns(self)
         for item in self.items:
             self.add_row(*self.cells(item), key=item.case_id)
         self.move_cursor(row=cursor, animate=False)

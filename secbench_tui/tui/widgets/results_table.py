@@ -36,6 +36,14 @@ COLUMNS = (
 SORTS = ("id", *SORT_COLUMNS)  # what `s` cycles through, by column key
 
 
+def shrink_columns(table: DataTable[Any]) -> None:
+    """After `clear()`: columns as wide as their headers, to grow again with the rows drawn
+    (DataTable only ever widens a column, so a narrower terminal would keep the old width)."""
+    for column in table.columns.values():
+        column.content_width = column.label.cell_len
+    table.refresh()
+
+
 class ResultsTable(Guarded, DataTable[Text | str]):
     BINDINGS = [
         Binding("home", "scroll_top", "First", id="results.first", show=False),
@@ -89,6 +97,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         finally:
             self.fetching = False
         self.clear()
+        shrink_columns(self)
         self._label_sort()
         self._rows = []
         self._others = self._other_widths(rows)
@@ -151,6 +160,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         cursor = self.cursor_row
         rows, self._rows = self._rows, []
         self.clear()
+        shrink_columns(self)
         self._draw(rows)
         self.move_cursor(row=cursor, animate=False)
 
