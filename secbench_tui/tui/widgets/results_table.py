@@ -100,7 +100,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         shrink_columns(self)
         self._label_sort()
         self._rows = []
-        self._others = self._other_widths(rows)
+        self._others = self._other_widths(rows, self.sort_key)
         self.case_width = fmt.fitting(self.size.width, self._others, CASE_WIDTH)
         self.total = total
         self.last_id = None
@@ -132,22 +132,24 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         return not self.exhausted and self.cursor_row >= self.row_count - PREFETCH
 
     @staticmethod
-    def _other_widths(rows: list[dict[str, Any]]) -> int:
+    def _other_widths(rows: list[dict[str, Any]], sort_key: str = "id") -> int:
         """Cells the columns other than the case need for `rows` (the first page)."""
+        keys = {"id": "id", "run_id": "run_id", "expected_result": "expected"}
+        keys.update({"actual_result": "actual", "outcome": "outcome"})
 
         def widest(key: str, header: str, cap: int = 100) -> int:
             shown = (str("-" if r[key] is None else r[key])[:cap] for r in rows)
-            return max([len(header), *(len(v) for v in shown)])
+            arrow = 2 if keys.get(key) == sort_key else 0  # the sorted column's " ▲"
+            return max([len(header) + arrow, *(len(v) for v in shown)])
 
         return (
             widest("id", "id") + 1  # later pages may count one more digit
             + widest("run_id", "run")
             + widest("expected_result", "expected", VERDICT_WIDTH)
             + widest("actual_result", "actual", VERDICT_WIDTH)
-            + len("unparsed")
+            + widest("outcome", "unparsed")
             + 6 * 2  # a cell of padding each side of each column
             + 2  # the scrollbar
-            + 2  # the sort arrow on one header
         )  # fmt: skip
 
     def on_resize(self) -> None:
