@@ -110,8 +110,21 @@ class SecbenchApp(Guarded, App[int]):
         return True
 
     def action_results(self) -> None:
-        if not any(isinstance(s, ResultsScreen) for s in self.screen_stack):
-            self.push_screen(ResultsScreen())
+        """The results screen: opened, or come back to from a view opened on top of it."""
+        self._back_to_results()
+
+    def _back_to_results(self, **fresh: Any) -> ResultsScreen | None:
+        """Pop back to the results screen; None when a new one was pushed (with `fresh`).
+
+        A run screen above it is never popped: that would end its run."""
+        results = self.results_screen()
+        above = self.screen_stack[self.screen_stack.index(results) + 1 :] if results else []
+        if results is None or any(isinstance(s, RunScreen) for s in above):
+            self.push_screen(ResultsScreen(**fresh))
+            return None
+        while self.screen is not results:
+            self.pop_screen()
+        return results
 
     def action_export(self) -> None:
         screen = self.screen
@@ -210,23 +223,15 @@ class SecbenchApp(Guarded, App[int]):
             setup.action_start()
 
     def action_jump_to_run(self, run_id: int) -> None:
-        results = self.results_screen()
-        if results is None:
-            self.push_screen(ResultsScreen(show_run=run_id))
-            return
-        while self.screen is not results:
-            self.pop_screen()
-        results.show_run(run_id)
+        results = self._back_to_results(show_run=run_id)
+        if results is not None:
+            results.show_run(run_id)
 
     def action_set_filter(self, kind: str, value: str) -> None:
         """`outcome`, `model` or `app` = value on the results screen; no kind clears them."""
-        results = self.results_screen()
-        if results is None:
-            self.push_screen(ResultsScreen(filters={kind: value} if kind else {}))
-            return
-        while self.screen is not results:
-            self.pop_screen()
-        results.set_filter(kind, value)
+        results = self._back_to_results(filters={kind: value} if kind else {})
+        if results is not None:
+            results.set_filter(kind, value)
 
     def _current(self) -> tuple[str | None, int | None]:
         """The case id in view, and the result id when one result is highlighted."""

@@ -429,3 +429,30 @@ async def test_m_maximises_the_focused_pane_and_again_restores_it(
         await pilot.pause()
         assert screen.maximized is None and table.has_focus
         assert isinstance(app.screen, ResultsScreen)
+
+
+async def test_r_from_a_view_comes_back_to_the_results_and_e_feeds_copy_report_path(
+    make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    from secbench_tui.tui.screens.export import ExportScreen
+
+    app = make_app(await three_runs(make_settings), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        results = await open_results(pilot, app)
+        await pilot.press("c")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, AnswersScreen)
+        await pilot.press("r")
+        await settle(pilot)
+        assert app.screen is results
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, ExportScreen))
+        export = app.screen
+        assert isinstance(export, ExportScreen)
+        await wait_until(pilot, lambda: export.path is not None)
+        await pilot.press("enter")
+        await settle(pilot)
+        await palette(pilot, "copy report path")
+        assert export.path is not None and app.clipboard == str(export.path)
