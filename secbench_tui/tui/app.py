@@ -279,9 +279,11 @@ class SecbenchApp(Guarded, App[int]):
         path = await write_report(await self.store(), self.settings, runs)
         self.last_report = path
         if has_display() and webbrowser.open(path.as_uri()):
-            self.notify(f"report opened in the browser: {path}", timeout=8)
+            self.notify(f"report opened in the browser: {path}", timeout=8, markup=False)
         else:
-            self.notify(f"report written (no display to open it on): {path}", timeout=15)
+            self.notify(
+                f"report written (no display to open it on): {path}", timeout=15, markup=False
+            )
 
     async def _stop_then_exit(self, run: RunScreen) -> None:
         run.stop()

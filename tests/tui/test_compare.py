@@ -456,3 +456,30 @@ async def test_r_from_a_view_comes_back_to_the_results_and_e_feeds_copy_report_p
         await settle(pilot)
         await palette(pilot, "copy report path")
         assert export.path is not None and app.clipboard == str(export.path)
+
+
+async def test_case_ids_and_replies_from_outside_are_shown_not_obeyed(
+    make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    """Markup and escape sequences in a case id, a model name or a reply stay characters."""
+    await three_runs(make_settings)
+    hostile = "[red]x[/]\x1b[2J"
+    with sqlite3.connect("results.db") as conn:
+        conn.execute("UPDATE evaluations SET case_id = ? || case_id", (hostile,))
+        conn.execute("UPDATE evaluations SET explanation = ?, raw_reply = ?", (hostile, hostile))
+        conn.execute("UPDATE runs SET model_name = ? || model_name", (hostile,))
+    app = make_app(make_settings(), offline_catalog=True)
+    async with app.run_test(size=(200, 50)) as pilot:
+        screen = await open_results(pilot, app)
+        await mark(pilot, screen, 1, 2)
+        await pilot.press("c")
+        await settle(pilot)
+        grid = app.screen.query_one(GridTable)
+        cell = plain(grid.get_row_at(0))[0]
+        assert "[red]x[/]\\x1b[2J" in cell and "\x1b" not in cell
+        labels = [c.label.plain for c in grid.ordered_columns]
+        assert all("\x1b" not in label for label in labels)
+        await pilot.press("enter")
+        await settle(pilot)
+        panes = [shown(p.query_one(Static)) for p in app.screen.query(".answer")]
+        assert all("[red]x[/]\\x1b[2J" in pane and "\x1b" not in pane for pane in panes)
