@@ -100,7 +100,8 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         shrink_columns(self)
         self._label_sort()
         self._rows = []
-        self._others = self._other_widths(rows, self.sort_key)
+        scrollbar = total >= self.size.height - 1  # the header takes a line
+        self._others = self._other_widths(rows, self.sort_key) - (0 if scrollbar else 2)
         self.case_width = fmt.fitting(self.size.width, self._others, CASE_WIDTH)
         self.total = total
         self.last_id = None
