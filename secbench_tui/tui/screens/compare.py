@@ -17,7 +17,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import HorizontalScroll, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 
 from secbench_tui.core.comparison import FlipCounts, GridCounts
@@ -325,7 +325,7 @@ class AnswersScreen(BaseScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(Text(inert_line(self.case_id), style="bold"), id="answers-case")
-        with Horizontal(id="answers"):
+        with HorizontalScroll(id="answers"):  # narrow terminals scroll to the next run
             for run_id in self.run_ids:
                 with VerticalScroll(id=f"answer-{run_id}", classes="answer") as pane:
                     pane.border_title = f"run {run_id}"
