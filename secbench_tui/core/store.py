@@ -22,11 +22,12 @@ from typing import Any
 import aiosqlite
 
 from secbench_tui.core import stored_values as stored
+from secbench_tui.core.comparison import FlipCounts, FlipRow, GridCounts, GridRow, Verdict, flip_of
 from secbench_tui.core.models import Evaluation
 from secbench_tui.core.stored_values import BELIEVABLE_COST_SQL
 from secbench_tui.core.untrusted import redact_url
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -275,6 +276,13 @@ async def _add_notes(db: aiosqlite.Connection) -> None:
     await db.execute("ALTER TABLE evaluations ADD COLUMN notes TEXT")
 
 
+async def _add_case_index(db: aiosqlite.Connection) -> None:
+    """Version 5 -> 6: the comparison views walk cases in order across runs (`grid_page`)."""
+    await db.execute(
+        "CREATE INDEX IF NOT EXISTS ix_eval_case ON evaluations (case_id, run_id, repeat, outcome)"
+    )
+
+
 # MIGRATIONS[n] brings a file at version n to version n + 1.
 MIGRATIONS: dict[int, Migration] = {
     0: _migrate_legacy,
@@ -282,6 +290,7 @@ MIGRATIONS: dict[int, Migration] = {
     2: _add_prompt_name,
     3: _add_reasoning,
     4: _add_notes,
+    5: _add_case_index,
 }
 
 
@@ -768,3 +777,167 @@ class Store:
             f"SELECT DISTINCT {column} FROM evaluations ORDER BY {column}"
         )
         return [stored.text(row[0], required=True) or "" for row in await cursor.fetchall()]
+
+    # --- comparison views (case x run grid, run-versus-run flips): keyset pages by case id ---
+
+    async def grid_page(
+        self,
+        run_ids: Sequence[int],
+        after_case: str | None = None,
+        limit: int = 200,
+        only_disagreements: bool = False,
+    ) -> list[GridRow]:
+        """The next `limit` cases (by case id) of `run_ids`, each with every run's verdict.
+
+        Only first repeats count. `only_disagreements` keeps the cases whose outcomes differ."""
+        if not run_ids:
+            return []
+        marks = ", ".join("?" * len(run_ids))
+        after = " AND case_id > ?" if after_case is not None else ""
+        having = " HAVING COUNT(DISTINCT outcome) > 1" if only_disagreements else ""
+        cursor = await self.db.execute(
+            f"SELECT case_id FROM evaluations WHERE +run_id IN ({marks}) AND repeat = 0{after}"
+            f" GROUP BY case_id{having} ORDER BY case_id LIMIT ?",
+            [*run_ids, *([after_case] if after_case is not None else []), limit],
+        )
+        case_ids = [row[0] for row in await cursor.fetchall()]
+        if not case_ids:
+            return []
+        rows = {case_id: GridRow(case_id, "", "") for case_id in case_ids}
+        cursor = await self.db.execute(
+            "SELECT run_id, case_id, app, expected_result, outcome, actual_result"
+            f" FROM evaluations WHERE run_id IN ({marks}) AND repeat = 0"
+            f" AND case_id IN ({', '.join('?' * len(case_ids))})",
+            [*run_ids, *case_ids],
+        )
+        for run_id, case_id, app, expected, outcome, actual in await cursor.fetchall():
+            row = rows[case_id]
+            row.app, row.expected = app, expected
+            row.verdicts[run_id] = Verdict(run_id, outcome, actual)
+        return list(rows.values())
+
+    async def grid_counts(self, run_ids: Sequence[int]) -> GridCounts:
+        """How many cases the grid of `run_ids` has, and on how many the runs disagree."""
+        if not run_ids:
+            return GridCounts(0, 0)
+        cursor = await self.db.execute(
+            "SELECT COUNT(*), TOTAL(n > 1) FROM (SELECT COUNT(DISTINCT outcome) AS n"
+            f" FROM evaluations WHERE +run_id IN ({', '.join('?' * len(run_ids))})"
+            " AND repeat = 0 GROUP BY case_id)",
+            list(run_ids),
+        )
+        row = await cursor.fetchone()
+        return GridCounts(int(row[0]), int(row[1])) if row else GridCounts(0, 0)
+
+    async def case_answers(self, run_ids: Sequence[int], case_id: str) -> list[dict[str, Any]]:
+        """Each run's full first answer to one case, in the order of `run_ids`."""
+        if not run_ids:
+            return []
+        cursor = await self.db.execute(
+            "SELECT e.*, c.code AS code, c.description AS description FROM evaluations e"
+            " LEFT JOIN case_texts c ON c.hash = e.case_hash"
+            f" WHERE e.run_id IN ({', '.join('?' * len(run_ids))}) AND e.case_id = ?"
+            " AND e.repeat = 0",
+            [*run_ids, case_id],
+        )
+        found = {row["run_id"]: dict(row) for row in await cursor.fetchall()}
+        return [found[r] for r in run_ids if r in found]
+
+    async def flips_page(
+        self,
+        before: int,
+        after: int,
+        after_case: str | None = None,
+        limit: int = 200,
+        only: str | None = None,
+    ) -> list[FlipRow]:
+        """The next `limit` cases (by case id) whose outcome differs between two runs.
+
+        `only` keeps one direction: "fixed", "broke" or "changed" (`core.comparison.Flip`)."""
+        # a: the run before, b: the run after
+        clauses = ["a.run_id = ?", "a.repeat = 0", "a.outcome != b.outcome"]
+        params: list[Any] = [after, before]  # b.run_id in the join, then a.run_id
+        if after_case is not None:
+            clauses.append("a.case_id > ?")
+            params.append(after_case)
+        if only == "fixed":
+            clauses.append("b.outcome = 'correct'")
+        elif only == "broke":
+            clauses.append("a.outcome = 'correct'")
+        elif only == "changed":
+            clauses.append("a.outcome != 'correct' AND b.outcome != 'correct'")
+        cursor = await self.db.execute(
+            "SELECT a.case_id, a.app, a.expected_result, a.outcome, a.actual_result,"
+            " b.outcome, b.actual_result FROM evaluations a JOIN evaluations b"
+            " ON b.run_id = ? AND b.case_id = a.case_id AND b.repeat = 0"
+            f" WHERE {' AND '.join(clauses)} ORDER BY a.case_id LIMIT ?",
+            [*params, limit],
+        )
+        return [
+            FlipRow(
+                case_id, app, expected, Verdict(before, a_out, a_act), Verdict(after, b_out, b_act)
+            )
+            for case_id, app, expected, a_out, a_act, b_out, b_act in await cursor.fetchall()
+        ]
+
+    async def flip_counts(self, before: int, after: int) -> FlipCounts:
+        """How many cases flipped each way between two runs, and how many are in one only."""
+        cursor = await self.db.execute(
+            "SELECT a.outcome, b.outcome, COUNT(*) FROM evaluations a JOIN evaluations b"
+            " ON b.run_id = ? AND b.case_id = a.case_id AND b.repeat = 0"
+            " WHERE a.run_id = ? AND a.repeat = 0 GROUP BY a.outcome, b.outcome",
+            (after, before),
+        )
+        tally = {"fixed": 0, "broke": 0, "changed": 0, "same": 0}
+        both = 0
+        for before_outcome, after_outcome, n in await cursor.fetchall():
+            both += n
+            key = (
+                "same"
+                if before_outcome == after_outcome
+                else flip_of(before_outcome, after_outcome).value
+            )
+            tally[key] += n
+        cursor = await self.db.execute(
+            "SELECT run_id, COUNT(*) FROM evaluations WHERE run_id IN (?, ?) AND repeat = 0"
+            " GROUP BY run_id",
+            (before, after),
+        )
+        sizes = {run_id: n for run_id, n in await cursor.fetchall()}
+        return FlipCounts(
+            **tally,
+            only_before=sizes.get(before, 0) - both,
+            only_after=sizes.get(after, 0) - both,
+        )
+
+    async def results_page_sorted(
+        self,
+        flt: ResultFilter | None,
+        sort: str,
+        after: tuple[Any, int] | None = None,
+        limit: int = 200,
+        descending: bool = False,
+    ) -> list[dict[str, Any]]:
+        """One page of results ordered by `sort` ("case", "outcome", "run"), then id.
+
+        Keyset pagination on (that column, id): pass the last row's pair as `after`."""
+        column = SORT_COLUMNS[sort]
+        where, params = (flt or ResultFilter()).where()
+        if after is not None:
+            where += (" AND " if where else " WHERE ") + (
+                f"({column}, e.id) {'<' if descending else '>'} (?, ?)"
+            )
+            params.extend(after)
+        way = " DESC" if descending else ""
+        cursor = await self.db.execute(
+            "SELECT e.id, e.timestamp, e.model_name, e.run_id, e.app, e.case_id,"
+            " e.expected_result, e.actual_result, e.outcome, e.latency_ms, e.cost,"
+            " e.prompt_tokens, e.completion_tokens, e.repeat, e.suite_kind"
+            f" FROM evaluations e{where} ORDER BY {column}{way}, e.id{way} LIMIT ?",
+            [*params, limit],
+        )
+        return [dict(row) for row in await cursor.fetchall()]
+
+
+# The columns the results browser sorts by (`Store.results_page_sorted`), by the row key.
+SORT_COLUMNS = {"case_id": "e.case_id", "outcome": "e.outcome", "run_id": "e.run_id"}

@@ -9,7 +9,13 @@ asks first while a run is active, and errors become notifications (`tui.errors`)
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
+import time
+import webbrowser
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from textual.app import App
 from textual.binding import Binding
@@ -20,10 +26,12 @@ from secbench_tui.config import Settings
 from secbench_tui.core import catalog
 from secbench_tui.core.store import Store
 from secbench_tui.core.untrusted import inert, inert_line
+from secbench_tui.tui.commands import SecbenchCommands
 from secbench_tui.tui.errors import LOG_NAME, Guarded, report_error
 from secbench_tui.tui.screens.base import BaseScreen
+from secbench_tui.tui.screens.compare import CompareScreen, DiffScreen, diff_pair, grid_runs
 from secbench_tui.tui.screens.confirm import ConfirmScreen
-from secbench_tui.tui.screens.export import ExportScreen
+from secbench_tui.tui.screens.export import ExportScreen, write_report
 from secbench_tui.tui.screens.help import HelpScreen
 from secbench_tui.tui.screens.results import ResultsScreen
 from secbench_tui.tui.screens.run import RunScreen
@@ -34,6 +42,7 @@ class SecbenchApp(Guarded, App[int]):
     TITLE = "secbench-tui"
     CSS_PATH = "app.tcss"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    COMMANDS = App.COMMANDS | {SecbenchCommands}
     BINDINGS = [
         Binding("q", "quit_app", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help"),
@@ -46,8 +55,11 @@ class SecbenchApp(Guarded, App[int]):
         settings: Settings,
         cache_dir: Path | None = None,
         offline_catalog: bool = False,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__()
+        self.clock = clock  # what run screens time with (the snapshots freeze it)
+        self.last_report: Path | None = None
         self.settings = settings
         self.cache_dir = cache_dir  # None: $XDG_CACHE_HOME/secbench-tui
         self.offline_catalog = offline_catalog  # True: never ask GET /models (snapshots)
@@ -114,8 +126,21 @@ class SecbenchApp(Guarded, App[int]):
         return True
 
     def action_results(self) -> None:
-        if not any(isinstance(s, ResultsScreen) for s in self.screen_stack):
-            self.push_screen(ResultsScreen())
+        """The results screen: opened, or come back to from a view opened on top of it."""
+        self._back_to_results()
+
+    def _back_to_results(self, **fresh: Any) -> ResultsScreen | None:
+        """Pop back to the results screen; None when a new one was pushed (with `fresh`).
+
+        A run screen above it is never popped: that would end its run."""
+        results = self.results_screen()
+        above = self.screen_stack[self.screen_stack.index(results) + 1 :] if results else []
+        if results is None or any(isinstance(s, RunScreen) for s in above):
+            self.push_screen(ResultsScreen(**fresh))
+            return None
+        while self.screen is not results:
+            self.pop_screen()
+        return results
 
     def action_export(self) -> None:
         screen = self.screen
@@ -151,9 +176,134 @@ class SecbenchApp(Guarded, App[int]):
             answered,
         )
 
+    # --- comparison views and the palette's commands -----------------------------------
+
+    def results_screen(self) -> ResultsScreen | None:
+        return next((s for s in self.screen_stack if isinstance(s, ResultsScreen)), None)
+
+    def selection(self) -> tuple[list[int], int | None]:
+        """Marked runs and the run in view (highlighted, filtered on, or being run)."""
+        results = self.results_screen()
+        if results is not None:
+            return sorted(results.marked), results.run_in_view()
+        run = self.run_screen()
+        return [], run.run_id if run is not None else None
+
+    def _work(self, job: Any, name: str) -> None:
+        async def guarded() -> None:
+            try:
+                await job
+            except Exception as error:
+                report_error(self, error, f"{name} failed")
+
+        self.run_worker(guarded(), name=name, group=name, exclusive=True, exit_on_error=False)
+
+    def action_compare(self) -> None:
+        self._work(self._open_compare(), "compare")
+
+    async def _open_compare(self) -> None:
+        runs = await (await self.store()).runs()
+        run_ids = grid_runs(runs, *self.selection())
+        if len(run_ids) < 2:
+            self.notify(
+                "Nothing to compare: the grid needs two runs of one suite. Mark runs with "
+                "space on the results screen (r), then c.",
+                severity="warning",
+            )
+            return
+        self.push_screen(CompareScreen(runs, run_ids))
+
+    def action_diff(self) -> None:
+        self._work(self._open_diff(), "diff")
+
+    async def _open_diff(self) -> None:
+        runs = await (await self.store()).runs()
+        marked, anchor = self.selection()
+        pair = diff_pair(runs, marked, anchor)
+        if pair is None or len(marked) > 2:
+            self.notify(
+                "A diff needs two runs of one suite: mark exactly two with space on the "
+                "results screen (r), then d.",
+                severity="warning",
+            )
+            return
+        self.push_screen(DiffScreen(runs, *pair))
+
+    def action_start(self) -> None:
+        """The palette's "Start a run": the setup screen's choices, as ctrl+r there."""
+        if self.run_active:
+            self.notify("A run is in progress: stop it first (escape on the run screen)")
+            return
+        setup = next((s for s in self.screen_stack if isinstance(s, SetupScreen)), None)
+        if setup is not None:
+            setup.action_start()
+
+    def action_jump_to_run(self, run_id: int) -> None:
+        results = self._back_to_results(show_run=run_id)
+        if results is not None:
+            results.show_run(run_id)
+
+    def action_set_filter(self, kind: str, value: str) -> None:
+        """`outcome`, `model` or `app` = value on the results screen; no kind clears them."""
+        results = self._back_to_results(filters={kind: value} if kind else {})
+        if results is not None:
+            results.set_filter(kind, value)
+
+    def _current(self) -> tuple[str | None, int | None]:
+        """The case id in view, and the result id when one result is highlighted."""
+        screen = self.screen
+        case = getattr(screen, "current_case", None)
+        result = getattr(screen, "current_result", None)
+        return (case() if callable(case) else None, result() if callable(result) else None)
+
+    def action_copy_case(self) -> None:
+        case, _ = self._current()
+        if case is None:
+            self.notify("No case highlighted here", severity="warning")
+            return
+        self.copy_to_clipboard(case)
+        self.notify("case id copied to the clipboard", timeout=3)
+
+    def action_copy_reply(self) -> None:
+        self._work(self._copy_reply(), "copy")
+
+    async def _copy_reply(self) -> None:
+        row_of = getattr(self.screen, "current_row", None)
+        row = row_of() if callable(row_of) else None
+        _, result_id = self._current()
+        if row is None and result_id is not None:
+            row = await (await self.store()).result(result_id)
+        if row is None:
+            self.notify("No result highlighted here", severity="warning")
+            return
+        self.copy_to_clipboard(str(row.get("raw_reply") or ""))
+        self.notify(f"raw reply of result {row.get('id')} copied to the clipboard", timeout=3)
+
+    def action_copy_report_path(self) -> None:
+        if self.last_report is None:
+            self.notify("No report written yet: export one first (e)", severity="warning")
+            return
+        self.copy_to_clipboard(str(self.last_report))
+        self.notify("report path copied to the clipboard", timeout=3)
+
+    def action_open_report(self) -> None:
+        self._work(self._open_report(), "report")
+
+    async def _open_report(self) -> None:
+        screen = self.screen
+        runs = screen.export_selection() if isinstance(screen, BaseScreen) else []
+        path = await write_report(await self.store(), self.settings, runs)
+        self.last_report = path
+        if has_display() and webbrowser.open(path.as_uri()):
+            self.notify(f"report opened in the browser: {path}", timeout=8, markup=False)
+        else:
+            self.notify(
+                f"report written (no display to open it on): {path}", timeout=15, markup=False
+            )
+
     async def _stop_then_exit(self, run: RunScreen) -> None:
         run.stop()
-        self.notify("stopping: waiting for the cases in flight…", timeout=30)
+        run.notify_stopping("stopping: waiting for the cases in flight…")
         for worker in [w for w in self.workers if w.group == "eval"]:
             try:
                 await worker.wait()
@@ -163,9 +313,19 @@ class SecbenchApp(Guarded, App[int]):
 
 
 def make_app(
-    settings: Settings, cache_dir: Path | None = None, offline_catalog: bool = False
+    settings: Settings,
+    cache_dir: Path | None = None,
+    offline_catalog: bool = False,
+    clock: Callable[[], float] = time.monotonic,
 ) -> SecbenchApp:
-    return SecbenchApp(settings, cache_dir=cache_dir, offline_catalog=offline_catalog)
+    return SecbenchApp(settings, cache_dir=cache_dir, offline_catalog=offline_catalog, clock=clock)
+
+
+def has_display() -> bool:
+    """A browser can be shown: a desktop session, or macOS / Windows."""
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def run_app(settings: Settings) -> int:

@@ -55,7 +55,7 @@ async def test_an_error_in_an_event_handler_is_a_notification_and_the_widget_liv
         monkeypatch.setattr(suite_picker, "scan_suite", real_scan)
         other = tmp_path / "other"
         (other / "billing").mkdir(parents=True)
-        (other / "billing" / "SPEC.md").write_text("# Billing\n")
+        (other / "billing" / "SPEC.md").write_text("# Prompt\nBilling rules\n")
         (other / "billing" / "one-good.md").write_text("x")
         field.value = str(other)
         await pilot.press("enter")

@@ -106,7 +106,7 @@ async def test_escape_then_no_keeps_running(
 async def test_waiting_on_a_rate_limit_is_shown(
     remote_settings: Settings, clean_suite: Path, server: LoopbackServer
 ) -> None:
-    server.script("# edit handler", rate_limited(retry_after=0.4))
+    server.script("# edit handler", rate_limited(retry_after=1.5))  # seen on a loaded machine
     seen: list[Message] = []
     app = make_app(remote_settings, offline_catalog=True)
     async with app.run_test(size=SIZE, message_hook=seen.append) as pilot:

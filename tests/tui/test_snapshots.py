@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.pilot import Pilot
-from textual.widgets import Input
+from textual.widgets import DataTable, Input
 
 from secbench_tui.config import Settings
 from secbench_tui.tui.app import make_app
@@ -46,7 +46,10 @@ def test_setup_screen(
 def test_run_screen_after_a_run(
     snap_compare: Any, make_settings: Callable[..., Settings], clean_suite: Path
 ) -> None:
-    app = make_app(make_settings(model="baseline/always-good"), offline_catalog=True)
+    # the clock stands still: elapsed and ETA read the same on every machine
+    app = make_app(
+        make_settings(model="baseline/always-good"), offline_catalog=True, clock=lambda: 0.0
+    )
 
     async def run(pilot: Pilot[Any]) -> None:
         await settle(pilot)
@@ -88,3 +91,109 @@ def test_help_screen(
         await steady(pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=help_)
+
+
+def three_runs(make_settings: Callable[..., Settings]) -> None:
+    import asyncio
+
+    for model in ("baseline/always-bad", "baseline/always-good", "baseline/always-bad"):
+        asyncio.run(record_run(make_settings(model=model)))
+    asyncio.run(fixed_dates())
+
+
+async def results_then(pilot: Pilot[Any], *keys: str) -> None:
+    """The results screen, runs 1 and 2 marked, then `keys`."""
+    await settle(pilot)
+    await pilot.press("r")
+    await steady(pilot)
+    runs = pilot.app.screen.query_one("#runs-table", DataTable)
+    runs.focus()
+    for run_id in (1, 2):
+        runs.move_cursor(row=runs.get_row_index(str(run_id)), animate=False)
+        await pilot.press("space")
+    for key in keys:
+        await pilot.press(key)
+        await steady(pilot)
+
+
+def test_compare_grid(
+    snap_compare: Any, make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    three_runs(make_settings)
+    app = make_app(make_settings(), offline_catalog=True)
+
+    async def grid(pilot: Pilot[Any]) -> None:
+        await results_then(pilot, "c", "down")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=grid)
+
+
+def test_answers_side_by_side(
+    snap_compare: Any, make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    three_runs(make_settings)
+    app = make_app(make_settings(), offline_catalog=True)
+
+    async def answers(pilot: Pilot[Any]) -> None:
+        await results_then(pilot, "c", "enter")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=answers)
+
+
+def test_diff_of_two_runs(
+    snap_compare: Any, make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    three_runs(make_settings)
+    app = make_app(make_settings(), offline_catalog=True)
+
+    async def diff(pilot: Pilot[Any]) -> None:
+        await results_then(pilot, "d")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=diff)
+
+
+def test_command_palette(
+    snap_compare: Any, make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    three_runs(make_settings)
+    app = make_app(make_settings(), offline_catalog=True)
+
+    async def palette(pilot: Pilot[Any]) -> None:
+        await results_then(pilot)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"run")
+        await wait_until(pilot, lambda: bool(pilot.app.screen.query("CommandList")))
+        await steady(pilot)
+        await pilot.pause(0.3)  # the hits arrive from the providers
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=palette)
+
+
+def test_results_screen_at_80x24(
+    snap_compare: Any, make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    three_runs(make_settings)
+    app = make_app(make_settings(), offline_catalog=True)
+
+    async def browse(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("r")
+        await steady(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=browse)
+
+
+def test_run_screen_at_80x24(
+    snap_compare: Any, make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    app = make_app(
+        make_settings(model="baseline/always-good"), offline_catalog=True, clock=lambda: 0.0
+    )
+
+    async def run(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "RunScreen")
+        await steady(pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run)

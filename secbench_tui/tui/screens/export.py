@@ -77,6 +77,8 @@ class ExportScreen(Guarded, ModalScreen[Path | None]):
         status = self.query_one("#export-status", Static)
         if event.state is WorkerState.SUCCESS and isinstance(event.worker.result, Path):
             self.path = event.worker.result
+            if hasattr(self.app, "last_report"):  # the palette's "Copy report path"
+                self.app.last_report = self.path
             status.update(
                 Text.assemble(
                     (f"Report of {self.which} written:\n", "bold green"),

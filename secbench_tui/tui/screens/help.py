@@ -31,18 +31,29 @@ is kept. When it ends, [b]r[/b] browses the \
 results, [b]e[/b] exports, [b]n[/b] or [b]escape[/b] goes back to setup.
 [b]Results[/b]  every run in the database, newest first. [b]enter[/b] on a run shows its \
 results ([b]a[/b]: all runs again); the model, app and outcome filters and [b]/[/b] search \
-narrow them; [b]o[/b] flips the order. The right pane shows the highlighted result: code, \
-expected and actual, explanation, raw reply, usage; for VulDetectBench the gold answer, the \
-extracted answer and the sample's scores. [b]escape[/b] leaves a field, then the screen.
+narrow them; [b]o[/b] flips the order, [b]s[/b] sorts by id, case, outcome or run. The right \
+pane shows the highlighted result: code, expected and actual, explanation, raw reply, usage; \
+for VulDetectBench the gold answer, the extracted answer and the sample's scores (under 110 \
+columns it is hidden: [b]enter[/b] shows it). [b]m[/b] gives the focused pane the whole \
+screen. [b]escape[/b] leaves a field, then the screen.
+[b]Compare[/b]  [b]c[/b] on the results: a case x run grid, one verdict per cell, cases the \
+runs disagree on marked [b]≠[/b]; [b]d[/b] shows only those, [b]enter[/b] shows each run's \
+answer side by side. It compares the runs marked with [b]space[/b], else the latest run of \
+each model on the suite in view.
+[b]Diff[/b]     [b]d[/b] on the results: the cases that flipped between two runs (the two \
+marked, else the run in view and the one before it), with counts: fixed, broke, changed; \
+[b]f[/b] shows one way at a time, [b]enter[/b] the two answers side by side.
 [b]Export[/b]   [b]e[/b] writes the HTML report and shows its path: the runs marked with \
 [b]space[/b] on the results screen (or the run shown there), else the run on screen, else \
 the latest run of each model.
 
-[b]q[/b] quits, asking first while a run is active. [b]ctrl+p[/b] opens the command palette.
+[b]q[/b] quits, asking first while a run is active. [b]ctrl+p[/b] opens the command palette: \
+start a run, open results, compare, diff, export or open the report, jump to a run, set a \
+filter, copy a case id, a raw reply or the report's path.
 """
 
 
-OUR_IDS = ("app.", "setup.", "run.", "results.", "verify.")
+OUR_IDS = ("app.", "setup.", "run.", "results.", "verify.", "compare.", "diff.", "answers.")
 
 
 def bindings_table(screen: Screen[object]) -> Table:

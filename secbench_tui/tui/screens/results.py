@@ -27,7 +27,7 @@ from secbench_tui.tui import format as fmt
 from secbench_tui.tui.plain import plain_line
 from secbench_tui.tui.screens.base import BaseScreen
 from secbench_tui.tui.widgets.case_detail import render_result
-from secbench_tui.tui.widgets.results_table import ResultsTable
+from secbench_tui.tui.widgets.results_table import SORTS, ResultsTable
 
 SEARCH_DEBOUNCE = 0.25
 FOLLOW_EVERY = 2.0  # seconds between looks at the database while a run is active
@@ -67,15 +67,22 @@ class ResultsScreen(BaseScreen):
         Binding("space", "mark_run", "Mark run", id="results.mark"),
         Binding("o", "order(True)", "Newest first", id="results.newest"),
         Binding("o", "order(False)", "Oldest first", id="results.oldest"),
+        Binding("s", "sort", "Sort", id="results.sort"),
+        Binding("c", "compare", "Compare", id="results.compare"),
+        Binding("d", "diff", "Diff runs", id="results.diff"),
+        Binding("m", "maximize_pane", "Maximise", id="results.maximise"),
         Binding("f5", "reload", "Reload", id="results.reload"),
     ]
 
-    def __init__(self) -> None:
+    def __init__(self, show_run: int | None = None, filters: dict[str, str] | None = None) -> None:
         super().__init__()
         self.runs: dict[int, RunRecord] = {}
-        self.run_filter: int | None = None
+        self.run_filter: int | None = show_run
         self.marked: set[int] = set()
         self._following = False
+        self._initial_filters = dict(filters or {})
+        self.model_options: list[str] = []
+        self.app_options: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -105,6 +112,9 @@ class ResultsScreen(BaseScreen):
         self.query_one("#runs-table", DataTable).add_columns(
             " ", "run", "model", "suite", "started", "status", "cases", "accuracy", "cost"
         )
+        for kind, value in self._initial_filters.items():
+            if kind == "outcome":
+                self.query_one("#filter-outcome", Select).value = value
         self.query_one("#results-table").focus()
         self.load_runs()
         self.set_interval(FOLLOW_EVERY, self._follow_tick)
@@ -118,12 +128,19 @@ class ResultsScreen(BaseScreen):
         models, apps = await asyncio.gather(store.distinct("model_name"), store.distinct("app"))
         self.runs = {r.id: r for r in runs}
         self._draw_runs()
+        self.model_options, self.app_options = models, [a for a in apps if a]
         self._set_options("#filter-model", models)
         prompts = await store.prompt_names()
         self._set_options("#filter-prompt", prompts)
         # shown when there is a choice: runs of more than one evaluation prompt
         self.query_one("#filter-prompt", Select).display = len(prompts) > 1
-        self._set_options("#filter-app", [a for a in apps if a])
+        self._set_options("#filter-app", self.app_options)
+        for kind in ("model", "app"):
+            value = self._initial_filters.pop(kind, None)
+            if value in (models if kind == "model" else self.app_options):
+                with self.prevent(Select.Changed):
+                    self.query_one(f"#filter-{kind}", Select).value = value
+        self._select_run_row(self.run_filter)
         await self._reload_results()
 
     def _set_options(self, selector: str, values: list[str]) -> None:
@@ -170,7 +187,10 @@ class ResultsScreen(BaseScreen):
             table.move_cursor(row=0, animate=False)
             self.show_detail(table.row_id(0))
         else:
+            # a result still being read must not land after this: it is filtered out
+            self.workers.cancel_group(self, "detail")
             self.query_one("#detail", Static).update(Text("No results match", style="dim"))
+            self.query_one("#detail-pane").border_title = "Result"
 
     @work(exclusive=True, group="results", exit_on_error=False)
     async def reload_results(self, debounce: float = 0.0) -> None:
@@ -211,6 +231,9 @@ class ResultsScreen(BaseScreen):
         if result_id is None:
             return
         row: dict[str, Any] | None = await (await self.secbench.store()).result(result_id)
+        if not self.query_one(ResultsTable).shows(result_id):
+            return  # the filter changed while it was read: that result is not listed now
+        self.query_one("#detail-pane").border_title = f"Result {result_id}"
         detail = self.query_one("#detail", Static)
         detail.update(render_result(row) if row else Text(f"result {result_id} is gone"))
         self.query_one("#detail-pane", VerticalScroll).scroll_home(animate=False)
@@ -220,6 +243,12 @@ class ResultsScreen(BaseScreen):
         flt = table.filter
         order = "newest first" if table.newest_first else "oldest first"
         parts = [f"showing {table.row_count:,} of {table.total:,} results, {order}"]
+        if table.sort_key != "id":
+            way = "descending" if table.newest_first else "ascending"
+            parts[0] = (
+                f"showing {table.row_count:,} of {table.total:,} results, "
+                f"by {table.sort_key.removesuffix('_id')} {way}"
+            )
         if flt.run_ids:
             parts.append(f"run {flt.run_ids[0]}")
         for label, values in (("model", flt.models), ("app", flt.apps), ("outcome", flt.outcomes)):
@@ -231,7 +260,14 @@ class ResultsScreen(BaseScreen):
             parts.append(f"marked runs {', '.join(str(r) for r in sorted(self.marked))}")
         if self.secbench.run_active:
             parts.append("a run is writing: following it")
-        self.query_one("#results-status", Static).update(Text("  ·  ".join(parts), style="dim"))
+        status = Text("  ·  ".join(inert_line(p) for p in parts), style="dim")
+        if not table.total and (flt.models or flt.apps or flt.outcomes or flt.text):
+            status.append(
+                "  ·  no result matches these filters together: change one, or ctrl+p "
+                "Clear filters",
+                style="bold yellow",
+            )
+        self.query_one("#results-status", Static).update(status)
 
     # --- events ---------------------------------------------------------------------
 
@@ -245,10 +281,65 @@ class ResultsScreen(BaseScreen):
     @on(DataTable.RowSelected, "#runs-table")
     def _run_selected(self, event: DataTable.RowSelected) -> None:
         if event.row_key.value is not None:
-            self.run_filter = int(event.row_key.value)
+            self.show_run(int(event.row_key.value))
+
+    def show_run(self, run_id: int) -> None:
+        """That run's results: a model filter it cannot match is lifted (it would hide all)."""
+        self.run_filter = run_id
+        run = self.runs.get(run_id)
+        model = self.query_one("#filter-model", Select)
+        if run is not None and isinstance(model.value, str) and model.value != run.model_name:
+            with model.prevent(Select.Changed):
+                model.clear()
+            self.notify(f"model filter cleared: run {run_id} is another model", timeout=4)
+        self._select_run_row(run_id)
+        self.refresh_bindings()
+        self.reload_results()
+        self.query_one(ResultsTable).focus()  # drill down: the arrows now browse its results
+
+    def _select_run_row(self, run_id: int | None) -> None:
+        table = self.query_one("#runs-table", DataTable)
+        if run_id is not None and str(run_id) in table.rows:
+            table.move_cursor(row=table.get_row_index(str(run_id)), animate=False)
+
+    def set_filter(self, kind: str, value: str) -> None:
+        """One filter from the palette; no kind clears them all (and the run shown)."""
+        if not kind:
+            for name in ("model", "app", "outcome"):
+                select = self.query_one(f"#filter-{name}", Select)
+                with select.prevent(Select.Changed):
+                    select.clear()
+            self.query_one("#search", Input).value = ""
+            self.run_filter = None
             self.refresh_bindings()
-            self.reload_results()
-            self.query_one(ResultsTable).focus()  # drill down: the arrows now browse its results
+        else:
+            select = self.query_one(f"#filter-{kind}", Select)
+            with select.prevent(Select.Changed):
+                select.value = value
+        self.reload_results()
+
+    def run_in_view(self) -> int | None:
+        """The run the user is looking at: highlighted in the runs table, else filtered on."""
+        runs = self.query_one("#runs-table", DataTable)
+        if runs.has_focus and runs.row_count:
+            key = runs.coordinate_to_cell_key(runs.cursor_coordinate).row_key.value
+            if key is not None:
+                return int(key)
+        return self.run_filter
+
+    def current_result(self) -> int | None:
+        table = self.query_one(ResultsTable)
+        return table.row_id(table.cursor_row) if table.row_count else None
+
+    def current_case(self) -> str | None:
+        table = self.query_one(ResultsTable)
+        return table.case_of(table.cursor_row)
+
+    @on(DataTable.HeaderSelected, "#results-table")
+    def _header_selected(self, event: DataTable.HeaderSelected) -> None:
+        key = str(event.column_key.value)
+        if key in SORTS:
+            self.sort_by(key)
 
     def on_descendant_focus(self, event: DescendantFocus) -> None:
         self.refresh_bindings()  # `space` marks a run only from the runs table
@@ -283,6 +374,11 @@ class ResultsScreen(BaseScreen):
         """Out of a field (or the detail pane) to the results first; from a table, leave."""
         focused = self.app.focused
         table = self.query_one(ResultsTable)
+        if self.maximized is not None:
+            self.minimize()
+            if focused is self.query_one("#detail-pane"):
+                table.focus()
+            return
         if focused is not None and focused is not table and not self.focused_runs():
             table.focus()
         elif len(self.app.screen_stack) > 1:
@@ -303,6 +399,55 @@ class ResultsScreen(BaseScreen):
 
     def action_reload(self) -> None:
         self.load_runs()
+
+    def action_sort(self) -> None:
+        table = self.query_one(ResultsTable)
+        self.sort_by(SORTS[(SORTS.index(table.sort_key) + 1) % len(SORTS)])
+
+    def sort_by(self, key: str) -> None:
+        """Sort by that column; the column sorted already flips its order instead."""
+        table = self.query_one(ResultsTable)
+        if key == table.sort_key:
+            table.newest_first = not table.newest_first
+        else:
+            table.sort_key, table.newest_first = key, False
+        self.refresh_bindings()
+        self.reload_results()
+
+    def action_compare(self) -> None:
+        self.secbench.action_compare()
+
+    def action_diff(self) -> None:
+        self.secbench.action_diff()
+
+    def action_maximize_pane(self) -> None:
+        """The focused pane (results, a result, the runs) takes the screen; again: back.
+
+        Under 110 columns the result pane is hidden: from the results, m shows it."""
+        if self.maximized is not None:
+            self.minimize()
+            return
+        pane = self.focused
+        detail = self.query_one("#detail-pane")
+        if pane is self.query_one(ResultsTable) and not detail.display:
+            pane = detail
+        if pane is not None and pane.id in ("results-table", "detail-pane", "runs-table"):
+            self.maximized = pane
+            pane.focus()
+
+    def watch_maximized(self, maximized: object) -> None:
+        """Back from a full-screen result that is hidden at this width: to the results."""
+        detail = self.query_one("#detail-pane")
+        if maximized is None and self.focused is detail and not detail.display:
+            self.query_one(ResultsTable).focus()
+
+    @on(DataTable.RowSelected, "#results-table")
+    def _result_selected(self) -> None:
+        """Enter on a result: in a narrow terminal, where its pane is hidden, show it."""
+        detail = self.query_one("#detail-pane")
+        if not detail.display:
+            self.maximized = detail
+            detail.focus()
 
     def action_mark_run(self) -> None:
         table = self.query_one("#runs-table", DataTable)

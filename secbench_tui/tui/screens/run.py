@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from typing import Any
 
 from rich.console import Group
 from rich.syntax import Syntax
@@ -21,6 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.coordinate import Coordinate
+from textual.notifications import Notification, Notify
 from textual.reactive import reactive
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import Worker, WorkerState
@@ -48,7 +50,7 @@ from secbench_tui.tui.widgets.case_detail import code_language
 from secbench_tui.tui.widgets.run_stats import RunStats, RunTally
 
 MAX_ROWS = 1000
-CASE_WIDTH = 28  # the end of a case id, at most; less in a narrow pane
+CASE_WIDTH = 10_000  # no cap: the case column takes what the other columns leave
 VERDICT_WIDTH = 10  # expected and actual are cut here (VulDetectBench answers are long)
 
 
@@ -73,7 +75,10 @@ def summary_text(event: RunFinished) -> Text:
             f"\n  cases {s['cases']}  correct {s['correct']}  wrong {s['wrong']}"
             f"  unparsed {s['unparsed']}  errors {s['errors']}"
         )
-    if s.get("accuracy") is not None:
+    answered = s.get("cases", 0) - s.get("errors", 0)
+    if "cases" in s and not answered:
+        text.append("\n  accuracy - (no case was answered: every request failed)")
+    elif s.get("accuracy") is not None:
         low, high = s["accuracy_ci"]
         text.append(
             f"\n  accuracy {fmt.pct(s['accuracy'])} (95% CI {fmt.pct(low)}-{fmt.pct(high)})"
@@ -127,6 +132,7 @@ class RunScreen(BaseScreen):
         Binding("escape", "request_stop", "Stop", id="run.stop_escape"),
         Binding("escape", "new_run", "Back to setup", id="run.back"),
         Binding("n", "new_run", "New run", id="run.new"),
+        Binding("m", "maximize_pane", "Maximise", id="run.maximise"),
     ]
 
     state: reactive[str] = reactive("starting")
@@ -137,7 +143,7 @@ class RunScreen(BaseScreen):
         self.matrix: Matrix | None = None
         self.planned: list[PlannedRun] = []
         self.focus_slot = 0  # the slot of the run whose cases the table shows
-        self.tallies: dict[int, RunTally] = {0: RunTally()}
+        self.tallies: dict[int, RunTally] = {}
         self.run_ids: dict[int, int] = {}  # slot -> run id, once started
         self.ended: dict[int, RunFinished] = {}  # slot -> how it ended
         self.finished: RunFinished | None = None  # the focused run's end, once all have ended
@@ -145,8 +151,11 @@ class RunScreen(BaseScreen):
         self._retry_until: float | None = None
         self._last_retry: Retrying | None = None
         self._stop_asked = False  # stop() came before the engine existed
-        self._case_width = CASE_WIDTH
+        self._case_width = 12
+        self._case_column: Any = None  # the case column's key
+        self._vdb = False
         self._answers: dict[str, Evaluation] = {}  # by row key, for the rows in the table
+        self._stopping_notice: Notification | None = None
 
     @property
     def active(self) -> bool:
@@ -155,7 +164,11 @@ class RunScreen(BaseScreen):
     @property
     def tally(self) -> RunTally:
         """The focused run's tally."""
-        return self.tallies.setdefault(self.focus_slot, RunTally())
+        return self._tally(self.focus_slot)
+
+    def _tally(self, slot: int) -> RunTally:
+        """A run's tally, made on first use with the app's clock (frozen in snapshot tests)."""
+        return self.tallies.setdefault(slot, RunTally(clock=self.secbench.clock))
 
     @property
     def run_id(self) -> int | None:
@@ -183,7 +196,8 @@ class RunScreen(BaseScreen):
     def on_mount(self) -> None:
         self.sub_title = f"run: {inert_line(self.settings.model)}"
         table = self.query_one("#run-table", DataTable)
-        table.add_columns("#", "case", "expected", "actual", "outcome", "latency")
+        keys = table.add_columns("#", "case", "expected", "actual", "outcome", "latency")
+        self._case_column = keys[1]
         matrix = self.query_one("#matrix-table", DataTable)
         matrix.add_columns("run", "model", "prompt", "progress", "accuracy", "status")
         table.focus()  # the list of runs shows (and takes the focus) only for several runs
@@ -262,7 +276,7 @@ class RunScreen(BaseScreen):
             return
         table.display = True
         for slot in range(len(self.planned)):
-            self.tallies.setdefault(slot, RunTally())
+            self._tally(slot)
             table.add_row(*self._matrix_cells(slot), key=str(slot))
         table.focus()
 
@@ -300,7 +314,7 @@ class RunScreen(BaseScreen):
     def on_run_began(self, message: RunBegan) -> None:
         event = message.event
         self.run_ids[message.slot] = event.run_id
-        self.tallies.setdefault(message.slot, RunTally()).start(event)
+        self._tally(message.slot).start(event)
         self._update_matrix_row(message.slot)
         if self.state == "starting":
             self.state = "running"
@@ -355,7 +369,7 @@ class RunScreen(BaseScreen):
         recent = self._recent.setdefault(message.slot, deque(maxlen=MAX_ROWS))
         recent.extend(message.events)
         if message.slot != self.focus_slot:
-            tally = self.tallies.setdefault(message.slot, RunTally())
+            tally = self._tally(message.slot)
             for event in message.events:
                 tally.add(event)
             self._update_matrix_row(message.slot)
@@ -363,10 +377,8 @@ class RunScreen(BaseScreen):
         table = self.query_one("#run-table", DataTable)
         follow = table.cursor_row >= table.row_count - 2
         if message.events:
-            vdb = message.events[0].evaluation.case.kind.value == "vuldetectbench"
-            scrollbar = self.tally.total >= table.size.height  # the header takes a line
-            others = other_widths(self.tally.total, vdb, scrollbar)
-            self._case_width = fmt.fitting(table.size.width, others, CASE_WIDTH)
+            self._vdb = message.events[0].evaluation.case.kind.value == "vuldetectbench"
+            self._case_width = self._fitting_case_width()
         for event in message.events:
             self.tally.add(event)
             key = str(event.done)
@@ -383,6 +395,33 @@ class RunScreen(BaseScreen):
         self._update_matrix_row(message.slot)
         self._redraw_stats()
 
+    def _fitting_case_width(self) -> int:
+        table = self.query_one("#run-table", DataTable)
+        scrollbar = self.tally.total >= table.size.height  # the header takes a line
+        others = other_widths(self.tally.total, self._vdb, scrollbar)
+        return fmt.fitting(table.size.width, others, CASE_WIDTH)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._refit_cases)
+
+    def _refit_cases(self) -> None:
+        """After a resize the case column takes the new free width: its cells are cut again."""
+        width = self._fitting_case_width()
+        if width == self._case_width or self._case_column is None:
+            return
+        self._case_width = width
+        table = self.query_one("#run-table", DataTable)
+        column = table.columns[self._case_column]
+        column.content_width = column.label.cell_len  # it grows back with the cells below
+        for key, evaluation in self._answers.items():
+            table.update_cell(
+                key, self._case_column, self._case_cell(evaluation), update_width=True
+            )
+
+    def _case_cell(self, ev: Evaluation) -> Text:
+        repeat = f" #{ev.repeat + 1}" if ev.repeat else ""
+        return Text(fmt.tail(inert_line(ev.case.case_id) + repeat, self._case_width))
+
     @on(DataTable.RowHighlighted, "#run-table")
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """Moving up the table shows that case's answer (and stops following new rows)."""
@@ -394,10 +433,9 @@ class RunScreen(BaseScreen):
     def _row(self, event: CaseFinished) -> tuple[str | Text, ...]:
         ev = event.evaluation
         outcome = ev.scored.outcome.value
-        repeat = f" #{ev.repeat + 1}" if ev.repeat else ""
         return (
             str(event.done),
-            plain_line(fmt.tail(inert_line(ev.case.case_id) + repeat, self._case_width)),
+            self._case_cell(ev),
             plain_line(inert_line(ev.case.expected)[:VERDICT_WIDTH]),
             plain_line(inert_line(ev.scored.actual or "-")[:VERDICT_WIDTH]),
             Text(outcome, style=fmt.OUTCOME_STYLES[outcome]),
@@ -424,7 +462,7 @@ class RunScreen(BaseScreen):
 
     def on_retry_waiting(self, message: RetryWaiting) -> None:
         if message.slot != self.focus_slot:
-            self.tallies.setdefault(message.slot, RunTally()).retry(message.event)
+            self._tally(message.slot).retry(message.event)
             return
         self._retry_until = time.monotonic() + message.event.notice.wait_seconds
         self.tally.retry(message.event)
@@ -464,7 +502,7 @@ class RunScreen(BaseScreen):
 
     def on_run_ended(self, message: RunEnded) -> None:
         self.ended[message.slot] = message.event
-        self.tallies.setdefault(message.slot, RunTally()).ended = time.monotonic()
+        self._tally(message.slot).ended = self.secbench.clock()
         self._update_matrix_row(message.slot)
         if message.event.status == "aborted" and len(self.planned) > 1:
             self.notify(
@@ -478,6 +516,7 @@ class RunScreen(BaseScreen):
         event = self.ended.get(self.focus_slot, message.event)
         self.finished = event
         self.state = worst_status([e.status for e in self.ended.values()])
+        self._end_stopping_notice()
         self._retry_until = None
         self.query_one("#retry-line").display = False
         summary = self.query_one("#run-summary", Static)
@@ -512,7 +551,8 @@ class RunScreen(BaseScreen):
 
     def _fail(self, headline: str, reason: str) -> None:
         self.state = "failed"
-        self.tally.ended = time.monotonic()
+        self.tally.ended = self.tally.clock()
+        self._end_stopping_notice()
         self._retry_until = None
         self.query_one("#retry-line").display = False
         summary = self.query_one("#run-summary", Static)
@@ -549,18 +589,30 @@ class RunScreen(BaseScreen):
             self.matrix.stop()
         self.state = "stopping"
 
+    def notify_stopping(self, text: str) -> None:
+        """Shown until the run has stopped (not for a fixed time), then taken down."""
+        self._end_stopping_notice()
+        self._stopping_notice = Notification(text, "", "information", 600)
+        self.app.post_message(Notify(self._stopping_notice))
+
+    def _end_stopping_notice(self) -> None:
+        if self._stopping_notice is not None:
+            self.app._unnotify(self._stopping_notice)  # Textual's own way to take one down
+            self._stopping_notice = None
+
     def action_request_stop(self) -> None:
         if self.state == "stopping":
-            self.notify("stopping: waiting for the cases in flight", timeout=3)
+            self.notify_stopping("stopping: waiting for the cases in flight")
             return
 
         def answered(yes: bool | None) -> None:
             if yes and self.active:
                 self.stop()
-                self.notify(
+                retrying = self._retry_until is not None
+                waiting = " (one waiting to retry finishes its wait)" if retrying else ""
+                self.notify_stopping(
                     f"stopping: the cases in flight finish first (up to {STOP_GRACE:g}s; any "
-                    "still waiting then are asked again when the run is resumed)",
-                    timeout=6,
+                    f"still waiting then are asked again when the run is resumed){waiting}"
                 )
 
         self.app.push_screen(
@@ -572,6 +624,28 @@ class RunScreen(BaseScreen):
             ),
             answered,
         )
+
+    def action_maximize_pane(self) -> None:
+        """The focused pane takes the screen; from the cases table in a narrow terminal,
+        where the current case's pane is hidden, that pane. Again (or escape): back."""
+        if self.maximized is not None:
+            self.minimize()
+            return
+        table = self.query_one("#run-table", DataTable)
+        pane = self.query_one("#current-pane")
+        target = pane if self.focused is pane or not pane.display else table
+        self.maximized = target
+        target.focus()
+
+    @on(DataTable.RowSelected, "#run-table")
+    def _case_selected(self) -> None:
+        if not self.query_one("#current-pane").display:
+            self.action_maximize_pane()
+
+    def watch_maximized(self, maximized: object) -> None:
+        pane = self.query_one("#current-pane")
+        if maximized is None and self.focused is pane and not pane.display:
+            self.query_one("#run-table", DataTable).focus()
 
     def action_new_run(self) -> None:
         if not self.active:

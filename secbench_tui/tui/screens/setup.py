@@ -38,6 +38,10 @@ def is_remote(base_url: str) -> bool:
     return (urlparse(base_url).hostname or "") not in LOCAL_HOSTS
 
 
+def is_openrouter(base_url: str) -> bool:
+    return (urlparse(base_url).hostname or "").endswith("openrouter.ai")
+
+
 def settings_error(exc: ValidationError) -> str:
     error = exc.errors()[0]
     field = ".".join(str(p) for p in error["loc"])
@@ -284,6 +288,15 @@ class SetupScreen(BaseScreen):
     def confirm_key_then_start(self, settings: Settings) -> None:
         if settings.key or not is_remote(settings.base_url):
             self.secbench.start_run(settings)
+            return
+        if is_openrouter(settings.base_url):  # it refuses every request without a key
+            self.notify(
+                "OpenRouter needs a key: set OPENROUTER_API_KEY in the environment or in .env "
+                "and start the app again, or choose a baseline/* model to run offline.",
+                title="no API key",
+                severity="error",
+                timeout=12,
+            )
             return
 
         def answered(yes: bool | None) -> None:

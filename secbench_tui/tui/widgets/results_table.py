@@ -2,8 +2,9 @@
 
 Textual's DataTable renders lazily but adds rows eagerly, so loading 100,000 results into it
 blocks the app for seconds. This table asks `Store.results_page` for `PAGE` rows (keyset
-pagination on the id, oldest or newest first), and for the next page only when the cursor
-comes near the end.
+pagination on the id, oldest or newest first; on (column, id) when sorted by another column,
+`Store.results_page_sorted`), and for the next page only when the cursor comes near the end.
+The case column takes the width the other columns leave, recomputed on resize.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from typing import Any
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
-from secbench_tui.core.store import ResultFilter, Store
+from secbench_tui.core.store import SORT_COLUMNS, ResultFilter, Store
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.errors import Guarded
@@ -22,8 +24,25 @@ from secbench_tui.tui.plain import plain_line
 
 PAGE = 200
 PREFETCH = 40  # rows from the end at which the next page is read
-CASE_WIDTH = 28  # at most; less in a narrow pane, so the outcome stays in sight
+CASE_WIDTH = 10_000  # no cap: the case column takes what the other columns leave
 VERDICT_WIDTH = 10  # expected and actual are cut here (VulDetectBench answers are long)
+COLUMNS = (
+    ("id", "id"),
+    ("run_id", "run"),
+    ("case_id", "case"),
+    ("expected", "expected"),
+    ("actual", "actual"),
+    ("outcome", "outcome"),
+)
+SORTS = ("id", *SORT_COLUMNS)  # what `s` cycles through, by column key
+
+
+def shrink_columns(table: DataTable[Any]) -> None:
+    """After `clear()`: columns as wide as their headers, to grow again with the rows drawn
+    (DataTable only ever widens a column, so a narrower terminal would keep the old width)."""
+    for column in table.columns.values():
+        column.content_width = column.label.cell_len
+    table.refresh()
 
 
 class ResultsTable(Guarded, DataTable[Text | str]):
@@ -40,12 +59,34 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         self.last_id: int | None = None
         self.exhausted = False
         self.fetching = False  # a page is being read (not `loading`: that is Widget's spinner)
-        self.case_width = CASE_WIDTH
+        self.case_width = 12
+        self.sort_key = "id"  # a column key of SORTS; `newest_first` reverses the order
         self._others = 0  # cells the columns other than the case take
         self._rows: list[dict[str, Any]] = []  # what is shown, to draw again at a new width
 
     def on_mount(self) -> None:
-        self.add_columns("id", "run", "case", "expected", "actual", "outcome")
+        for key, label in COLUMNS:
+            self.add_column(Text(label), key=key)
+        self._label_sort()
+
+    def _label_sort(self) -> None:
+        """The sorted column's header carries an arrow (up: ascending)."""
+        for key, label in COLUMNS:
+            arrow = (" ▼" if self.newest_first else " ▲") if key == self.sort_key else ""
+            column = self.columns[ColumnKey(key)]
+            column.label = Text(label + arrow)
+            column.content_width = max(column.content_width, column.label.cell_len)
+        self._require_update_dimensions = True
+        self.refresh()
+
+    async def _page(self, store: Store, after: dict[str, Any] | None) -> list[dict[str, Any]]:
+        if self.sort_key == "id":
+            last = int(after["id"]) if after else None
+            return await store.results_page(self.filter, last, PAGE, newest_first=self.newest_first)
+        key = (after[self.sort_key], int(after["id"])) if after else None
+        return await store.results_page_sorted(
+            self.filter, self.sort_key, key, PAGE, descending=self.newest_first
+        )
 
     async def reload(self, store: Store, flt: ResultFilter) -> None:
         """Start over with a new filter: count, then the first page."""
@@ -53,12 +94,15 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         self.fetching = True
         try:
             total = await store.count_results(flt)
-            rows = await store.results_page(flt, None, PAGE, newest_first=self.newest_first)
+            rows = await self._page(store, None)
         finally:
             self.fetching = False
         self.clear()
+        shrink_columns(self)
+        self._label_sort()
         self._rows = []
-        self._others = self._other_widths(rows)
+        scrollbar = total >= self.size.height - 1  # the header takes a line
+        self._others = self._other_widths(rows, self.sort_key) - (0 if scrollbar else 2)
         self.case_width = fmt.fitting(self.size.width, self._others, CASE_WIDTH)
         self.total = total
         self.last_id = None
@@ -73,9 +117,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
             return 0
         self.fetching = True
         try:
-            rows = await store.results_page(
-                self.filter, self.last_id, PAGE, newest_first=self.newest_first
-            )
+            rows = await self._page(store, self._rows[-1] if self._rows else None)
         finally:
             self.fetching = False
         self._append(rows)
@@ -84,7 +126,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
     async def follow(self, store: Store) -> int:
         """While a run writes (oldest first): recount, and append rows newer than the last."""
         self.total = await store.count_results(self.filter)
-        if self.newest_first or not self.exhausted:
+        if self.newest_first or self.sort_key != "id" or not self.exhausted:
             return 0  # not read to the end yet: paging down reaches the new rows anyway
         return await self.load_more(store, again=True)
 
@@ -92,19 +134,22 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         return not self.exhausted and self.cursor_row >= self.row_count - PREFETCH
 
     @staticmethod
-    def _other_widths(rows: list[dict[str, Any]]) -> int:
+    def _other_widths(rows: list[dict[str, Any]], sort_key: str = "id") -> int:
         """Cells the columns other than the case need for `rows` (the first page)."""
+        keys = {"id": "id", "run_id": "run_id", "expected_result": "expected"}
+        keys.update({"actual_result": "actual", "outcome": "outcome"})
 
         def widest(key: str, header: str, cap: int = 100) -> int:
             shown = (str("-" if r[key] is None else r[key])[:cap] for r in rows)
-            return max([len(header), *(len(v) for v in shown)])
+            arrow = 2 if keys.get(key) == sort_key else 0  # the sorted column's " ▲"
+            return max([len(header) + arrow, *(len(v) for v in shown)])
 
         return (
             widest("id", "id") + 1  # later pages may count one more digit
             + widest("run_id", "run")
             + widest("expected_result", "expected", VERDICT_WIDTH)
             + widest("actual_result", "actual", VERDICT_WIDTH)
-            + len("unparsed")
+            + widest("outcome", "unparsed")
             + 6 * 2  # a cell of padding each side of each column
             + 2  # the scrollbar
         )  # fmt: skip
@@ -119,6 +164,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         cursor = self.cursor_row
         rows, self._rows = self._rows, []
         self.clear()
+        shrink_columns(self)
         self._draw(rows)
         self.move_cursor(row=cursor, animate=False)
 
@@ -133,6 +179,14 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         self._rows.extend(rows)
         for row in rows:
             self.add_row(*self._cells(row, self.case_width), key=str(row["id"]))
+
+    def shows(self, result_id: int) -> bool:
+        """Whether result `result_id` is one of the rows listed now."""
+        return str(result_id) in self.rows
+
+    def case_of(self, index: int) -> str | None:
+        """The case id on row `index`, as stored."""
+        return str(self._rows[index]["case_id"]) if 0 <= index < len(self._rows) else None
 
     def row_id(self, index: int) -> int | None:
         """The result id shown on row `index`."""

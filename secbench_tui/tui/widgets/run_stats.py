@@ -87,7 +87,9 @@ class RunTally:
 
     @property
     def accuracy(self) -> float | None:
-        return self.counts["correct"] / self.graded if self.graded else None
+        """None until a case is answered: a run whose requests all failed has no accuracy."""
+        answered = self.graded - self.counts.get("error", 0)
+        return self.counts["correct"] / self.graded if answered else None
 
     @property
     def elapsed(self) -> float | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -17,6 +18,8 @@ from textual.widgets import Input, Label, Select, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from secbench_tui.config import VDB_METHODS
+from secbench_tui.core.suites.markdown import SuiteError, read_app_prompt
+from secbench_tui.core.untrusted import inert
 from secbench_tui.session import is_vuldetectbench
 from secbench_tui.tui.errors import Guarded
 from secbench_tui.tui.plain import plain_line
@@ -32,6 +35,7 @@ class SuiteChoice:
     vuldetectbench: bool
     groups: list[tuple[str, int]]  # (app name | task number as text, cases)
     problem: str | None = None
+    unusable: tuple[str, ...] = ()  # app folders whose SPEC.md cannot be used, and why
 
 
 def _count_lines(path: Path) -> int:
@@ -49,13 +53,17 @@ def scan_suite(root: Path) -> SuiteChoice:
             if (root / f"task{n}_code.jsonl").is_file()
         ]
         return SuiteChoice(root, True, tasks)
-    apps = [
-        (folder.name, sum(1 for p in folder.glob("*.md") if p.name != "SPEC.md"))
-        for folder in sorted(root.iterdir())
-        if folder.is_dir() and (folder / "SPEC.md").is_file()
-    ]
-    problem = None if apps else f"{root}: no app folders with a SPEC.md"
-    return SuiteChoice(root, False, apps, problem)
+    folders = [f for f in sorted(root.iterdir()) if f.is_dir() and (f / "SPEC.md").is_file()]
+    apps, unusable = [], []
+    for folder in folders:
+        try:
+            read_app_prompt(folder / "SPEC.md")
+        except SuiteError as exc:  # no "# Prompt": it would fail only when the run starts
+            unusable.append(str(exc))
+            continue
+        apps.append((folder.name, sum(1 for p in folder.glob("*.md") if p.name != "SPEC.md")))
+    problem = None if apps else f"{root}: no usable app folders (a SPEC.md with '# Prompt')"
+    return SuiteChoice(root, False, apps, problem, tuple(unusable))
 
 
 class SuitePicker(Guarded, Vertical):
@@ -110,7 +118,10 @@ class SuitePicker(Guarded, Vertical):
                 for name, n in choice.groups
             )
             kind = "markdown suite: choose apps (space toggles)"
-        self.query_one("#suite-kind", Static).update(plain_line(choice.problem or kind))
+        shown = Text(inert(choice.problem)) if choice.problem else Text(kind)
+        for reason in choice.unusable:
+            shown.append("\nnot listed: " + inert(reason), style="yellow")
+        self.query_one("#suite-kind", Static).update(shown)
         self.query_one("#method-row").display = choice.vuldetectbench
         if choice.vuldetectbench and set(self._tasks) == ALL_TASKS:
             picked &= {name for name, _ in choice.groups}  # the default: whatever it has
@@ -184,5 +195,6 @@ class SuitePicker(Guarded, Vertical):
                 "method": self.method,
                 "apps": None,
             }
-        everything = len(self.selected) == len(self.choice.groups)
+        # with an unusable app in the folder, "all" must name the usable ones
+        everything = len(self.selected) == len(self.choice.groups) and not self.choice.unusable
         return {"cases": self.choice.root, "apps": None if everything else self.selected}

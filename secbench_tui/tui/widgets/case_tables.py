@@ -1,0 +1,202 @@
+"""The comparison views' tables: a case x run grid and the cases that flipped between two runs.
+
+Both read SQLite a page at a time by case id (`Store.grid_page`, `Store.flips_page`), keep
+what they show so they can draw it again, and give the case column whatever width the other
+columns leave, recomputed when the terminal is resized. Case ids, model names and verdicts
+came from files and models: every cell is a `Text` of `inert_line` text, never markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from secbench_tui.core.comparison import FlipRow, GridRow, Verdict
+from secbench_tui.core.store import RunRecord, Store
+from secbench_tui.core.untrusted import inert_line
+from secbench_tui.tui import format as fmt
+from secbench_tui.tui.errors import Guarded
+from secbench_tui.tui.widgets.results_table import shrink_columns
+
+PAGE = 200
+PREFETCH = 40
+VERDICT_WIDTH = 8
+DISAGREE_STYLE = "bold yellow"
+FLIP_STYLES = {"fixed": "green", "broke": "red", "changed": "yellow"}
+
+
+def run_label(run: RunRecord | None, run_id: int, width: int = 24) -> str:
+    """`model-name #12` (with the prompt's name when runs carry one): the end of a long
+    model id, which is the part that tells models apart."""
+    if run is None:
+        return f"#{run_id}"
+    prompt = getattr(run, "prompt_name", None) or (run.settings or {}).get("prompt_name")
+    name = inert_line(run.model_name).rsplit("/", 1)[-1]
+    if prompt:
+        name += f" · {inert_line(prompt)}"
+    return fmt.tail(name, max(4, width - len(str(run_id)) - 2)) + f" #{run_id}"
+
+
+def verdict_cell(verdict: Verdict | None, expected: str = "") -> Text:
+    """A run's verdict coloured by its outcome; the outcome itself where no verdict was read
+    (or the verdict is long free text, as VulDetectBench answers are)."""
+    if verdict is None:
+        return Text("·", style="dim")
+    actual = verdict.actual
+    shown = actual if actual and len(actual) <= VERDICT_WIDTH else verdict.outcome
+    return Text(inert_line(shown), style=fmt.OUTCOME_STYLES.get(verdict.outcome, ""))
+
+
+class CaseTable(Guarded, DataTable[Text]):
+    """A DataTable of rows keyed by case id, read in pages, whose case column is elastic."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(cursor_type="row", **kwargs)
+        self.items: list[Any] = []
+        self.last_case: str | None = None
+        self.exhausted = False
+        self.fetching = False
+        self.case_width = 12
+
+    # what a subclass says
+    def other_widths(self) -> int:
+        raise NotImplementedError
+
+    def cells(self, item: Any) -> tuple[Text, ...]:
+        raise NotImplementedError
+
+    async def fetch(self, store: Store, after: str | None) -> Sequence[Any]:
+        raise NotImplementedError
+
+    # paging
+    async def reload(self, store: Store) -> None:
+        self.fetching = True
+        try:
+            items = await self.fetch(store, None)
+        finally:
+            self.fetching = False
+        self.clear()
+        shrink_columns(self)
+        self.items, self.last_case, self.exhausted = [], None, False
+        self.case_width = self._fit()
+        self._append(items)
+
+    async def load_more(self, store: Store) -> int:
+        if self.exhausted or self.fetching:
+            return 0
+        self.fetching = True
+        try:
+            items = await self.fetch(store, self.last_case)
+        finally:
+            self.fetching = False
+        self._append(items)
+        return len(items)
+
+    def near_end(self) -> bool:
+        return not self.exhausted and self.cursor_row >= self.row_count - PREFETCH
+
+    def _append(self, items: Sequence[Any]) -> None:
+        if len(items) < PAGE:
+            self.exhausted = True
+        if items:
+            self.last_case = items[-1].case_id
+        self.items.extend(items)
+        for item in items:
+            self.add_row(*self.cells(item), key=item.case_id)
+
+    def current(self) -> Any | None:
+        if not self.row_count or not 0 <= self.cursor_row < len(self.items):
+            return None
+        return self.items[self.cursor_row]
+
+    # width
+    def _fit(self) -> int:
+        return fmt.fitting(self.size.width, self.other_widths(), 10_000)
+
+    def on_resize(self) -> None:
+        """The case column takes what the other columns leave: draw the rows again."""
+        width = self._fit()
+        if width == self.case_width:
+            return
+        self.case_width = width
+        if not self.items:
+            return
+        cursor = self.cursor_row
+        self.clear()
+        shrink_columns(self)
+        for item in self.items:
+            self.add_row(*self.cells(item), key=item.case_id)
+        self.move_cursor(row=cursor, animate=False)
+
+
+class GridTable(CaseTable):
+    """Cases down, runs across, one verdict per cell; cases the runs disagree on stand out."""
+
+    def __init__(self, runs: Sequence[RunRecord], run_ids: Sequence[int], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.run_ids = list(run_ids)
+        self.runs = {r.id: r for r in runs}
+        self.only_disagreements = False
+        self.labels = [run_label(self.runs.get(r), r, 18) for r in self.run_ids]
+
+    def on_mount(self) -> None:
+        self.add_column(Text("case"), key="case")
+        self.add_column(Text("expected"), key="expected")
+        for run_id, label in zip(self.run_ids, self.labels, strict=True):
+            self.add_column(Text(label), key=f"run-{run_id}")
+
+    def other_widths(self) -> int:
+        runs = sum(max(len(label), VERDICT_WIDTH) + 2 for label in self.labels)
+        return len("expected") + 2 + runs + 2 + 2  # padding of the case column, scrollbar
+
+    async def fetch(self, store: Store, after: str | None) -> Sequence[GridRow]:
+        return await store.grid_page(
+            self.run_ids, after, PAGE, only_disagreements=self.only_disagreements
+        )
+
+    def cells(self, item: GridRow) -> tuple[Text, ...]:
+        mark, style = ("≠ ", DISAGREE_STYLE) if item.disagree else ("  ", "")
+        case = Text(mark + fmt.tail(inert_line(item.case_id), self.case_width - 2), style=style)
+        expected = Text(inert_line(item.expected)[:VERDICT_WIDTH], style="dim")
+        verdicts = [verdict_cell(item.verdicts.get(r)) for r in self.run_ids]
+        if item.disagree:
+            for cell in verdicts:
+                cell.stylize("bold")
+        return (case, expected, *verdicts)
+
+
+class FlipTable(CaseTable):
+    """The cases whose outcome changed from one run to another, in case order."""
+
+    def __init__(self, before: int, after: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.before = before
+        self.after = after
+        self.only: str | None = None  # fixed | broke | changed
+
+    def on_mount(self) -> None:
+        self.add_column(Text("case"), key="case")
+        self.add_column(Text("expected"), key="expected")
+        self.add_column(Text(f"run {self.before}"), key="before")
+        self.add_column(Text(f"run {self.after}"), key="after")
+        self.add_column(Text("flip"), key="flip")
+
+    def other_widths(self) -> int:
+        verdict = max(VERDICT_WIDTH, len(f"run {max(self.before, self.after)}"))
+        return len("expected") + 2 * verdict + len("changed") + 5 * 2 + 2
+
+    async def fetch(self, store: Store, after: str | None) -> Sequence[FlipRow]:
+        return await store.flips_page(self.before, self.after, after, PAGE, self.only)
+
+    def cells(self, item: FlipRow) -> tuple[Text, ...]:
+        flip = item.flip.value
+        return (
+            Text(fmt.tail(inert_line(item.case_id), self.case_width)),
+            Text(inert_line(item.expected)[:VERDICT_WIDTH], style="dim"),
+            verdict_cell(item.before),
+            verdict_cell(item.after),
+            Text(flip, style=f"bold {FLIP_STYLES[flip]}"),
+        )
