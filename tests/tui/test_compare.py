@@ -111,7 +111,7 @@ async def test_the_grid_shows_each_runs_verdict_and_only_disagreements(
         assert answers.case_id == case_ids()[0]
         panes = [shown(p.query_one(Static)) for p in answers.query(".answer")]
         assert len(panes) == 2
-        assert "always-bad #1" in panes[0] and "always-good #2" in panes[1]
+        assert "always-bad · default #1" in panes[0] and "always-good · default #2" in panes[1]
         assert "explanation" in panes[0] and "raw reply" in panes[1]
         await pilot.press("escape")
         await pilot.press("escape")

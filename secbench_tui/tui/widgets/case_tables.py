@@ -28,12 +28,18 @@ DISAGREE_STYLE = "bold yellow"
 FLIP_STYLES = {"fixed": "green", "broke": "red", "changed": "yellow"}
 
 
-def run_label(run: RunRecord | None, run_id: int, width: int = 24) -> str:
-    """`model-name #12` (with the prompt's name when runs carry one): the end of a long
-    model id, which is the part that tells models apart."""
+def prompt_of(run: RunRecord | None) -> str | None:
+    if run is None:
+        return None
+    return getattr(run, "prompt_name", None) or (run.settings or {}).get("prompt_name")
+
+
+def run_label(run: RunRecord | None, run_id: int, width: int = 24, with_prompt: bool = True) -> str:
+    """`model-name #12` (with the prompt's name when runs carry one and `with_prompt`): the
+    end of a long model id, which is the part that tells models apart."""
     if run is None:
         return f"#{run_id}"
-    prompt = getattr(run, "prompt_name", None) or (run.settings or {}).get("prompt_name")
+    prompt = prompt_of(run) if with_prompt else None
     name = inert_line(run.model_name).rsplit("/", 1)[-1]
     if prompt:
         name += f" · {inert_line(prompt)}"
@@ -140,7 +146,11 @@ class GridTable(CaseTable):
         self.run_ids = list(run_ids)
         self.runs = {r.id: r for r in runs}
         self.only_disagreements = False
-        self.labels = [run_label(self.runs.get(r), r, 18) for r in self.run_ids]
+        # the prompt is named only where the runs in view were asked with different ones
+        prompts = {prompt_of(self.runs.get(r)) for r in self.run_ids}
+        self.labels = [
+            run_label(self.runs.get(r), r, 18, with_prompt=len(prompts) > 1) for r in self.run_ids
+        ]
 
     def on_mount(self) -> None:
         self.add_column(Text("case"), key="case")
