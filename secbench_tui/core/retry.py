@@ -217,6 +217,7 @@ def _spend(spent: Completion, attempt: Completion) -> None:
     spent.cost = _sum(spent.cost, attempt.cost)
     spent.served_model = attempt.served_model or spent.served_model
     spent.provider = attempt.provider or spent.provider
+    spent.notes = "; ".join(n for n in (spent.notes, attempt.notes) if n) or None
 
 
 def _final(completion: Completion, spent: Completion, attempts: int, started: float) -> Completion:
@@ -227,6 +228,7 @@ def _final(completion: Completion, spent: Completion, attempts: int, started: fl
             "cost": spent.cost,
             "served_model": spent.served_model,
             "provider": spent.provider,
+            "notes": spent.notes,
             "attempts": attempts,
             "latency_ms": (time.perf_counter() - started) * 1000,
         }
