@@ -17,6 +17,8 @@ import json
 import os
 import signal
 import sys
+from collections import deque
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -30,7 +32,14 @@ from secbench_tui.cli import (
 from secbench_tui.config import Settings
 from secbench_tui.core.catalog import cached_catalog
 from secbench_tui.core.engine import STOP_GRACE, Engine
-from secbench_tui.core.events import CaseFinished, Event, Retrying, RunFinished, RunStarted
+from secbench_tui.core.events import (
+    CaseFinished,
+    CaseStarted,
+    Event,
+    Retrying,
+    RunFinished,
+    RunStarted,
+)
 from secbench_tui.core.matrix import Matrix
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.providers.baselines import is_baseline
@@ -138,10 +147,54 @@ def print_event(event: Event, out: TextIO, err: TextIO, prefix: str = "") -> Non
         )
 
 
+class InCaseOrder:
+    """Puts one run's finished cases back in case order for the printed lines.
+
+    The engine reports a case the moment it is stored; the headless lines keep the order the
+    cases were started in (a case still waiting holds the later lines back, never their
+    results), numbered as they are printed. Cases reused from earlier runs print at once.
+    """
+
+    def __init__(self) -> None:
+        self.started: deque[tuple[int, int]] = deque()
+        self.held: dict[tuple[int, int], CaseFinished] = {}
+        self.shown = 0
+
+    def feed(self, event: Event) -> list[Event]:
+        """What to print now for `event`, in order."""
+        if isinstance(event, RunStarted):
+            self.shown = event.total - event.pending - event.reused
+            return [event]
+        if isinstance(event, CaseStarted):
+            self.started.append((event.index, event.repeat))
+            return []
+        if isinstance(event, CaseFinished):
+            ev = event.evaluation
+            key = (ev.index, ev.repeat)
+            if ev.reused or key not in self.started:
+                return [self._numbered(event)]
+            self.held[key] = event
+            ready: list[Event] = []
+            while self.started and self.started[0] in self.held:
+                ready.append(self._numbered(self.held.pop(self.started.popleft())))
+            return ready
+        if isinstance(event, RunFinished):  # a stop: what finished, then the end
+            ready = [self._numbered(self.held.pop(k)) for k in self.started if k in self.held]
+            self.started.clear()
+            return [*ready, event]
+        return [event]
+
+    def _numbered(self, event: CaseFinished) -> CaseFinished:
+        self.shown += 1
+        return replace(event, done=self.shown)
+
+
 async def consume(engine: Engine, out: TextIO, err: TextIO) -> RunFinished | None:
     finished: RunFinished | None = None
+    order = InCaseOrder()
     async for event in engine.events():
-        print_event(event, out, err)
+        for shown in order.feed(event):
+            print_event(shown, out, err)
         if isinstance(event, RunFinished):
             finished = event
     return finished
@@ -151,12 +204,14 @@ async def consume_matrix(matrix: Matrix, out: TextIO, err: TextIO) -> dict[int, 
     """Every run's events, lines prefixed with the run id when more than one run goes on."""
     several = len(matrix.runs) > 1
     run_ids: dict[int, int] = {}
+    orders: dict[int, InCaseOrder] = {}
     async for tagged in matrix.events():
         event = tagged.event
         if isinstance(event, RunStarted):
             run_ids[tagged.slot] = event.run_id
         prefix = f"run {run_ids[tagged.slot]}: " if several and tagged.slot in run_ids else ""
-        print_event(event, out, err, prefix)
+        for shown in orders.setdefault(tagged.slot, InCaseOrder()).feed(event):
+            print_event(shown, out, err, prefix)
     return dict(matrix.finished)
 
 

@@ -3,7 +3,8 @@
 The engine owns the order of work and nothing about display. It creates (or resumes) a run
 in the store, reuses results already paid for, asks the provider for the rest with up to
 `concurrency` requests in flight, commits every result the moment it arrives, and yields
-`CaseFinished` events in case order whatever order the answers come back in.
+`CaseFinished` for it at once, carrying the case's `position` in the run: a slow or retrying
+case holds nothing back, so progress follows what is stored.
 
 It drives retries under the provider's `RetryPolicy` (core/retry.py): a case that waits to try
 again gives its concurrency slot back, so the other cases go on meanwhile. A failing case is
@@ -211,7 +212,7 @@ class _Abandoned(Exception):
 
 @dataclass(frozen=True)
 class _Done:
-    """A case's end, before it is put back in order; no evaluation when it was not asked."""
+    """A case's end, as the worker hands it to the stream; no evaluation when it was not asked."""
 
     seq: int
     evaluation: Evaluation | None
@@ -423,7 +424,7 @@ class Engine:
         )
         for evaluation in reused:
             done += 1
-            yield CaseFinished(run_id, evaluation, done, total)
+            yield self._finished(run_id, evaluation, done, total)
         async for event in self._ask_all(run_id, pending, done, total):
             yield event
 
@@ -459,9 +460,7 @@ class Engine:
     async def _ask_all(
         self, run_id: int, pending: list[_Work], done: int, total: int
     ) -> AsyncIterator[Event]:
-        """Hand the cases out as slots free up; yield events, CaseFinished in `seq` order."""
-        finished: dict[int, Evaluation | None] = {}
-        next_seq = 0
+        """Hand the cases out as slots free up; yield each CaseFinished as its case ends."""
         cases: set[asyncio.Task[None]] = set()
         dispatcher = asyncio.create_task(self._dispatch(run_id, pending, cases))
         dispatched: int | None = None
@@ -475,22 +474,12 @@ class Engine:
                     dispatched = item.count
                 elif isinstance(item, _Done):
                     ended += 1
-                    finished[item.seq] = item.evaluation
-                    while next_seq in finished:
-                        evaluation = finished.pop(next_seq)
-                        next_seq += 1
-                        if evaluation is not None:
-                            done += 1
-                            self._answered += 1
-                            yield CaseFinished(run_id, evaluation, done, total)
+                    if item.evaluation is not None:
+                        done += 1
+                        self._answered += 1
+                        yield self._finished(run_id, item.evaluation, done, total)
                 else:
                     yield item
-            for seq in sorted(finished):  # cases after the stop point: shown in order
-                evaluation = finished[seq]
-                if evaluation is not None:
-                    done += 1
-                    self._answered += 1
-                    yield CaseFinished(run_id, evaluation, done, total)
         finally:
             if self._grace is not None:
                 self._grace.cancel()
@@ -499,11 +488,15 @@ class Engine:
                 task.cancel()
             await asyncio.gather(dispatcher, *cases, return_exceptions=True)
 
+    def _finished(self, run_id: int, evaluation: Evaluation, done: int, total: int) -> CaseFinished:
+        position = evaluation.index * self.spec.repeats + evaluation.repeat
+        return CaseFinished(run_id, evaluation, done, total, position)
+
     async def _dispatch(
         self, run_id: int, pending: list[_Work], cases: set[asyncio.Task[None]]
     ) -> None:
         """Start each case once a slot is free. Cases waiting to retry hold no slot, so at most
-        four times the concurrency are open at once, which bounds the results held for order."""
+        four times the concurrency are open at once, which bounds the tasks held in memory."""
         count = 0
         room = asyncio.Semaphore(4 * self.limit.maximum)
         try:

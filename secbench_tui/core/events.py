@@ -34,10 +34,15 @@ class CaseStarted:
 
 @dataclass(frozen=True)
 class CaseFinished:
+    """A case's result, stored, yielded the moment it is: `done` counts the finished cases so
+    far, `position` is the case's place in the run (case index x repeats + repeat), since cases
+    finish in whatever order their answers come back."""
+
     run_id: int
     evaluation: Evaluation
     done: int
     total: int
+    position: int = 0
 
 
 @dataclass(frozen=True)

@@ -90,13 +90,15 @@ async def store(tmp_path: Path):
     await s.close()
 
 
-async def test_events_in_order_and_every_case_recorded_once(store: Store, tmp_path: Path) -> None:
+async def test_every_case_reported_once_with_its_position(store: Store, tmp_path: Path) -> None:
     delays = {i: 0.02 * ((7 * i) % 5) for i in range(20)}
     provider = Scripted(lambda c, n: delays[int(c.case_id[1:4])])
     _, events = await run(store, provider, cases(20), concurrency=6)
     assert isinstance(events[0], RunStarted) and isinstance(events[-1], RunFinished)
     finished = [e for e in events if isinstance(e, CaseFinished)]
-    assert [e.evaluation.case.case_id for e in finished] == [c.case_id for c in cases(20)]
+    in_place = sorted(finished, key=lambda e: e.position)
+    assert [e.evaluation.case.case_id for e in in_place] == [c.case_id for c in cases(20)]
+    assert [e.position for e in in_place] == list(range(20))
     assert [e.done for e in finished] == list(range(1, 21))
     assert len([e for e in events if isinstance(e, CaseStarted)]) == 20
     assert events[-1].status == "completed" and events[-1].summary["accuracy"] == 1.0
@@ -106,6 +108,28 @@ async def test_events_in_order_and_every_case_recorded_once(store: Store, tmp_pa
         .fetchall()
     )
     assert len(rows) == 20 and all(count == 1 for _, count in rows)
+
+
+async def test_a_slow_case_holds_no_later_case_back(store: Store) -> None:
+    """The first case answers only once every other case has been reported: in case order
+    the stream would wait for it for ever (the test would hang, not pass)."""
+    others_reported = asyncio.Event()
+
+    class FirstWaits(Scripted):
+        async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
+            if case.case_id == "c000.md":
+                await others_reported.wait()
+            return await super().complete(case, on_retry)
+
+    spec = RunSpec(model="m", cases=cases(8), suite_kind="markdown", suite_path="/s", concurrency=3)
+    engine = Engine(spec, FirstWaits(), store)
+    order: list[str] = []
+    async for event in engine.events():
+        if isinstance(event, CaseFinished):
+            order.append(event.evaluation.case.case_id)
+            if len(order) == 7:
+                others_reported.set()
+    assert order[-1] == "c000.md" and sorted(order) == [c.case_id for c in cases(8)]
 
 
 async def test_concurrency_is_bounded(store: Store) -> None:

@@ -33,6 +33,7 @@ from secbench_tui.core.models import Evaluation
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.session import plan_matrix, resolve_matrix_defaults
 from secbench_tui.tui import format as fmt
+from secbench_tui.tui.inflight import InFlight
 from secbench_tui.tui.messages import (
     CaseBegan,
     RetryWaiting,
@@ -147,6 +148,7 @@ class RunScreen(BaseScreen):
         self._stop_asked = False  # stop() came before the engine existed
         self._case_width = CASE_WIDTH
         self._answers: dict[str, Evaluation] = {}  # by row key, for the rows in the table
+        self.flights: dict[int, InFlight] = {}  # slot -> its cases started and not finished
 
     @property
     def active(self) -> bool:
@@ -169,6 +171,7 @@ class RunScreen(BaseScreen):
         yield runs
         yield RunStats(id="run-stats")
         yield Static(id="retry-line")
+        yield Static(id="in-flight")
         with Horizontal(id="run-panes"):
             table: DataTable[Text | str] = DataTable(id="run-table", cursor_type="row")
             table.border_title = "Cases"
@@ -188,6 +191,7 @@ class RunScreen(BaseScreen):
         matrix.add_columns("run", "model", "prompt", "progress", "accuracy", "status")
         table.focus()  # the list of runs shows (and takes the focus) only for several runs
         self.query_one("#retry-line").display = False
+        self.query_one("#in-flight").display = False
         self.query_one("#run-summary").display = False
         self._redraw_stats()
         self.set_interval(1.0, self._tick)
@@ -293,6 +297,7 @@ class RunScreen(BaseScreen):
         self.query_one("#last-explanation", Static).update("")
         if self.planned:
             self.sub_title = f"run: {inert_line(self.planned[slot].label)}"
+        self._draw_in_flight()
         self._redraw_stats()
 
     # --- drawing events ---------------------------------------------------------------
@@ -325,8 +330,12 @@ class RunScreen(BaseScreen):
         self._redraw_stats()
 
     def on_case_began(self, message: CaseBegan) -> None:
+        flights = self.flights.setdefault(message.slot, InFlight())
+        for started in message.events:
+            flights.start(started)
         if message.slot != self.focus_slot:
             return
+        self._draw_in_flight()
         case = message.event.case
         self.query_one("#current-case", Static).update(
             Group(
@@ -354,6 +363,9 @@ class RunScreen(BaseScreen):
     def on_rows_arrived(self, message: RowsArrived) -> None:
         recent = self._recent.setdefault(message.slot, deque(maxlen=MAX_ROWS))
         recent.extend(message.events)
+        flights = self.flights.setdefault(message.slot, InFlight())
+        for event in message.events:
+            flights.finish(event)
         if message.slot != self.focus_slot:
             tally = self.tallies.setdefault(message.slot, RunTally())
             for event in message.events:
@@ -381,6 +393,7 @@ class RunScreen(BaseScreen):
             if message.events:
                 self._show_explanation(message.events[-1].evaluation, latest=True)
         self._update_matrix_row(message.slot)
+        self._draw_in_flight()
         self._redraw_stats()
 
     @on(DataTable.RowHighlighted, "#run-table")
@@ -423,13 +436,24 @@ class RunScreen(BaseScreen):
         self.query_one("#last-explanation", Static).update(text)
 
     def on_retry_waiting(self, message: RetryWaiting) -> None:
+        self.flights.setdefault(message.slot, InFlight()).retry(message.event)
         if message.slot != self.focus_slot:
             self.tallies.setdefault(message.slot, RunTally()).retry(message.event)
             return
         self._retry_until = time.monotonic() + message.event.notice.wait_seconds
         self.tally.retry(message.event)
         self._draw_retry(message.event)
+        self._draw_in_flight()
         self._redraw_stats()
+
+    def _draw_in_flight(self) -> None:
+        """The focused run's cases asked and not finished, retrying ones with their wait."""
+        flights = self.flights.get(self.focus_slot)
+        text = flights.line() if flights is not None and self.active else None
+        line = self.query_one("#in-flight", Static)
+        if text is not None:
+            line.update(text)
+        line.display = text is not None
 
     def _draw_retry(self, event: Retrying) -> None:
         n = event.notice
@@ -460,6 +484,7 @@ class RunScreen(BaseScreen):
             elif self._last_retry is not None:
                 self._draw_retry(self._last_retry)
         if self.active:
+            self._draw_in_flight()
             self._redraw_stats()
 
     def on_run_ended(self, message: RunEnded) -> None:
@@ -480,6 +505,7 @@ class RunScreen(BaseScreen):
         self.state = worst_status([e.status for e in self.ended.values()])
         self._retry_until = None
         self.query_one("#retry-line").display = False
+        self.query_one("#in-flight").display = False
         summary = self.query_one("#run-summary", Static)
         summary.update(
             Text.assemble(
@@ -515,6 +541,7 @@ class RunScreen(BaseScreen):
         self.tally.ended = time.monotonic()
         self._retry_until = None
         self.query_one("#retry-line").display = False
+        self.query_one("#in-flight").display = False
         summary = self.query_one("#run-summary", Static)
         summary.update(
             Text.assemble(
