@@ -17,13 +17,7 @@ from secbench_tui import __version__
 from secbench_tui.config import REASONING_EFFORTS, VDB_PLAIN, VDB_SCORINGS
 from secbench_tui.core import security_bench
 from secbench_tui.core.prompts import RESPONSE_FORMATS
-
-EXIT_OK = 0
-EXIT_FAILED = 1  # lint found problems, report could not be written
-EXIT_USAGE = 2
-EXIT_ABORTED = 3  # bad key, no credits, unknown model, endpoint unreachable, database unusable
-EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 143  # stopped by SIGTERM (128 + 15)
+from secbench_tui.exit_codes import EXIT_USAGE
 
 
 def _csv(value: str) -> list[str]:

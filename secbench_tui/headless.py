@@ -22,13 +22,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from secbench_tui.cli import (
-    EXIT_ABORTED,
-    EXIT_INTERRUPTED,
-    EXIT_OK,
-    EXIT_TERMINATED,
-    EXIT_USAGE,
-)
 from secbench_tui.config import Settings
 from secbench_tui.core.catalog import cached_catalog
 from secbench_tui.core.engine import STOP_GRACE, Engine
@@ -44,12 +37,16 @@ from secbench_tui.core.matrix import Matrix
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.providers.baselines import is_baseline
 from secbench_tui.core.store import Store, StoreError
+from secbench_tui.core.summary import RunStatus, RunSummary, matrix_lines, plain, summary_lines
 from secbench_tui.core.untrusted import inert, inert_line, redact_url
+from secbench_tui.exit_codes import (
+    EXIT_ABORTED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+)
 from secbench_tui.session import UsageError, plan_matrix, resolve_matrix_defaults
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value * 100:.1f}%"
 
 
 def format_case_line(event: CaseFinished) -> str:
@@ -71,47 +68,8 @@ def format_case_line(event: CaseFinished) -> str:
     return line
 
 
-def format_summary(summary: dict[str, Any], status: str, message: str | None) -> str:
-    prompt = f", prompt {inert_line(summary['prompt'])}" if summary.get("prompt") else ""
-    lines = [f"Run {summary.get('run_id')} {status}: {inert_line(summary.get('model'))}{prompt}"]
-    if message:
-        lines.append(f"  {inert_line(message)}")
-    lines.append(
-        f"  cases {summary['cases']}  correct {summary['correct']}  wrong {summary['wrong']}"
-        f"  unparsed {summary['unparsed']}  errors {summary['errors']}"
-        + (f"  reused {summary['reused']}" if summary.get("reused") else "")
-    )
-    if summary.get("accuracy") is not None:
-        low, high = summary["accuracy_ci"]
-        lines.append(
-            f"  accuracy {_pct(summary['accuracy'])} (95% CI {_pct(low)}-{_pct(high)})"
-            f"  balanced {_pct(summary['balanced_accuracy'])}"
-        )
-        for app, stats in summary.get("apps", {}).items():
-            lines.append(
-                f"    {inert_line(app)}: {_pct(stats['accuracy'])} of {stats['cases']}"
-                f" (unparsed {stats['unparsed']}, errors {stats['errors']})"
-            )
-    if summary.get("vuldetectbench"):
-        from secbench_tui.core.vdb_scoring import crash_note
-
-        lines.append(f"  VulDetectBench, {summary.get('vdb_scoring', 'correct')} scoring:")
-        counts = summary.get("vuldetectbench_counts") or {}
-        for task, metrics in summary["vuldetectbench"].items():
-            shown = "  ".join(f"{k} {_pct(v)}" for k, v in metrics.items())
-            note = crash_note(counts.get(task, {}))
-            lines.append(f"    {inert_line(task)}: {shown}" + (f"  ({note})" if note else ""))
-    cost = summary.get("cost")
-    shown_cost = "n/a" if cost is None else f"${cost:.4f}"
-    if cost is not None and summary.get("reused"):
-        shown_cost += f" (${summary.get('spent') or 0.0:.4f} spent by this run, the rest reused)"
-    lines.append(
-        f"  tokens {summary['prompt_tokens']} in / {summary['completion_tokens']} out"
-        + (f" ({summary['reasoning_tokens']} reasoning)" if summary.get("reasoning_tokens") else "")
-        + f"  cost {shown_cost}"
-        f"  wall {summary.get('wall_seconds', 0):.1f}s"
-    )
-    return "\n".join(lines)
+def format_summary(summary: RunSummary, status: RunStatus | str, message: str | None) -> str:
+    return plain(summary_lines(summary, status, message))
 
 
 def _started_line(event: RunStarted) -> str:
@@ -217,20 +175,7 @@ async def consume_matrix(matrix: Matrix, out: TextIO, err: TextIO) -> dict[int, 
 
 def format_matrix(finished: list[RunFinished]) -> str:
     """Accuracy of every model x prompt, as one table after the runs' own summaries."""
-    lines = ["Matrix (accuracy, 95% CI, balanced accuracy):"]
-    for done in finished:
-        s = done.summary
-        acc = s.get("accuracy")
-        figure = "n/a"
-        if acc is not None:
-            low, high = s.get("accuracy_ci") or (None, None)
-            balanced = _pct(s.get("balanced_accuracy"))
-            figure = f"{_pct(acc)} ({_pct(low)}-{_pct(high)})  balanced {balanced}"
-        lines.append(
-            f"  {inert_line(s.get('model'))}  x  {inert_line(s.get('prompt'))}: {figure}"
-            f"  [run {done.run_id} {done.status}]"
-        )
-    return "\n".join(lines)
+    return plain(matrix_lines([(done.status, None, done.summary) for done in finished]))
 
 
 async def print_plan(settings: Settings, out: TextIO) -> int:
@@ -350,13 +295,13 @@ async def _run(settings: Settings) -> int:
             )
     codes = []
     for done in finished:
-        if done.status == "aborted":
+        if done.status is RunStatus.ABORTED:
             print(
                 f"secbench-tui: run {done.run_id} aborted: {inert_line(done.message)}",
                 file=sys.stderr,
             )
             codes.append(EXIT_ABORTED)
-        elif done.status == "stopped" and interrupts:
+        elif done.status is RunStatus.STOPPED and interrupts:
             codes.append(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
     return worst_exit(codes)
 
@@ -370,7 +315,8 @@ def worst_exit(codes: list[int]) -> int:
 
 
 def _summary_data(finished: RunFinished) -> dict[str, Any]:
-    return {**finished.summary, "status": finished.status, "message": finished.message}
+    data = finished.summary.json_data()
+    return {**data, "status": finished.status.value, "message": finished.message}
 
 
 def write_summary_json(path: Path, finished: RunFinished | list[RunFinished]) -> None:

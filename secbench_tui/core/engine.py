@@ -50,6 +50,7 @@ from secbench_tui.core.retry import (
 )
 from secbench_tui.core.scoring import score_completion
 from secbench_tui.core.store import Store, now_iso, prompt_keyed, text_hash
+from secbench_tui.core.summary import RunStatus, RunSummary
 
 # Settings that change what a model is asked; a resumed run must match them all.
 REQUEST_SETTINGS = ("base_url", "temperature", "max_tokens", "seed", "response_format")
@@ -360,22 +361,22 @@ class Engine:
         started = time.perf_counter()
         run_id, resumed = await self._open_run()  # no run yet to record a fault on: raise
         self.run_id = run_id
-        status, message = "completed", None
+        status, message = RunStatus.COMPLETED, None
         pending: list[_Work] = []
         try:
             async for event in self._run(run_id, resumed, pending):
                 yield event
         except RunAborted as exc:
-            status, message = "aborted", str(exc)
+            status, message = RunStatus.ABORTED, str(exc)
         except Exception as exc:  # a run-level fault: the database, most likely
-            status, message = "aborted", f"{type(exc).__name__}: {exc}"
-        if status == "completed" and self.stopping and self._answered < len(pending):
-            status, message = "stopped", self._stop_message
+            status, message = RunStatus.ABORTED, f"{type(exc).__name__}: {exc}"
+        if status is RunStatus.COMPLETED and self.stopping and self._answered < len(pending):
+            status, message = RunStatus.STOPPED, self._stop_message
         summary = await self._summary(run_id, time.perf_counter() - started)
         try:
             await self.store.finish_run(run_id, status, message)
         except Exception as exc:
-            status, message = "aborted", f"could not record the run's end: {exc}"
+            status, message = RunStatus.ABORTED, f"could not record the run's end: {exc}"
         yield RunFinished(run_id=run_id, status=status, message=message, summary=summary)
 
     async def _run(self, run_id: int, resumed: bool, pending: list[_Work]) -> AsyncIterator[Event]:
@@ -428,7 +429,7 @@ class Engine:
         async for event in self._ask_all(run_id, pending, done, total):
             yield event
 
-    async def _summary(self, run_id: int, wall: float) -> dict[str, Any]:
+    async def _summary(self, run_id: int, wall: float) -> RunSummary:
         try:
             rows = await self.store.run_results(run_id, with_text=False)
         except Exception as exc:  # every result is already stored: report, do not fail
@@ -436,9 +437,7 @@ class Engine:
             summary_error: str | None = f"could not read the results back: {exc}"
         else:
             summary_error = None
-        summary = summarize(rows)
-        if summary_error:
-            summary["summary_error"] = summary_error
+        figures = summarize(rows)
         vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
         if vdb_rows:
             from secbench_tui.core.vdb_scoring import (
@@ -448,14 +447,19 @@ class Engine:
             )
 
             aggregate = aggregate_rows(vdb_rows, self.spec.vdb_scoring)
-            summary["vuldetectbench"] = summary_metrics(aggregate)
-            summary["vuldetectbench_counts"] = summary_counts(aggregate)
-            summary["vdb_scoring"] = self.spec.vdb_scoring
-        summary["wall_seconds"] = wall
-        summary["run_id"] = run_id
-        summary["model"] = self.spec.model
-        summary["prompt"] = self.spec.prompt_name
-        return summary
+            figures["vuldetectbench"] = summary_metrics(aggregate)
+            figures["vuldetectbench_counts"] = summary_counts(aggregate)
+            figures["vdb_scoring"] = self.spec.vdb_scoring
+        return RunSummary.model_validate(
+            {
+                **figures,
+                "summary_error": summary_error,
+                "wall_seconds": wall,
+                "run_id": run_id,
+                "model": self.spec.model,
+                "prompt": self.spec.prompt_name,
+            }
+        )
 
     async def _ask_all(
         self, run_id: int, pending: list[_Work], done: int, total: int

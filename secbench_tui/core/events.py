@@ -7,6 +7,7 @@ from typing import Any
 
 from secbench_tui.core.models import Case, Evaluation
 from secbench_tui.core.providers.base import RetryNotice
+from secbench_tui.core.summary import RunStatus, RunSummary
 
 
 @dataclass(frozen=True)
@@ -57,9 +58,9 @@ class Retrying:
 @dataclass(frozen=True)
 class RunFinished:
     run_id: int
-    status: str  # completed | stopped | aborted
+    status: RunStatus  # completed | stopped | aborted
     message: str | None
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: RunSummary = field(default_factory=RunSummary)
 
 
 Event = RunStarted | CaseStarted | CaseFinished | Retrying | RunFinished

@@ -101,7 +101,7 @@ async def test_every_case_reported_once_with_its_position(store: Store, tmp_path
     assert [e.position for e in in_place] == list(range(20))
     assert [e.done for e in finished] == list(range(1, 21))
     assert len([e for e in events if isinstance(e, CaseStarted)]) == 20
-    assert events[-1].status == "completed" and events[-1].summary["accuracy"] == 1.0
+    assert events[-1].status == "completed" and events[-1].summary.accuracy == 1.0
     rows = (
         sqlite3.connect(tmp_path / "r.db")
         .execute("SELECT case_id, COUNT(*) FROM evaluations GROUP BY case_id")
@@ -216,7 +216,7 @@ async def test_results_are_reused_unless_forced(store: Store) -> None:
     assert again.asked == [] and events[0].reused == 6  # type: ignore[union-attr]
     shown = [e for e in events if isinstance(e, CaseFinished)]
     assert [(e.evaluation.reused, e.done) for e in shown] == [(True, i) for i in range(1, 7)]
-    assert events[-1].summary["reused"] == 6 and events[-1].summary["correct"] == 6
+    assert events[-1].summary.reused == 6 and events[-1].summary.correct == 6
     forced = Scripted()
     await run(store, forced, cases(6), force=True)
     assert len(forced.asked) == 6
@@ -231,12 +231,12 @@ async def test_retry_errors_reasks_only_errors(store: Store) -> None:
         )
     )
     _, first = await run(store, failing, cases(6))
-    assert first[-1].summary["errors"] == 2
+    assert first[-1].summary.errors == 2
     retry = Scripted()
     _, events = await run(store, retry, cases(6), retry_errors=True)
     assert retry.asked == ["c001.md", "c004.md"]
     assert events[-1].run_id == first[-1].run_id
-    assert events[-1].summary["errors"] == 0 and events[-1].summary["cases"] == 6
+    assert events[-1].summary.errors == 0 and events[-1].summary.cases == 6
 
 
 async def test_repeats_ask_each_case_n_times(store: Store) -> None:

@@ -28,8 +28,9 @@ from textual.worker import Worker, WorkerState
 from secbench_tui.config import Settings
 from secbench_tui.core.engine import STOP_GRACE
 from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFinished, RunStarted
-from secbench_tui.core.matrix import Matrix, PlannedRun, worst_status
+from secbench_tui.core.matrix import Matrix, PlannedRun
 from secbench_tui.core.models import Evaluation
+from secbench_tui.core.summary import Line, RunStatus, matrix_lines, summary_lines, worst_status
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.session import plan_matrix, resolve_matrix_defaults
 from secbench_tui.tui import format as fmt
@@ -61,65 +62,35 @@ def other_widths(total: int, vuldetectbench: bool, scrollbar: bool) -> int:
     return numbers + verdicts + len("unparsed") + len("latency") + 6 * 2 + 2 * scrollbar
 
 
-def summary_text(event: RunFinished) -> Text:
-    """The run's figures as the headless summary gives them, wall time aside (it is above)."""
-    s = event.summary
-    text = Text.assemble(
-        (f"Run {event.run_id} {event.status}", "bold"), f": {inert_line(s.get('model'))}"
-    )
-    if event.message:
-        text.append(f"\n  {inert_line(event.message)}")
-    if "cases" in s:
-        text.append(
-            f"\n  cases {s['cases']}  correct {s['correct']}  wrong {s['wrong']}"
-            f"  unparsed {s['unparsed']}  errors {s['errors']}"
-        )
-    if s.get("accuracy") is not None:
-        low, high = s["accuracy_ci"]
-        text.append(
-            f"\n  accuracy {fmt.pct(s['accuracy'])} (95% CI {fmt.pct(low)}-{fmt.pct(high)})"
-            f"  balanced {fmt.pct(s.get('balanced_accuracy'))}"
-        )
-        for app, stats in s.get("apps", {}).items():
-            text.append(
-                f"\n    {inert_line(app)}: {fmt.pct(stats['accuracy'])} of {stats['cases']}"
-            )
-    for task, metrics in (s.get("vuldetectbench") or {}).items():
-        if isinstance(metrics, dict):
-            shown = "  ".join(
-                f"{k} {fmt.pct(v)}" for k, v in metrics.items() if isinstance(v, float)
-            )
-            text.append(f"\n    {inert_line(task)}: {shown}")
-    if s.get("reused"):
-        text.append(
-            f"\n  reused {s['reused']} results asked before with the same settings"
-            " (--force asks again)",
-            style="dim",
-        )
-    text.append(
-        f"\n  tokens {fmt.count(s.get('prompt_tokens'))} in /"
-        f" {fmt.count(s.get('completion_tokens'))} out  cost {fmt.money(s.get('cost'))}"
-    )
-    if s.get("reasoning_tokens"):
-        text.append(f"  ({fmt.count(s['reasoning_tokens'])} of the out tokens reasoning)")
+# How the app styles the summary's tags (core.summary renders the lines once, for both).
+TAG_STYLES = {
+    "heading": "bold",
+    "status": "bold",
+    "dim": "dim",
+    "warning": "yellow",
+    **fmt.OUTCOME_STYLES,
+}
+
+
+def styled(lines: list[Line]) -> Text:
+    text = Text()
+    for n, line in enumerate(lines):
+        if n:
+            text.append("\n")
+        for segment in line:
+            text.append(segment.text, style=TAG_STYLES.get(segment.tag, ""))
     return text
+
+
+def summary_text(event: RunFinished) -> Text:
+    """The run's summary, the lines `--no-ui` prints, styled; wall time aside (it is above)."""
+    return styled(summary_lines(event.summary, event.status, event.message, wall=False))
 
 
 def matrix_text(ended: dict[int, RunFinished]) -> Text:
-    """Every run of the matrix in one line each: model, prompt, accuracy, status."""
-    text = Text("Runs ended:", style="bold")
-    for slot in sorted(ended):
-        event = ended[slot]
-        s = event.summary
-        text.append(
-            f"\n  run {event.run_id} {event.status}: {inert_line(s.get('model'))}"
-            f" · {inert_line(s.get('prompt'))}  accuracy {fmt.pct(s.get('accuracy'))}"
-            f"  balanced {fmt.pct(s.get('balanced_accuracy'))}"
-            f"  cost {fmt.money(s.get('cost'))}"
-        )
-        if event.message:
-            text.append(f"\n    {inert_line(event.message)}", style="dim")
-    return text
+    """Every run of the matrix in one line each, as `--no-ui` prints them after the runs."""
+    runs = [(e.status, e.message, e.summary) for _, e in sorted(ended.items())]
+    return styled(matrix_lines(runs))
 
 
 class RunScreen(BaseScreen):
@@ -491,7 +462,7 @@ class RunScreen(BaseScreen):
         self.ended[message.slot] = message.event
         self.tallies.setdefault(message.slot, RunTally()).ended = time.monotonic()
         self._update_matrix_row(message.slot)
-        if message.event.status == "aborted" and len(self.planned) > 1:
+        if message.event.status is RunStatus.ABORTED and len(self.planned) > 1:
             self.notify(
                 message.event.message or "the run was aborted",
                 title=f"run {message.event.run_id} aborted",
@@ -514,7 +485,7 @@ class RunScreen(BaseScreen):
             )
         )
         summary.display = True
-        if event.status == "aborted" and len(self.ended) == 1:
+        if event.status is RunStatus.ABORTED and len(self.ended) == 1:
             self.notify(
                 event.message or "the run was aborted",
                 title="run aborted",
