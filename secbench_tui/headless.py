@@ -41,6 +41,7 @@ from secbench_tui.core.summary import RunStatus, RunSummary, matrix_lines, plain
 from secbench_tui.core.untrusted import inert, inert_line, redact_url
 from secbench_tui.exit_codes import (
     EXIT_ABORTED,
+    EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TERMINATED,
@@ -158,8 +159,40 @@ async def consume(engine: Engine, out: TextIO, err: TextIO) -> RunFinished | Non
     return finished
 
 
-async def consume_matrix(matrix: Matrix, out: TextIO, err: TextIO) -> dict[int, RunFinished]:
-    """Every run's events, lines prefixed with the run id when more than one run goes on."""
+def silence_closed(*streams: TextIO) -> bool:
+    """Point each stream whose reader went away (`| head`, `| less` quit) at /dev/null, so
+    later lines (and the flush at exit) vanish quietly; True if any had."""
+    closed = False
+    for stream in streams:
+        try:
+            stream.flush()
+        except BrokenPipeError:
+            closed = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, stream.fileno())
+            finally:
+                os.close(devnull)
+        except (OSError, ValueError):  # not a real file (a test's StringIO): nothing to do
+            pass
+    return closed
+
+
+class Reader:
+    """Whether whoever reads the output went away during the run."""
+
+    gone = False
+
+
+async def consume_matrix(
+    matrix: Matrix, out: TextIO, err: TextIO, reader: Reader | None = None
+) -> dict[int, RunFinished]:
+    """Every run's events, lines prefixed with the run id when more than one run goes on.
+
+    When the reader goes away (`| head -1`), the runs stop as on Ctrl+C (the cases in flight
+    get their grace, every finished case stays stored) and the rest of the output is dropped.
+    """
+    reader = reader or Reader()
     several = len(matrix.runs) > 1
     run_ids: dict[int, int] = {}
     orders: dict[int, InCaseOrder] = {}
@@ -169,7 +202,13 @@ async def consume_matrix(matrix: Matrix, out: TextIO, err: TextIO) -> dict[int, 
             run_ids[tagged.slot] = event.run_id
         prefix = f"run {run_ids[tagged.slot]}: " if several and tagged.slot in run_ids else ""
         for shown in orders.setdefault(tagged.slot, InCaseOrder()).feed(event):
-            print_event(shown, out, err, prefix)
+            try:
+                print_event(shown, out, err, prefix)
+            except BrokenPipeError:
+                silence_closed(out, err)
+                if not reader.gone:
+                    reader.gone = True
+                    matrix.stop("the output's reader went away")
     return dict(matrix.finished)
 
 
@@ -245,6 +284,7 @@ async def _run(settings: Settings) -> int:
             file=sys.stderr,
         )
     matrix = Matrix(plan.runs, store)
+    reader = Reader()
     interrupts = 0
     terminated = False
 
@@ -271,7 +311,7 @@ async def _run(settings: Settings) -> int:
         except (NotImplementedError, RuntimeError):
             pass
     try:
-        by_slot = await consume_matrix(matrix, sys.stdout, sys.stderr)
+        by_slot = await consume_matrix(matrix, sys.stdout, sys.stderr, reader)
     except Exception as exc:  # a run could not even start (the database, most likely)
         print(f"secbench-tui: error: {type(exc).__name__}: {inert(exc)}", file=sys.stderr)
         return EXIT_ABORTED
@@ -281,10 +321,13 @@ async def _run(settings: Settings) -> int:
     finished = [by_slot[slot] for slot in sorted(by_slot)]
     if not finished:
         return EXIT_ABORTED
-    for done in finished:
-        print(format_summary(done.summary, done.status, done.message), flush=True)
-    if len(finished) > 1:
-        print(format_matrix(finished), flush=True)
+    try:
+        for done in finished:
+            print(format_summary(done.summary, done.status, done.message), flush=True)
+        if len(finished) > 1:
+            print(format_matrix(finished), flush=True)
+    except BrokenPipeError:
+        reader.gone = silence_closed(sys.stdout, sys.stderr) or True
     if settings.summary_json is not None:
         try:
             write_summary_json(settings.summary_json, finished)
@@ -303,12 +346,14 @@ async def _run(settings: Settings) -> int:
             codes.append(EXIT_ABORTED)
         elif done.status is RunStatus.STOPPED and interrupts:
             codes.append(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
+    if reader.gone or silence_closed(sys.stdout, sys.stderr):
+        codes.append(EXIT_BROKEN_PIPE)
     return worst_exit(codes)
 
 
 def worst_exit(codes: list[int]) -> int:
     """An aborted run outweighs a terminated or interrupted one, which outweighs success."""
-    for code in (EXIT_ABORTED, EXIT_TERMINATED, EXIT_INTERRUPTED):
+    for code in (EXIT_ABORTED, EXIT_TERMINATED, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE):
         if code in codes:
             return code
     return EXIT_OK
@@ -331,4 +376,8 @@ def write_summary_json(path: Path, finished: RunFinished | list[RunFinished]) ->
 
 
 def run_headless(settings: Settings) -> int:
-    return asyncio.run(_run(settings))
+    try:
+        return asyncio.run(_run(settings))
+    except BrokenPipeError:  # the reader left while a line outside the run was written
+        silence_closed(sys.stdout, sys.stderr)
+        return EXIT_BROKEN_PIPE
