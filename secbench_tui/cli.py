@@ -59,7 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--no-ui", action="store_true", help="run headless and print progress")
     mode.add_argument("--report", action="store_true", help="write an HTML report and exit")
     mode.add_argument("--export", choices=("json", "csv", "junit"), help="export results")
-    mode.add_argument("--out", type=Path, help="file for --export (default: stdout)")
+    mode.add_argument(
+        "--out",
+        type=Path,
+        help="file for --export (default: stdout), or for --report alone"
+        " (default: reports/report_<time>.html)",
+    )
     mode.add_argument("--lint", action="store_true", help="check a suite and exit")
     mode.add_argument(
         "--verify", action="store_true", help="prove the suite's labels on PostgreSQL and exit"

@@ -213,3 +213,25 @@ def test_bundled_suite_has_verification_data_for_every_scenario() -> None:
 
     report = lint_suite(bundled_cases_dir())
     assert [str(f) for f in report.findings if f.check == "verify"] == []
+
+
+def _lint(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "secbench_tui", "--lint", "--cases", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_a_missing_folder_is_a_usage_error_as_for_a_run(tmp_path: Path) -> None:
+    run = _lint(tmp_path / "nope")
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "no such folder" in run.stderr and str(tmp_path / "nope") in run.stderr
+
+
+def test_a_vuldetectbench_folder_is_named_as_one(tmp_path: Path) -> None:
+    (tmp_path / "task1_code.jsonl").write_text("{}\n", encoding="utf-8")
+    run = _lint(tmp_path)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "VulDetectBench" in run.stderr and "no app folders" not in run.stdout + run.stderr
