@@ -89,7 +89,7 @@ def test_a_refused_endpoint_stops_the_run_at_once_naming_it(
     result = run_cli(base_url, db, tmp_path / "suite", "--concurrency", "8")
 
     assert result.returncode == EXIT_ABORTED, result.stderr
-    (aborted,) = [line for line in result.stderr.splitlines() if "run aborted" in line]
+    (aborted,) = [line for line in result.stderr.splitlines() if " aborted: " in line]
     assert f"cannot reach the endpoint http://***@127.0.0.1:{refused_port}/api/v1" in aborted
     assert "--base-url" in aborted and "--resume" in aborted
     assert "hunter2" not in result.stdout + result.stderr
