@@ -17,13 +17,7 @@ from secbench_tui import __version__
 from secbench_tui.config import REASONING_EFFORTS, VDB_PLAIN, VDB_SCORINGS
 from secbench_tui.core import security_bench
 from secbench_tui.core.prompts import RESPONSE_FORMATS
-
-EXIT_OK = 0
-EXIT_FAILED = 1  # lint found problems, a report, export or summary file could not be written
-EXIT_USAGE = 2
-EXIT_ABORTED = 3  # bad key, no credits, unknown model, endpoint unreachable, database unusable
-EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 143  # stopped by SIGTERM (128 + 15)
+from secbench_tui.exit_codes import EXIT_USAGE
 
 
 def _csv(value: str) -> list[str]:
@@ -65,7 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--no-ui", action="store_true", help="run headless and print progress")
     mode.add_argument("--report", action="store_true", help="write an HTML report and exit")
     mode.add_argument("--export", choices=("json", "csv", "junit"), help="export results")
-    mode.add_argument("--out", type=Path, help="file for --export (default: stdout)")
+    mode.add_argument(
+        "--out",
+        type=Path,
+        help="file for --export (default: stdout), or for --report alone"
+        " (default: reports/report_<time>.html)",
+    )
     mode.add_argument("--lint", action="store_true", help="check a suite and exit")
     mode.add_argument(
         "--verify", action="store_true", help="prove the suite's labels on PostgreSQL and exit"

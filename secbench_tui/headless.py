@@ -17,31 +17,38 @@ import json
 import os
 import signal
 import sys
+from collections import deque
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
-from secbench_tui.cli import (
+from secbench_tui.config import Settings
+from secbench_tui.core.catalog import cached_catalog
+from secbench_tui.core.engine import STOP_GRACE, Engine
+from secbench_tui.core.events import (
+    CaseFinished,
+    CaseStarted,
+    Event,
+    Retrying,
+    RunFinished,
+    RunStarted,
+)
+from secbench_tui.core.matrix import Matrix
+from secbench_tui.core.models import Outcome
+from secbench_tui.core.providers.baselines import is_baseline
+from secbench_tui.core.store import Store, StoreError
+from secbench_tui.core.summary import RunStatus, RunSummary, matrix_lines, plain, summary_lines
+from secbench_tui.core.untrusted import inert, inert_line, redact_url
+from secbench_tui.exit_codes import (
     EXIT_ABORTED,
+    EXIT_BROKEN_PIPE,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TERMINATED,
     EXIT_USAGE,
 )
-from secbench_tui.config import Settings
-from secbench_tui.core.catalog import cached_catalog
-from secbench_tui.core.engine import STOP_GRACE, Engine
-from secbench_tui.core.events import CaseFinished, Event, Retrying, RunFinished, RunStarted
-from secbench_tui.core.matrix import Matrix
-from secbench_tui.core.models import Outcome
-from secbench_tui.core.providers.baselines import is_baseline
-from secbench_tui.core.store import Store, StoreError
-from secbench_tui.core.untrusted import inert, inert_line, redact_url
 from secbench_tui.session import UsageError, plan_matrix, resolve_matrix_defaults
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value * 100:.1f}%"
 
 
 def format_case_line(event: CaseFinished) -> str:
@@ -63,47 +70,8 @@ def format_case_line(event: CaseFinished) -> str:
     return line
 
 
-def format_summary(summary: dict[str, Any], status: str, message: str | None) -> str:
-    prompt = f", prompt {inert_line(summary['prompt'])}" if summary.get("prompt") else ""
-    lines = [f"Run {summary.get('run_id')} {status}: {inert_line(summary.get('model'))}{prompt}"]
-    if message:
-        lines.append(f"  {inert_line(message)}")
-    lines.append(
-        f"  cases {summary['cases']}  correct {summary['correct']}  wrong {summary['wrong']}"
-        f"  unparsed {summary['unparsed']}  errors {summary['errors']}"
-        + (f"  reused {summary['reused']}" if summary.get("reused") else "")
-    )
-    if summary.get("accuracy") is not None:
-        low, high = summary["accuracy_ci"]
-        lines.append(
-            f"  accuracy {_pct(summary['accuracy'])} (95% CI {_pct(low)}-{_pct(high)})"
-            f"  balanced {_pct(summary['balanced_accuracy'])}"
-        )
-        for app, stats in summary.get("apps", {}).items():
-            lines.append(
-                f"    {inert_line(app)}: {_pct(stats['accuracy'])} of {stats['cases']}"
-                f" (unparsed {stats['unparsed']}, errors {stats['errors']})"
-            )
-    if summary.get("vuldetectbench"):
-        from secbench_tui.core.vdb_scoring import crash_note
-
-        lines.append(f"  VulDetectBench, {summary.get('vdb_scoring', 'correct')} scoring:")
-        counts = summary.get("vuldetectbench_counts") or {}
-        for task, metrics in summary["vuldetectbench"].items():
-            shown = "  ".join(f"{k} {_pct(v)}" for k, v in metrics.items())
-            note = crash_note(counts.get(task, {}))
-            lines.append(f"    {inert_line(task)}: {shown}" + (f"  ({note})" if note else ""))
-    cost = summary.get("cost")
-    shown_cost = "n/a" if cost is None else f"${cost:.4f}"
-    if cost is not None and summary.get("reused"):
-        shown_cost += f" (${summary.get('spent') or 0.0:.4f} spent by this run, the rest reused)"
-    lines.append(
-        f"  tokens {summary['prompt_tokens']} in / {summary['completion_tokens']} out"
-        + (f" ({summary['reasoning_tokens']} reasoning)" if summary.get("reasoning_tokens") else "")
-        + f"  cost {shown_cost}"
-        f"  wall {summary.get('wall_seconds', 0):.1f}s"
-    )
-    return "\n".join(lines)
+def format_summary(summary: RunSummary, status: RunStatus | str, message: str | None) -> str:
+    return plain(summary_lines(summary, status, message))
 
 
 def _started_line(event: RunStarted) -> str:
@@ -142,44 +110,115 @@ def print_event(event: Event, out: TextIO, err: TextIO, prefix: str = "") -> Non
         )
 
 
+class InCaseOrder:
+    """Puts one run's finished cases back in case order for the printed lines.
+
+    The engine reports a case the moment it is stored; the headless lines keep the order the
+    cases were started in (a case still waiting holds the later lines back, never their
+    results), numbered as they are printed. Cases reused from earlier runs print at once.
+    """
+
+    def __init__(self) -> None:
+        self.started: deque[tuple[int, int]] = deque()
+        self.held: dict[tuple[int, int], CaseFinished] = {}
+        self.shown = 0
+
+    def feed(self, event: Event) -> list[Event]:
+        """What to print now for `event`, in order."""
+        if isinstance(event, RunStarted):
+            self.shown = event.total - event.pending - event.reused
+            return [event]
+        if isinstance(event, CaseStarted):
+            self.started.append((event.index, event.repeat))
+            return []
+        if isinstance(event, CaseFinished):
+            ev = event.evaluation
+            key = (ev.index, ev.repeat)
+            if ev.reused or key not in self.started:
+                return [self._numbered(event)]
+            self.held[key] = event
+            ready: list[Event] = []
+            while self.started and self.started[0] in self.held:
+                ready.append(self._numbered(self.held.pop(self.started.popleft())))
+            return ready
+        if isinstance(event, RunFinished):  # a stop: what finished, then the end
+            ready = [self._numbered(self.held.pop(k)) for k in self.started if k in self.held]
+            self.started.clear()
+            return [*ready, event]
+        return [event]
+
+    def _numbered(self, event: CaseFinished) -> CaseFinished:
+        self.shown += 1
+        return replace(event, done=self.shown)
+
+
 async def consume(engine: Engine, out: TextIO, err: TextIO) -> RunFinished | None:
     finished: RunFinished | None = None
+    order = InCaseOrder()
     async for event in engine.events():
-        print_event(event, out, err)
+        for shown in order.feed(event):
+            print_event(shown, out, err)
         if isinstance(event, RunFinished):
             finished = event
     return finished
 
 
-async def consume_matrix(matrix: Matrix, out: TextIO, err: TextIO) -> dict[int, RunFinished]:
-    """Every run's events, lines prefixed with the run id when more than one run goes on."""
+def silence_closed(*streams: TextIO) -> bool:
+    """Point each stream whose reader went away (`| head`, `| less` quit) at /dev/null, so
+    later lines (and the flush at exit) vanish quietly; True if any had."""
+    closed = False
+    for stream in streams:
+        try:
+            stream.flush()
+        except BrokenPipeError:
+            closed = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, stream.fileno())
+            finally:
+                os.close(devnull)
+        except (OSError, ValueError):  # not a real file (a test's StringIO): nothing to do
+            pass
+    return closed
+
+
+class Reader:
+    """Whether whoever reads the output went away during the run."""
+
+    gone = False
+
+
+async def consume_matrix(
+    matrix: Matrix, out: TextIO, err: TextIO, reader: Reader | None = None
+) -> dict[int, RunFinished]:
+    """Every run's events, lines prefixed with the run id when more than one run goes on.
+
+    When the reader goes away (`| head -1`), the runs stop as on Ctrl+C (the cases in flight
+    get their grace, every finished case stays stored) and the rest of the output is dropped.
+    """
+    reader = reader or Reader()
     several = len(matrix.runs) > 1
     run_ids: dict[int, int] = {}
+    orders: dict[int, InCaseOrder] = {}
     async for tagged in matrix.events():
         event = tagged.event
         if isinstance(event, RunStarted):
             run_ids[tagged.slot] = event.run_id
         prefix = f"run {run_ids[tagged.slot]}: " if several and tagged.slot in run_ids else ""
-        print_event(event, out, err, prefix)
+        for shown in orders.setdefault(tagged.slot, InCaseOrder()).feed(event):
+            try:
+                print_event(shown, out, err, prefix)
+            except BrokenPipeError:
+                silence_closed(out, err)
+                if not reader.gone:
+                    reader.gone = True
+                    matrix.stop("the output's reader went away")
     return dict(matrix.finished)
 
 
 def format_matrix(finished: list[RunFinished]) -> str:
     """Accuracy of every model x prompt, as one table after the runs' own summaries."""
-    lines = ["Matrix (accuracy, 95% CI, balanced accuracy):"]
-    for done in finished:
-        s = done.summary
-        acc = s.get("accuracy")
-        figure = "n/a"
-        if acc is not None:
-            low, high = s.get("accuracy_ci") or (None, None)
-            balanced = _pct(s.get("balanced_accuracy"))
-            figure = f"{_pct(acc)} ({_pct(low)}-{_pct(high)})  balanced {balanced}"
-        lines.append(
-            f"  {inert_line(s.get('model'))}  x  {inert_line(s.get('prompt'))}: {figure}"
-            f"  [run {done.run_id} {done.status}]"
-        )
-    return "\n".join(lines)
+    return plain(matrix_lines([(done.status, None, done.summary) for done in finished]))
 
 
 async def print_plan(settings: Settings, out: TextIO) -> int:
@@ -249,6 +288,7 @@ async def _run(settings: Settings) -> int:
             file=sys.stderr,
         )
     matrix = Matrix(plan.runs, store)
+    reader = Reader()
     interrupts = 0
     terminated = False
 
@@ -275,7 +315,7 @@ async def _run(settings: Settings) -> int:
         except (NotImplementedError, RuntimeError):
             pass
     try:
-        by_slot = await consume_matrix(matrix, sys.stdout, sys.stderr)
+        by_slot = await consume_matrix(matrix, sys.stdout, sys.stderr, reader)
     except Exception as exc:  # a run could not even start (the database, most likely)
         print(f"secbench-tui: error: {type(exc).__name__}: {inert(exc)}", file=sys.stderr)
         return EXIT_ABORTED
@@ -285,10 +325,13 @@ async def _run(settings: Settings) -> int:
     finished = [by_slot[slot] for slot in sorted(by_slot)]
     if not finished:
         return EXIT_ABORTED
-    for done in finished:
-        print(format_summary(done.summary, done.status, done.message), flush=True)
-    if len(finished) > 1:
-        print(format_matrix(finished), flush=True)
+    try:
+        for done in finished:
+            print(format_summary(done.summary, done.status, done.message), flush=True)
+        if len(finished) > 1:
+            print(format_matrix(finished), flush=True)
+    except BrokenPipeError:
+        reader.gone = silence_closed(sys.stdout, sys.stderr) or True
     unwritten = False  # every result is stored by now: a summary file that fails is reported
     if settings.summary_json is not None:
         try:
@@ -303,27 +346,30 @@ async def _run(settings: Settings) -> int:
             )
     codes = []
     for done in finished:
-        if done.status == "aborted":
+        if done.status is RunStatus.ABORTED:
             print(
                 f"secbench-tui: run {done.run_id} aborted: {inert_line(done.message)}",
                 file=sys.stderr,
             )
             codes.append(EXIT_ABORTED)
-        elif done.status == "stopped" and interrupts:
+        elif done.status is RunStatus.STOPPED and interrupts:
             codes.append(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
+    if reader.gone or silence_closed(sys.stdout, sys.stderr):
+        codes.append(EXIT_BROKEN_PIPE)
     return worst_exit(codes) or (EXIT_FAILED if unwritten else EXIT_OK)
 
 
 def worst_exit(codes: list[int]) -> int:
     """An aborted run outweighs a terminated or interrupted one, which outweighs success."""
-    for code in (EXIT_ABORTED, EXIT_TERMINATED, EXIT_INTERRUPTED):
+    for code in (EXIT_ABORTED, EXIT_TERMINATED, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE):
         if code in codes:
             return code
     return EXIT_OK
 
 
 def _summary_data(finished: RunFinished) -> dict[str, Any]:
-    return {**finished.summary, "status": finished.status, "message": finished.message}
+    data = finished.summary.json_data()
+    return {**data, "status": finished.status.value, "message": finished.message}
 
 
 def write_summary_json(path: Path, finished: RunFinished | list[RunFinished]) -> None:
@@ -338,4 +384,8 @@ def write_summary_json(path: Path, finished: RunFinished | list[RunFinished]) ->
 
 
 def run_headless(settings: Settings) -> int:
-    return asyncio.run(_run(settings))
+    try:
+        return asyncio.run(_run(settings))
+    except BrokenPipeError:  # the reader left while a line outside the run was written
+        silence_closed(sys.stdout, sys.stderr)
+        return EXIT_BROKEN_PIPE

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from secbench_tui.cli import EXIT_FAILED, EXIT_OK
 from secbench_tui.config import Settings
 from secbench_tui.core.exports import EXPORTERS
 from secbench_tui.core.report import (
@@ -25,6 +24,7 @@ from secbench_tui.core.report import (
 )
 from secbench_tui.core.store import Store, StoreError
 from secbench_tui.core.untrusted import inert
+from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK
 
 
 class OutputError(OSError):

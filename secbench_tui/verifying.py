@@ -10,8 +10,8 @@ from pathlib import Path
 
 from secbench_tui.core.untrusted import inert_line, redact_url
 from secbench_tui.core.verify.models import CaseProof, Proof, VerifyReport
+from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 _LABEL = {Proof.PROVEN: "proven", Proof.FAILED: "FAILED", Proof.NOT_VERIFIABLE: "not verifiable"}
 
 

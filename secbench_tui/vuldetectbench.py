@@ -46,6 +46,7 @@ from secbench_tui.core.suites.vuldetectbench import (
     task_file,
     templates,
 )
+from secbench_tui.core.summary import RunStatus, RunSummary
 from secbench_tui.core.vdb_scoring import aggregate_vuldetectbench, check_scoring
 
 __all__ = ["Agent", "Tasks", "VulDetectBench_Engine"]
@@ -178,7 +179,7 @@ class VulDetectBench_Engine:  # noqa: N801 - the library's name, so scripts keep
         self.concurrency = concurrency
         self.reuse = reuse
         self.run_id: int | None = None
-        self.summary: dict[str, Any] = {}
+        self.summary = RunSummary()
 
     def _spec(self) -> RunSpec:
         tasks = self.tasks
@@ -215,7 +216,7 @@ class VulDetectBench_Engine:  # noqa: N801 - the library's name, so scripts keep
         """Ask the agent every case, score, record, then save or print the report."""
         evaluations, finished = _run_sync(self._run())
         self.run_id, self.summary = finished.run_id, finished.summary
-        if finished.status == "aborted":
+        if finished.status is RunStatus.ABORTED:
             raise RuntimeError(f"run {finished.run_id} aborted: {finished.message}")
         samples = [(int(e.case.meta["task"]), e.scored) for e in evaluations]
         report = self._report(evaluations, aggregate_vuldetectbench(samples, self.scoring))

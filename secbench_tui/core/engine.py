@@ -3,7 +3,8 @@
 The engine owns the order of work and nothing about display. It creates (or resumes) a run
 in the store, reuses results already paid for, asks the provider for the rest with up to
 `concurrency` requests in flight, commits every result the moment it arrives, and yields
-`CaseFinished` events in case order whatever order the answers come back in.
+`CaseFinished` for it at once, carrying the case's `position` in the run: a slow or retrying
+case holds nothing back, so progress follows what is stored.
 
 It drives retries under the provider's `RetryPolicy` (core/retry.py): a case that waits to try
 again gives its concurrency slot back, so the other cases go on meanwhile. A failing case is
@@ -49,6 +50,7 @@ from secbench_tui.core.retry import (
 )
 from secbench_tui.core.scoring import score_completion
 from secbench_tui.core.store import Store, now_iso, prompt_keyed, text_hash
+from secbench_tui.core.summary import RunStatus, RunSummary
 
 # Settings that change what a model is asked; a resumed run must match them all.
 REQUEST_SETTINGS = ("base_url", "temperature", "max_tokens", "seed", "response_format")
@@ -211,7 +213,7 @@ class _Abandoned(Exception):
 
 @dataclass(frozen=True)
 class _Done:
-    """A case's end, before it is put back in order; no evaluation when it was not asked."""
+    """A case's end, as the worker hands it to the stream; no evaluation when it was not asked."""
 
     seq: int
     evaluation: Evaluation | None
@@ -360,22 +362,22 @@ class Engine:
         started = time.perf_counter()
         run_id, resumed = await self._open_run()  # no run yet to record a fault on: raise
         self.run_id = run_id
-        status, message = "completed", None
+        status, message = RunStatus.COMPLETED, None
         pending: list[_Work] = []
         try:
             async for event in self._run(run_id, resumed, pending):
                 yield event
         except RunAborted as exc:
-            status, message = "aborted", str(exc)
+            status, message = RunStatus.ABORTED, str(exc)
         except Exception as exc:  # a run-level fault: the database, most likely
-            status, message = "aborted", f"{type(exc).__name__}: {exc}"
-        if status == "completed" and self.stopping and self._answered < len(pending):
-            status, message = "stopped", self._stop_message
+            status, message = RunStatus.ABORTED, f"{type(exc).__name__}: {exc}"
+        if status is RunStatus.COMPLETED and self.stopping and self._answered < len(pending):
+            status, message = RunStatus.STOPPED, self._stop_message
         summary = await self._summary(run_id, time.perf_counter() - started)
         try:
             await self.store.finish_run(run_id, status, message)
         except Exception as exc:
-            status, message = "aborted", f"could not record the run's end: {exc}"
+            status, message = RunStatus.ABORTED, f"could not record the run's end: {exc}"
         yield RunFinished(run_id=run_id, status=status, message=message, summary=summary)
 
     async def _run(self, run_id: int, resumed: bool, pending: list[_Work]) -> AsyncIterator[Event]:
@@ -424,11 +426,11 @@ class Engine:
         )
         for evaluation in reused:
             done += 1
-            yield CaseFinished(run_id, evaluation, done, total)
+            yield self._finished(run_id, evaluation, done, total)
         async for event in self._ask_all(run_id, pending, done, total):
             yield event
 
-    async def _summary(self, run_id: int, wall: float) -> dict[str, Any]:
+    async def _summary(self, run_id: int, wall: float) -> RunSummary:
         try:
             rows = await self.store.run_results(run_id, with_text=False)
         except Exception as exc:  # every result is already stored: report, do not fail
@@ -436,9 +438,7 @@ class Engine:
             summary_error: str | None = f"could not read the results back: {exc}"
         else:
             summary_error = None
-        summary = summarize(rows)
-        if summary_error:
-            summary["summary_error"] = summary_error
+        figures = summarize(rows)
         vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
         if vdb_rows:
             from secbench_tui.core.vdb_scoring import (
@@ -448,21 +448,24 @@ class Engine:
             )
 
             aggregate = aggregate_rows(vdb_rows, self.spec.vdb_scoring)
-            summary["vuldetectbench"] = summary_metrics(aggregate)
-            summary["vuldetectbench_counts"] = summary_counts(aggregate)
-            summary["vdb_scoring"] = self.spec.vdb_scoring
-        summary["wall_seconds"] = wall
-        summary["run_id"] = run_id
-        summary["model"] = self.spec.model
-        summary["prompt"] = self.spec.prompt_name
-        return summary
+            figures["vuldetectbench"] = summary_metrics(aggregate)
+            figures["vuldetectbench_counts"] = summary_counts(aggregate)
+            figures["vdb_scoring"] = self.spec.vdb_scoring
+        return RunSummary.model_validate(
+            {
+                **figures,
+                "summary_error": summary_error,
+                "wall_seconds": wall,
+                "run_id": run_id,
+                "model": self.spec.model,
+                "prompt": self.spec.prompt_name,
+            }
+        )
 
     async def _ask_all(
         self, run_id: int, pending: list[_Work], done: int, total: int
     ) -> AsyncIterator[Event]:
-        """Hand the cases out as slots free up; yield events, CaseFinished in `seq` order."""
-        finished: dict[int, Evaluation | None] = {}
-        next_seq = 0
+        """Hand the cases out as slots free up; yield each CaseFinished as its case ends."""
         cases: set[asyncio.Task[None]] = set()
         dispatcher = asyncio.create_task(self._dispatch(run_id, pending, cases))
         dispatched: int | None = None
@@ -476,22 +479,12 @@ class Engine:
                     dispatched = item.count
                 elif isinstance(item, _Done):
                     ended += 1
-                    finished[item.seq] = item.evaluation
-                    while next_seq in finished:
-                        evaluation = finished.pop(next_seq)
-                        next_seq += 1
-                        if evaluation is not None:
-                            done += 1
-                            self._answered += 1
-                            yield CaseFinished(run_id, evaluation, done, total)
+                    if item.evaluation is not None:
+                        done += 1
+                        self._answered += 1
+                        yield self._finished(run_id, item.evaluation, done, total)
                 else:
                     yield item
-            for seq in sorted(finished):  # cases after the stop point: shown in order
-                evaluation = finished[seq]
-                if evaluation is not None:
-                    done += 1
-                    self._answered += 1
-                    yield CaseFinished(run_id, evaluation, done, total)
         finally:
             if self._grace is not None:
                 self._grace.cancel()
@@ -500,11 +493,15 @@ class Engine:
                 task.cancel()
             await asyncio.gather(dispatcher, *cases, return_exceptions=True)
 
+    def _finished(self, run_id: int, evaluation: Evaluation, done: int, total: int) -> CaseFinished:
+        position = evaluation.index * self.spec.repeats + evaluation.repeat
+        return CaseFinished(run_id, evaluation, done, total, position)
+
     async def _dispatch(
         self, run_id: int, pending: list[_Work], cases: set[asyncio.Task[None]]
     ) -> None:
         """Start each case once a slot is free. Cases waiting to retry hold no slot, so at most
-        four times the concurrency are open at once, which bounds the results held for order."""
+        four times the concurrency are open at once, which bounds the tasks held in memory."""
         count = 0
         room = asyncio.Semaphore(4 * self.limit.maximum)
         try:

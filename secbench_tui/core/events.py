@@ -7,6 +7,7 @@ from typing import Any
 
 from secbench_tui.core.models import Case, Evaluation
 from secbench_tui.core.providers.base import RetryNotice
+from secbench_tui.core.summary import RunStatus, RunSummary
 
 
 @dataclass(frozen=True)
@@ -34,10 +35,15 @@ class CaseStarted:
 
 @dataclass(frozen=True)
 class CaseFinished:
+    """A case's result, stored, yielded the moment it is: `done` counts the finished cases so
+    far, `position` is the case's place in the run (case index x repeats + repeat), since cases
+    finish in whatever order their answers come back."""
+
     run_id: int
     evaluation: Evaluation
     done: int
     total: int
+    position: int = 0
 
 
 @dataclass(frozen=True)
@@ -52,9 +58,9 @@ class Retrying:
 @dataclass(frozen=True)
 class RunFinished:
     run_id: int
-    status: str  # completed | stopped | aborted
+    status: RunStatus  # completed | stopped | aborted
     message: str | None
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: RunSummary = field(default_factory=RunSummary)
 
 
 Event = RunStarted | CaseStarted | CaseFinished | Retrying | RunFinished

@@ -19,6 +19,7 @@ import bisect
 import math
 import re
 import statistics
+import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -592,7 +593,10 @@ def _app_findings(app: AppReport, limit: float) -> list[Finding]:
     if good != bad:
         findings.append(Finding("balance", f"{good} good vs {bad} bad cases", app=app.app))
     if not app.classifiers:
-        message = "too few cases to score trivial classifiers (need 2 of each class)"
+        message = (
+            "too few cases to score trivial classifiers: each class needs 2 cases"
+            " (add good and bad cases until there are at least 2 of each)"
+        )
         findings.append(Finding("classifier", message, app=app.app))
     for score in app.classifiers:
         if score.accuracy > limit:
@@ -686,7 +690,26 @@ def format_report(report: LintReport, limit: float = MAX_TRIVIAL_ACCURACY) -> st
 
 
 def main(cases_dir: Path) -> int:
-    """`secbench-tui --lint`: print the findings; 0 when clean, 1 on problems."""
+    """`secbench-tui --lint`: print the findings; 0 when clean, 1 on problems, 2 when the
+    folder is missing or is not a markdown suite (as a run says of the same folder)."""
+    from secbench_tui.core.suites.vuldetectbench import is_vuldetectbench_dir
+    from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+
+    if not cases_dir.is_dir():
+        print(
+            f"secbench-tui: error: --cases {inert(cases_dir)}: no such folder; give the suite's"
+            " folder (one folder per app, each with a SPEC.md and its cases)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if is_vuldetectbench_dir(cases_dir):
+        print(
+            f"secbench-tui: error: --lint checks markdown suites; {inert(cases_dir)} is a"
+            " VulDetectBench test set (task{N}_code.jsonl), whose cases and labels come from"
+            " the benchmark: run it as it is (--cases with --no-ui, or in the app)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     report = lint_suite(cases_dir)
     print(inert(format_report(report)))  # file names and suite text are foreign
-    return 1 if report.failed else 0
+    return EXIT_FAILED if report.failed else EXIT_OK

@@ -20,8 +20,7 @@ from secbench_tui.core.engine import AdaptiveLimit, Engine, RunSpec
 from secbench_tui.core.events import Event, RunFinished
 from secbench_tui.core.providers.base import Provider
 from secbench_tui.core.store import Store
-
-ABORTED, STOPPED, COMPLETED = "aborted", "stopped", "completed"
+from secbench_tui.core.summary import RunStatus
 
 
 @dataclass(frozen=True)
@@ -92,7 +91,7 @@ class Matrix:
             async for event in self.engines[slot].events():
                 if isinstance(event, RunFinished):
                     self.finished[slot] = event
-                    if event.status == ABORTED:
+                    if event.status is RunStatus.ABORTED:
                         self._stop_model(slot, event)
                 await queue.put(MatrixEvent(slot, event))
         except Exception as exc:  # the run could not start (the database, most likely)
@@ -124,11 +123,3 @@ class Matrix:
             await asyncio.gather(*tasks, return_exceptions=True)
         if failure is not None:
             raise failure
-
-
-def worst_status(statuses: Sequence[str]) -> str:
-    """aborted, then stopped, then completed: what the matrix as a whole ended as."""
-    for status in (ABORTED, STOPPED):
-        if status in statuses:
-            return status
-    return COMPLETED

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -30,6 +29,7 @@ from typing import Any
 import jinja2
 
 from secbench_tui import __version__
+from secbench_tui.core import numbers
 from secbench_tui.core.metrics import (
     CaseRepeats,
     PairComparison,
@@ -45,6 +45,7 @@ from secbench_tui.core.metrics import (
 )
 from secbench_tui.core.models import Outcome, SuiteKind
 from secbench_tui.core.store import RunRecord, Store
+from secbench_tui.core.summary import RunStatus
 from secbench_tui.core.untrusted import inert
 
 BASELINE_PREFIX = "baseline/"
@@ -384,7 +385,11 @@ def choose_runs(
 def is_whole(run: RunRecord) -> bool:
     """A run that completed over its whole suite (its tasks): no --apps, no --limit."""
     settings = run.settings
-    return run.status == "completed" and not settings.get("apps") and settings.get("limit") is None
+    return (
+        run.status is RunStatus.COMPLETED
+        and not settings.get("apps")
+        and settings.get("limit") is None
+    )
 
 
 def narrowed_by(run: RunRecord) -> str:
@@ -398,7 +403,7 @@ def narrowed_by(run: RunRecord) -> str:
     if run.suite_kind == SuiteKind.VULDETECTBENCH.value and isinstance(tasks, list):
         if not set(tasks) >= {1, 2, 3, 4, 5}:
             parts.append("--tasks " + ",".join(map(str, tasks)))
-    if run.status != "completed":
+    if run.status is not RunStatus.COMPLETED:
         parts.append(run.status)
     return ", ".join(parts)
 
@@ -725,14 +730,16 @@ def _accuracy_chart(contenders: Sequence[Contender]) -> Chart | None:
     for i, c in enumerate(contenders):
         acc = c.stats["accuracy"] or 0.0
         low, high = c.stats["accuracy_ci"] or (0.0, 0.0)
-        interval = f"  ({_fmt_pct(low, 0)}\u2013{_fmt_pct(high, 0)})" if c.stats["cases"] else ""
+        interval = (
+            f"  ({numbers.pct(low, 0)}\u2013{numbers.pct(high, 0)})" if c.stats["cases"] else ""
+        )
         bars.append(
             Bar(
                 y=top + i * step,
                 width=plot * acc,
                 css=c.colour,
                 label=_short(c.label),
-                value=_fmt_pct(c.stats["accuracy"]) + interval,
+                value=numbers.pct(c.stats["accuracy"]) + interval,
                 low=left + plot * low,
                 high=left + plot * high,
             )
@@ -742,7 +749,7 @@ def _accuracy_chart(contenders: Sequence[Contender]) -> Chart | None:
     references = [c for c in contenders if c.baseline and c.stats["accuracy"] is not None]
     if references and len(suites) == 1:
         best = max(c.stats["accuracy"] for c in references)
-        marks.append((left + plot * best, f"best reference {_fmt_pct(best)}"))
+        marks.append((left + plot * best, f"best reference {numbers.pct(best)}"))
     return Chart(
         width=left + plot + 150,
         height=top + 20 + len(bars) * step,
@@ -774,7 +781,7 @@ def _app_chart(contenders: Sequence[Contender], apps: Sequence[str]) -> Chart | 
                     width=plot * (acc or 0.0),
                     css=c.colour,
                     label=_short(c.label),
-                    value=_fmt_pct(acc),
+                    value=numbers.pct(acc),
                 )
             )
             y += step
@@ -890,35 +897,8 @@ def _parse_time(text: str | None) -> datetime | None:
 # --- rendering ---------------------------------------------------------------------------
 
 
-def _fmt_pct(value: float | None, digits: int = 1) -> str:
-    return "n/a" if value is None else f"{value * 100:.{digits}f}%"
-
-
 def _fmt_p(value: float) -> str:
     return "< 0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def _fmt_money(value: float | None) -> str:
-    """Dollars to three significant digits ($0.534, $0.000114), cents from $1 up."""
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    if value < 0:  # never stored by this program (see core/believable.py); shown if found
-        return "-" + _fmt_money(-value)
-    if value == 0 or value >= 1:
-        return f"${value:,.2f}" if value else "$0"
-    digits = 2 - math.floor(math.log10(value))
-    return f"${value:.{digits}f}"
-
-
-def _fmt_compact(value: int | None) -> str:
-    """612k, 1.81M: token counts short enough for a table cell."""
-    if value is None:
-        return "n/a"
-    for size, unit in ((1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")):
-        if value >= size:
-            scaled = value / size
-            return f"{scaled:.3g}{unit}" if scaled < 100 else f"{scaled:.0f}{unit}"
-    return str(value)
 
 
 def _fmt_when(text: str | None) -> str:
@@ -926,27 +906,6 @@ def _fmt_when(text: str | None) -> str:
     if when is None:
         return text or ""
     return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def _fmt_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs} s"
-    return f"{minutes // 60} h {minutes % 60} min"
-
-
-def _fmt_ms(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms"
-
-
-def _fmt_int(value: int | None) -> str:
-    return "n/a" if value is None else f"{value:,}"
 
 
 def _bucket(value: float | None) -> str:
@@ -976,14 +935,14 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(
-        pct=_fmt_pct,
+        pct=numbers.pct,
         pvalue=_fmt_p,
-        money=_fmt_money,
-        ms=_fmt_ms,
-        num=_fmt_int,
-        compact=_fmt_compact,
+        money=numbers.money,
+        ms=numbers.latency_ms,
+        num=numbers.integer,
+        compact=numbers.compact,
         when=_fmt_when,
-        duration=_fmt_duration,
+        duration=numbers.duration,
         bucket=_bucket,
         vdb_crashes=vdb_crashes,
         narrowed=narrowed_by,

@@ -25,6 +25,7 @@ from secbench_tui.core import stored_values as stored
 from secbench_tui.core.comparison import FlipCounts, FlipRow, GridCounts, GridRow, Verdict, flip_of
 from secbench_tui.core.models import Evaluation
 from secbench_tui.core.stored_values import BELIEVABLE_COST_SQL
+from secbench_tui.core.summary import RunStatus
 from secbench_tui.core.untrusted import redact_url
 
 SCHEMA_VERSION = 6
@@ -313,11 +314,11 @@ def recorded_settings(text: str | None) -> dict[str, Any]:
     return settings
 
 
-def effective_status(status: str, pid: int | None, host: str | None) -> str:
+def effective_status(status: str, pid: int | None, host: str | None) -> RunStatus:
     """A run still marked running whose process on this machine is gone was interrupted."""
     if status == "running" and pid and host == socket.gethostname() and not _process_alive(pid):
-        return "interrupted"
-    return status
+        return RunStatus.INTERRUPTED
+    return RunStatus.of(status)
 
 
 @dataclass
@@ -374,7 +375,7 @@ class RunRecord:
     tool_version: str | None
     started_at: str
     finished_at: str | None
-    status: str
+    status: RunStatus
     total_cases: int
     message: str | None
     counts: dict[str, int] = field(default_factory=dict)
@@ -544,7 +545,7 @@ class Store:
         )
         await self.db.commit()
 
-    async def finish_run(self, run_id: int, status: str, message: str | None = None) -> None:
+    async def finish_run(self, run_id: int, status: RunStatus, message: str | None = None) -> None:
         await self.db.execute(
             "UPDATE runs SET status=?, finished_at=?, message=? WHERE id=?",
             (status, now_iso(), message, run_id),
@@ -560,7 +561,7 @@ class Store:
         )
         for row in await cursor.fetchall():
             # a run still going in another process is not ours to continue
-            if effective_status(row["status"], row["pid"], row["host"]) != "running":
+            if effective_status(row["status"], row["pid"], row["host"]) is not RunStatus.RUNNING:
                 return int(row["id"])
         return None
 

@@ -6,6 +6,12 @@ catches the exception where the message is dispatched, so that widget keeps hand
 messages, and `SecbenchApp._handle_exception` catches what gets past them (timers,
 rendering). Either way the user sees a one-line notification; the traceback goes to
 `errors.log` in the cache folder, which the notification names, for a bug report.
+
+Both hooks are private Textual methods (`MessagePump._dispatch_message`,
+`App._handle_exception`): Textual 8 has no public hook for an exception raised in a handler,
+an action or a timer. `tests/tui/test_errors.py` pins their signatures, so an upgrade that
+moves them fails a test instead of silently losing the guard. Everything else uses public
+hooks.
 """
 
 from __future__ import annotations

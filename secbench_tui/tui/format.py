@@ -1,8 +1,18 @@
-"""How numbers read on screen: percentages, money, token counts, durations."""
+"""How things fit on screen: outcome colours, cut ids, elastic columns, model prices.
+
+The numbers themselves (percentages, money, counts, durations) read as everywhere else:
+they come from `core.numbers`, re-exported here for the widgets.
+"""
 
 from __future__ import annotations
 
 from secbench_tui.core.catalog import ModelInfo
+from secbench_tui.core.numbers import EMPTY as EMPTY
+from secbench_tui.core.numbers import clock as clock
+from secbench_tui.core.numbers import count as count
+from secbench_tui.core.numbers import latency as latency
+from secbench_tui.core.numbers import money as money
+from secbench_tui.core.numbers import pct as pct
 
 OUTCOME_STYLES = {
     "correct": "green",
@@ -23,39 +33,6 @@ def fitting(table_width: int, others: int, widest: int, narrowest: int = 12) -> 
     if table_width <= 0:
         return widest
     return max(narrowest, min(widest, table_width - others))
-
-
-def pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.1f}%"
-
-
-def money(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"${value:.4f}" if value < 100 else f"${value:,.2f}"
-
-
-def count(value: int | None) -> str:
-    if value is None:
-        return "-"
-    if value >= 1_000_000:
-        return f"{value / 1_000_000:.1f}M"
-    if value >= 10_000:
-        return f"{value / 1000:.0f}k"
-    return f"{value:,}"
-
-
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    seconds = max(0, int(round(seconds)))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
-def latency(ms: float | None) -> str:
-    return "-" if ms is None else f"{ms / 1000:.2f}s"
 
 
 def _per_million(value: float | None) -> str:

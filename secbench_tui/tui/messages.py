@@ -27,15 +27,20 @@ class RunBegan(Message):
 
 
 class CaseBegan(Message):
-    """A case was sent; only the latest one matters to the screen."""
+    """Cases were sent; the latest one is the current case. The next `CaseBegan` right
+    behind it absorbs its cases (every one counts as in flight)."""
 
     def __init__(self, event: CaseStarted, slot: int = 0) -> None:
         super().__init__()
         self.event = event
         self.slot = slot
+        self.events = [event]
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, CaseBegan) and message.slot == self.slot
+        if isinstance(message, CaseBegan) and message.slot == self.slot:
+            message.events[:0] = self.events
+            return True
+        return False
 
 
 class RowsArrived(Message):

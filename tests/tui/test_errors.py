@@ -130,3 +130,18 @@ async def test_an_unusable_database_is_named_with_its_fix_on_every_screen(
         assert notes["reading the runs failed"] == notes["database"]
         assert app.errors == []  # a known problem, said in words: not logged as a bug
         assert app.is_running
+
+
+def test_the_private_hooks_the_guard_relies_on_are_there() -> None:
+    """Textual has no public hook for a handler's exception; the two private ones `Guarded`
+    and the app override must exist with the signature they are overridden with."""
+    import inspect
+
+    from textual.app import App
+    from textual.message_pump import MessagePump
+
+    assert list(inspect.signature(MessagePump._dispatch_message).parameters) == [
+        "self",
+        "message",
+    ]
+    assert list(inspect.signature(App._handle_exception).parameters) == ["self", "error"]

@@ -114,9 +114,7 @@ async def test_a_resumed_run_tallies_its_earlier_cases_as_the_summary_does(
         assert isinstance(screen, run_screen.RunScreen) and screen.run_id == run_id
         tally = screen.tally
         assert (tally.asked, tally.reused, tally.done) == ((0, 2, 5) if reuse else (2, 0, 5))
-        summary = screen.finished.summary if screen.finished else {}
-        assert summary["cases"] == 5 == tally.graded
-        assert (tally.counts["correct"], tally.counts["wrong"]) == (
-            summary["correct"],
-            summary["wrong"],
-        )
+        assert screen.finished is not None
+        summary = screen.finished.summary
+        assert summary.cases == 5 == tally.graded
+        assert (tally.counts["correct"], tally.counts["wrong"]) == (summary.correct, summary.wrong)

@@ -13,8 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import secret_url, write_hostile_suite
-from tests.e2e.server import HOSTILE, LoopbackServer, answer, hostile_models
+from tests.e2e.harness import secret_url, write_hostile_suite, write_suite
+from tests.e2e.server import (
+    HOSTILE,
+    LoopbackServer,
+    answer,
+    delayed,
+    hostile_models,
+    rate_limited,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
@@ -135,5 +142,35 @@ def test_hostile_replies_leave_the_window_title_alone(tmp_path: Path) -> None:
             screen("q")
             wait_for(screen, "EXITED")
             assert title() == "title-before"
+        finally:
+            subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+def test_progress_follows_the_stored_results_while_one_case_hangs(tmp_path: Path) -> None:
+    """One case gets no answer and another waits out a long Retry-After: the count on screen
+    is what the database holds, and both cases show as in flight (the retrying one with its
+    wait), instead of 0/12 until the slowest case answers."""
+    cases = write_suite(tmp_path / "suite", {"shop": ["bad", "good"] * 6})
+    hung, retrying = cases[0], cases[1]
+    with LoopbackServer(models=hostile_models()) as server:
+        server.script(hung.marker, delayed(120))
+        server.script(retrying.marker, rate_limited(retry_after=90))
+        command = (
+            f"{sys.executable} -m secbench_tui --model openai/gpt-4o-mini"
+            f" --cases {tmp_path / 'suite'} --db {tmp_path / 'r.db'} --concurrency 4"
+            f" --base-url {server.base_url}; echo EXITED $?; sleep 30"
+        )
+        tmux, _, screen = open_terminal(tmp_path, command)
+        try:
+            wait_for(screen, "Model")
+            screen("C-r")
+            shown = wait_for(screen, "10/12")
+            with sqlite3.connect(tmp_path / "r.db") as conn:
+                stored = conn.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
+            assert stored == 10
+            assert "in flight 2" in shown and "retrying 1" in shown
+            assert retrying.case_id in shown and "next try in" in shown
+            assert hung.case_id in shown
+            assert "Traceback" not in shown
         finally:
             subprocess.run([*tmux, "kill-server"], capture_output=True)

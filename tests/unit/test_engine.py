@@ -90,22 +90,46 @@ async def store(tmp_path: Path):
     await s.close()
 
 
-async def test_events_in_order_and_every_case_recorded_once(store: Store, tmp_path: Path) -> None:
+async def test_every_case_reported_once_with_its_position(store: Store, tmp_path: Path) -> None:
     delays = {i: 0.02 * ((7 * i) % 5) for i in range(20)}
     provider = Scripted(lambda c, n: delays[int(c.case_id[1:4])])
     _, events = await run(store, provider, cases(20), concurrency=6)
     assert isinstance(events[0], RunStarted) and isinstance(events[-1], RunFinished)
     finished = [e for e in events if isinstance(e, CaseFinished)]
-    assert [e.evaluation.case.case_id for e in finished] == [c.case_id for c in cases(20)]
+    in_place = sorted(finished, key=lambda e: e.position)
+    assert [e.evaluation.case.case_id for e in in_place] == [c.case_id for c in cases(20)]
+    assert [e.position for e in in_place] == list(range(20))
     assert [e.done for e in finished] == list(range(1, 21))
     assert len([e for e in events if isinstance(e, CaseStarted)]) == 20
-    assert events[-1].status == "completed" and events[-1].summary["accuracy"] == 1.0
+    assert events[-1].status == "completed" and events[-1].summary.accuracy == 1.0
     rows = (
         sqlite3.connect(tmp_path / "r.db")
         .execute("SELECT case_id, COUNT(*) FROM evaluations GROUP BY case_id")
         .fetchall()
     )
     assert len(rows) == 20 and all(count == 1 for _, count in rows)
+
+
+async def test_a_slow_case_holds_no_later_case_back(store: Store) -> None:
+    """The first case answers only once every other case has been reported: in case order
+    the stream would wait for it for ever (the test would hang, not pass)."""
+    others_reported = asyncio.Event()
+
+    class FirstWaits(Scripted):
+        async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
+            if case.case_id == "c000.md":
+                await others_reported.wait()
+            return await super().complete(case, on_retry)
+
+    spec = RunSpec(model="m", cases=cases(8), suite_kind="markdown", suite_path="/s", concurrency=3)
+    engine = Engine(spec, FirstWaits(), store)
+    order: list[str] = []
+    async for event in engine.events():
+        if isinstance(event, CaseFinished):
+            order.append(event.evaluation.case.case_id)
+            if len(order) == 7:
+                others_reported.set()
+    assert order[-1] == "c000.md" and sorted(order) == [c.case_id for c in cases(8)]
 
 
 async def test_concurrency_is_bounded(store: Store) -> None:
@@ -192,7 +216,7 @@ async def test_results_are_reused_unless_forced(store: Store) -> None:
     assert again.asked == [] and events[0].reused == 6  # type: ignore[union-attr]
     shown = [e for e in events if isinstance(e, CaseFinished)]
     assert [(e.evaluation.reused, e.done) for e in shown] == [(True, i) for i in range(1, 7)]
-    assert events[-1].summary["reused"] == 6 and events[-1].summary["correct"] == 6
+    assert events[-1].summary.reused == 6 and events[-1].summary.correct == 6
     forced = Scripted()
     await run(store, forced, cases(6), force=True)
     assert len(forced.asked) == 6
@@ -207,12 +231,12 @@ async def test_retry_errors_reasks_only_errors(store: Store) -> None:
         )
     )
     _, first = await run(store, failing, cases(6))
-    assert first[-1].summary["errors"] == 2
+    assert first[-1].summary.errors == 2
     retry = Scripted()
     _, events = await run(store, retry, cases(6), retry_errors=True)
     assert retry.asked == ["c001.md", "c004.md"]
     assert events[-1].run_id == first[-1].run_id
-    assert events[-1].summary["errors"] == 0 and events[-1].summary["cases"] == 6
+    assert events[-1].summary.errors == 0 and events[-1].summary.cases == 6
 
 
 async def test_repeats_ask_each_case_n_times(store: Store) -> None:

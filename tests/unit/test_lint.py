@@ -244,3 +244,25 @@ def test_comment_lines_and_line_starts_in_a_large_case() -> None:
     ]
     sql = "SELECT 1; # not a comment\n  # a comment\n" * 1000
     assert [c.line for c in find_comments(sql, "sql")] == list(range(2, 2001, 2))
+
+
+def _lint(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "secbench_tui", "--lint", "--cases", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_a_missing_folder_is_a_usage_error_as_for_a_run(tmp_path: Path) -> None:
+    run = _lint(tmp_path / "nope")
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "no such folder" in run.stderr and str(tmp_path / "nope") in run.stderr
+
+
+def test_a_vuldetectbench_folder_is_named_as_one(tmp_path: Path) -> None:
+    (tmp_path / "task1_code.jsonl").write_text("{}\n", encoding="utf-8")
+    run = _lint(tmp_path)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "VulDetectBench" in run.stderr and "no app folders" not in run.stdout + run.stderr

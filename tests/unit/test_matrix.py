@@ -13,7 +13,7 @@ import pytest
 
 from secbench_tui.core.engine import Engine, RunSpec
 from secbench_tui.core.events import RunFinished
-from secbench_tui.core.matrix import Matrix, MatrixEvent, PlannedRun, worst_status
+from secbench_tui.core.matrix import Matrix, MatrixEvent, PlannedRun
 from secbench_tui.core.models import Case, Completion
 from secbench_tui.core.prompts import (
     VERDICT_SCHEMA,
@@ -24,6 +24,7 @@ from secbench_tui.core.prompts import (
 )
 from secbench_tui.core.providers.base import RetryCallback, RunAborted
 from secbench_tui.core.store import LEGACY_PROMPT_NAME, Store, text_hash
+from secbench_tui.core.summary import worst_status
 from tests.unit.test_engine import cases, verdict
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from test_report import by_model, tables
 
-from secbench_tui.core import exports, report
+from secbench_tui.core import exports, numbers, report
 from secbench_tui.core.metrics import mcnemar_exact, proportion_interval, wilson_interval
 from secbench_tui.core.models import (
     Case,
@@ -308,14 +308,14 @@ async def test_settings_shown_once_when_shared_and_only_where_they_apply(store: 
 
 
 def test_money_keeps_three_significant_digits() -> None:
-    assert [report._fmt_money(v) for v in (None, 0.0, 0.5336, 0.000114, 12.345)] == [
+    assert [numbers.money(v) for v in (None, 0.0, 0.5336, 0.000114, 12.345)] == [
         "n/a",
         "$0",
         "$0.534",
         "$0.000114",
         "$12.35",
     ]
-    assert [report._fmt_compact(v) for v in (999, 11097, 611549, 1813253)] == [
+    assert [numbers.compact(v) for v in (999, 11097, 611549, 1813253)] == [
         "999",
         "11.1k",
         "612k",

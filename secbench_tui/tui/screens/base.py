@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from secbench_tui.tui.errors import Guarded, describe_error, report_error
+from secbench_tui.tui.host import Host
 
-if TYPE_CHECKING:
-    from secbench_tui.tui.app import SecbenchApp
-
-__all__ = ["BaseScreen", "describe_error"]
+__all__ = ["BaseScreen", "describe_error", "host_of"]
 
 # What each worker was doing, in the words a notification's title uses.
 WORK_TITLES = {
@@ -27,13 +25,17 @@ WORK_TITLES = {
 }
 
 
+def host_of(screen: Screen[Any]) -> Host:
+    app = screen.app
+    assert isinstance(app, Host), f"{type(app).__name__} is not a secbench-tui host"
+    return app
+
+
 class BaseScreen(Guarded, Screen[Any]):
     @property
-    def secbench(self) -> SecbenchApp:
-        from secbench_tui.tui.app import SecbenchApp
-
-        assert isinstance(self.app, SecbenchApp)
-        return self.app
+    def secbench(self) -> Host:
+        """The app, as far as a screen needs it (`tui.host`)."""
+        return host_of(self)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state is WorkerState.ERROR and event.worker.error is not None:

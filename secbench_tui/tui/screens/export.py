@@ -22,6 +22,7 @@ from secbench_tui.config import Settings
 from secbench_tui.core.store import Store
 from secbench_tui.core.untrusted import inert
 from secbench_tui.tui.errors import Guarded, describe_error
+from secbench_tui.tui.screens.base import host_of
 
 
 async def write_report(store: Store, settings: Settings, run_ids: Sequence[int]) -> Path:
@@ -68,10 +69,7 @@ class ExportScreen(Guarded, ModalScreen[Path | None]):
 
     @work(exclusive=True, group="export", exit_on_error=False)
     async def export(self) -> Path:
-        from secbench_tui.tui.app import SecbenchApp
-
-        assert isinstance(self.app, SecbenchApp)
-        return await write_report(await self.app.store(), self.settings, self.run_ids)
+        return await write_report(await host_of(self).store(), self.settings, self.run_ids)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         status = self.query_one("#export-status", Static)

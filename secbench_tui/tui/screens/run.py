@@ -30,11 +30,13 @@ from textual.worker import Worker, WorkerState
 from secbench_tui.config import Settings
 from secbench_tui.core.engine import STOP_GRACE
 from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFinished, RunStarted
-from secbench_tui.core.matrix import Matrix, PlannedRun, worst_status
+from secbench_tui.core.matrix import Matrix, PlannedRun
 from secbench_tui.core.models import Evaluation
+from secbench_tui.core.summary import Line, RunStatus, matrix_lines, summary_lines, worst_status
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.session import plan_matrix, resolve_matrix_defaults
 from secbench_tui.tui import format as fmt
+from secbench_tui.tui.inflight import InFlight
 from secbench_tui.tui.messages import (
     CaseBegan,
     RetryWaiting,
@@ -62,68 +64,35 @@ def other_widths(total: int, vuldetectbench: bool, scrollbar: bool) -> int:
     return numbers + verdicts + len("unparsed") + len("latency") + 6 * 2 + 2 * scrollbar
 
 
-def summary_text(event: RunFinished) -> Text:
-    """The run's figures as the headless summary gives them, wall time aside (it is above)."""
-    s = event.summary
-    text = Text.assemble(
-        (f"Run {event.run_id} {event.status}", "bold"), f": {inert_line(s.get('model'))}"
-    )
-    if event.message:
-        text.append(f"\n  {inert_line(event.message)}")
-    if "cases" in s:
-        text.append(
-            f"\n  cases {s['cases']}  correct {s['correct']}  wrong {s['wrong']}"
-            f"  unparsed {s['unparsed']}  errors {s['errors']}"
-        )
-    answered = s.get("cases", 0) - s.get("errors", 0)
-    if "cases" in s and not answered:
-        text.append("\n  accuracy - (no case was answered: every request failed)")
-    elif s.get("accuracy") is not None:
-        low, high = s["accuracy_ci"]
-        text.append(
-            f"\n  accuracy {fmt.pct(s['accuracy'])} (95% CI {fmt.pct(low)}-{fmt.pct(high)})"
-            f"  balanced {fmt.pct(s.get('balanced_accuracy'))}"
-        )
-        for app, stats in s.get("apps", {}).items():
-            text.append(
-                f"\n    {inert_line(app)}: {fmt.pct(stats['accuracy'])} of {stats['cases']}"
-            )
-    for task, metrics in (s.get("vuldetectbench") or {}).items():
-        if isinstance(metrics, dict):
-            shown = "  ".join(
-                f"{k} {fmt.pct(v)}" for k, v in metrics.items() if isinstance(v, float)
-            )
-            text.append(f"\n    {inert_line(task)}: {shown}")
-    if s.get("reused"):
-        text.append(
-            f"\n  reused {s['reused']} results asked before with the same settings"
-            " (--force asks again)",
-            style="dim",
-        )
-    text.append(
-        f"\n  tokens {fmt.count(s.get('prompt_tokens'))} in /"
-        f" {fmt.count(s.get('completion_tokens'))} out  cost {fmt.money(s.get('cost'))}"
-    )
-    if s.get("reasoning_tokens"):
-        text.append(f"  ({fmt.count(s['reasoning_tokens'])} of the out tokens reasoning)")
+# How the app styles the summary's tags (core.summary renders the lines once, for both).
+TAG_STYLES = {
+    "heading": "bold",
+    "status": "bold",
+    "dim": "dim",
+    "warning": "yellow",
+    **fmt.OUTCOME_STYLES,
+}
+
+
+def styled(lines: list[Line]) -> Text:
+    text = Text()
+    for n, line in enumerate(lines):
+        if n:
+            text.append("\n")
+        for segment in line:
+            text.append(segment.text, style=TAG_STYLES.get(segment.tag, ""))
     return text
+
+
+def summary_text(event: RunFinished) -> Text:
+    """The run's summary, the lines `--no-ui` prints, styled; wall time aside (it is above)."""
+    return styled(summary_lines(event.summary, event.status, event.message, wall=False))
 
 
 def matrix_text(ended: dict[int, RunFinished]) -> Text:
-    """Every run of the matrix in one line each: model, prompt, accuracy, status."""
-    text = Text("Runs ended:", style="bold")
-    for slot in sorted(ended):
-        event = ended[slot]
-        s = event.summary
-        text.append(
-            f"\n  run {event.run_id} {event.status}: {inert_line(s.get('model'))}"
-            f" · {inert_line(s.get('prompt'))}  accuracy {fmt.pct(s.get('accuracy'))}"
-            f"  balanced {fmt.pct(s.get('balanced_accuracy'))}"
-            f"  cost {fmt.money(s.get('cost'))}"
-        )
-        if event.message:
-            text.append(f"\n    {inert_line(event.message)}", style="dim")
-    return text
+    """Every run of the matrix in one line each, as `--no-ui` prints them after the runs."""
+    runs = [(e.status, e.message, e.summary) for _, e in sorted(ended.items())]
+    return styled(matrix_lines(runs))
 
 
 class RunScreen(BaseScreen):
@@ -156,6 +125,7 @@ class RunScreen(BaseScreen):
         self._vdb = False
         self._answers: dict[str, Evaluation] = {}  # by row key, for the rows in the table
         self._stopping_notice: Notification | None = None
+        self.flights: dict[int, InFlight] = {}  # slot -> its cases started and not finished
 
     @property
     def active(self) -> bool:
@@ -182,6 +152,7 @@ class RunScreen(BaseScreen):
         yield runs
         yield RunStats(id="run-stats")
         yield Static(id="retry-line")
+        yield Static(id="in-flight")
         with Horizontal(id="run-panes"):
             table: DataTable[Text | str] = DataTable(id="run-table", cursor_type="row")
             table.border_title = "Cases"
@@ -202,6 +173,7 @@ class RunScreen(BaseScreen):
         matrix.add_columns("run", "model", "prompt", "progress", "accuracy", "status")
         table.focus()  # the list of runs shows (and takes the focus) only for several runs
         self.query_one("#retry-line").display = False
+        self.query_one("#in-flight").display = False
         self.query_one("#run-summary").display = False
         self._redraw_stats()
         self.set_interval(1.0, self._tick)
@@ -307,6 +279,7 @@ class RunScreen(BaseScreen):
         self.query_one("#last-explanation", Static).update("")
         if self.planned:
             self.sub_title = f"run: {inert_line(self.planned[slot].label)}"
+        self._draw_in_flight()
         self._redraw_stats()
 
     # --- drawing events ---------------------------------------------------------------
@@ -339,8 +312,12 @@ class RunScreen(BaseScreen):
         self._redraw_stats()
 
     def on_case_began(self, message: CaseBegan) -> None:
+        flights = self.flights.setdefault(message.slot, InFlight())
+        for started in message.events:
+            flights.start(started)
         if message.slot != self.focus_slot:
             return
+        self._draw_in_flight()
         case = message.event.case
         self.query_one("#current-case", Static).update(
             Group(
@@ -368,6 +345,9 @@ class RunScreen(BaseScreen):
     def on_rows_arrived(self, message: RowsArrived) -> None:
         recent = self._recent.setdefault(message.slot, deque(maxlen=MAX_ROWS))
         recent.extend(message.events)
+        flights = self.flights.setdefault(message.slot, InFlight())
+        for event in message.events:
+            flights.finish(event)
         if message.slot != self.focus_slot:
             tally = self._tally(message.slot)
             for event in message.events:
@@ -393,6 +373,7 @@ class RunScreen(BaseScreen):
             if message.events:
                 self._show_explanation(message.events[-1].evaluation, latest=True)
         self._update_matrix_row(message.slot)
+        self._draw_in_flight()
         self._redraw_stats()
 
     def _fitting_case_width(self) -> int:
@@ -461,13 +442,24 @@ class RunScreen(BaseScreen):
         self.query_one("#last-explanation", Static).update(text)
 
     def on_retry_waiting(self, message: RetryWaiting) -> None:
+        self.flights.setdefault(message.slot, InFlight()).retry(message.event)
         if message.slot != self.focus_slot:
             self._tally(message.slot).retry(message.event)
             return
         self._retry_until = time.monotonic() + message.event.notice.wait_seconds
         self.tally.retry(message.event)
         self._draw_retry(message.event)
+        self._draw_in_flight()
         self._redraw_stats()
+
+    def _draw_in_flight(self) -> None:
+        """The focused run's cases asked and not finished, retrying ones with their wait."""
+        flights = self.flights.get(self.focus_slot)
+        text = flights.line() if flights is not None and self.active else None
+        line = self.query_one("#in-flight", Static)
+        if text is not None:
+            line.update(text)
+        line.display = text is not None
 
     def _draw_retry(self, event: Retrying) -> None:
         n = event.notice
@@ -498,13 +490,14 @@ class RunScreen(BaseScreen):
             elif self._last_retry is not None:
                 self._draw_retry(self._last_retry)
         if self.active:
+            self._draw_in_flight()
             self._redraw_stats()
 
     def on_run_ended(self, message: RunEnded) -> None:
         self.ended[message.slot] = message.event
         self._tally(message.slot).ended = self.secbench.clock()
         self._update_matrix_row(message.slot)
-        if message.event.status == "aborted" and len(self.planned) > 1:
+        if message.event.status is RunStatus.ABORTED and len(self.planned) > 1:
             self.notify(
                 message.event.message or "the run was aborted",
                 title=f"run {message.event.run_id} aborted",
@@ -519,6 +512,7 @@ class RunScreen(BaseScreen):
         self._end_stopping_notice()
         self._retry_until = None
         self.query_one("#retry-line").display = False
+        self.query_one("#in-flight").display = False
         summary = self.query_one("#run-summary", Static)
         summary.update(
             Text.assemble(
@@ -527,7 +521,7 @@ class RunScreen(BaseScreen):
             )
         )
         summary.display = True
-        if event.status == "aborted" and len(self.ended) == 1:
+        if event.status is RunStatus.ABORTED and len(self.ended) == 1:
             self.notify(
                 event.message or "the run was aborted",
                 title="run aborted",
@@ -555,6 +549,7 @@ class RunScreen(BaseScreen):
         self._end_stopping_notice()
         self._retry_until = None
         self.query_one("#retry-line").display = False
+        self.query_one("#in-flight").display = False
         summary = self.query_one("#run-summary", Static)
         summary.update(
             Text.assemble(

@@ -128,11 +128,11 @@ class RunStats(Vertical):
     def show(self, tally: RunTally, state: str) -> None:
         bar = self.query_one("#progress", ProgressBar)
         bar.update(total=max(1, tally.total), progress=tally.done)
-        eta = "done" if tally.ended is not None else f"ETA {fmt.duration(tally.eta)}"
+        eta = "done" if tally.ended is not None else f"ETA {fmt.clock(tally.eta)}"
         self.query_one("#progress-text", Static).update(
             Text.assemble(
                 (f" {tally.done}/{tally.total}", "bold"),
-                f"  {eta}  elapsed {fmt.duration(tally.elapsed)}  ",
+                f"  {eta}  elapsed {fmt.clock(tally.elapsed)}  ",
                 (state, "bold yellow" if state != "running" else "bold green"),
             )
         )
