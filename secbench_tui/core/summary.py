@@ -166,7 +166,11 @@ def summary_lines(
             f"  reused {s.reused}" if s.reused else "",
         )
     )
-    if s.accuracy is not None:
+    if s.cases and s.cases == s.errors:  # an accuracy of 0 would blame the model
+        lines.append(
+            _line(f"  accuracy {numbers.EMPTY} (no case was answered: every request failed)")
+        )
+    elif s.accuracy is not None:
         low, high = s.accuracy_ci or (None, None)
         lines.append(
             _line(

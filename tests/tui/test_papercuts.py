@@ -10,6 +10,7 @@ from textual.widgets import DataTable, Select, SelectionList, Static
 
 from secbench_tui.config import Settings
 from secbench_tui.core.events import RunFinished
+from secbench_tui.core.summary import RunStatus, RunSummary
 from secbench_tui.tui.app import make_app
 from secbench_tui.tui.screens.confirm import ConfirmScreen
 from secbench_tui.tui.screens.results import ResultsScreen
@@ -24,21 +25,22 @@ from tests.tui.conftest import SIZE, record_run, settle, wait_until
 
 def test_a_run_where_nothing_was_answered_shows_no_accuracy() -> None:
     """It showed "accuracy 0.0% (95% CI 0.0-65.8%)" for four failed requests."""
-    summary = {
-        "model": "m",
-        "cases": 4,
-        "correct": 0,
-        "wrong": 0,
-        "unparsed": 0,
-        "errors": 4,
-        "accuracy": 0.0,
-        "accuracy_ci": (0.0, 0.658),
-    }
-    text = summary_text(RunFinished(1, "completed", None, summary)).plain
+    summary = RunSummary(
+        model="m",
+        cases=4,
+        correct=0,
+        wrong=0,
+        unparsed=0,
+        errors=4,
+        accuracy=0.0,
+        accuracy_ci=(0.0, 0.658),
+    )
+    text = summary_text(RunFinished(1, RunStatus.COMPLETED, None, summary)).plain
     assert "0.0%" not in text and "65.8%" not in text
-    assert "accuracy - (no case was answered" in text
-    answered = dict(summary, correct=1, wrong=2, errors=1, accuracy=0.25)
-    assert "accuracy 25.0%" in summary_text(RunFinished(1, "completed", None, answered)).plain
+    assert "accuracy n/a (no case was answered" in text
+    answered = summary.model_copy(update={"correct": 1, "wrong": 2, "errors": 1, "accuracy": 0.25})
+    finished = RunFinished(1, RunStatus.COMPLETED, None, answered)
+    assert "accuracy 25.0%" in summary_text(finished).plain
 
     tally = RunTally()
     tally.counts["error"] = 4
