@@ -669,8 +669,14 @@ class Store:
             self._run_prompts[evaluation.run_id] = row[1]
         return self._run_models[evaluation.run_id]
 
-    async def count_results(self, flt: ResultFilter | None = None) -> int:
+    def _where(self, flt: ResultFilter | None) -> tuple[str, list[Any]]:
         where, params = (flt or ResultFilter()).where()
+        if self._adopted is not None:  # what the original wrote since this open: next open
+            where += (" AND " if where else " WHERE ") + "e.run_id IS NOT NULL"
+        return where, params
+
+    async def count_results(self, flt: ResultFilter | None = None) -> int:
+        where, params = self._where(flt)
         cursor = await self.db.execute(f"SELECT COUNT(*) FROM evaluations e{where}", params)
         row = await cursor.fetchone()
         return int(row[0]) if row else 0
@@ -684,7 +690,7 @@ class Store:
         newest_first: bool = False,
     ) -> list[dict[str, Any]]:
         """One page of results in id order (keyset pagination: pass the last id seen)."""
-        where, params = (flt or ResultFilter()).where()
+        where, params = self._where(flt)
         if after_id is not None:
             where += (" AND " if where else " WHERE ") + (
                 "e.id < ?" if newest_first else "e.id > ?"

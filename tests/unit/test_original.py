@@ -214,3 +214,19 @@ async def test_an_older_original_with_seven_columns_keeps_them_and_grows(tmp_pat
         {"correct": 1, "wrong": 1},
     )
     await store.close()
+
+
+async def test_rows_the_original_writes_while_we_are_open_wait_for_the_next_open(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "results.db"
+    original.create(db)
+    original.append(db, [_row(1)])
+    store = await Store.open(db, on_notice=lambda text: None)
+    original.append(db, [_row(2)])  # the original, running beside us
+    assert await store.count_results() == 1
+    assert [r["run_id"] for r in await store.results_page()] == [1]
+    await store.close()
+    store = await Store.open(db)
+    assert [r["run_id"] for r in await store.results_page()] == [1, 1]
+    await store.close()
