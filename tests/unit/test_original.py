@@ -230,3 +230,23 @@ async def test_rows_the_original_writes_while_we_are_open_wait_for_the_next_open
     store = await Store.open(db)
     assert [r["run_id"] for r in await store.results_page()] == [1, 1]
     await store.close()
+
+
+async def test_a_missing_or_hostile_prompt_name_is_kept_as_it_is(tmp_path: Path) -> None:
+    db = tmp_path / "results.db"
+    original.create(db)
+    original.append(db, [_row(1, prompt="\x1b[2Jevil.txt"), _row(2, prompt="default.txt")])
+    with closing(sqlite3.connect(db)) as conn:  # a row from before the column had a value
+        conn.execute(
+            "INSERT INTO evaluations (test_file, model_name, expected_result, actual_result,"
+            " eval_prompt) VALUES ('/b/tests/shop/c-3.md', 'm/a', 'good', 'good', NULL)"
+        )
+        conn.commit()
+    store = await Store.open(db, on_notice=lambda text: None)
+    runs = await store.runs()
+    await store.close()
+    assert [(r.prompt_name, r.settings, r.total_cases) for r in runs] == [
+        ("\x1b[2Jevil", {"eval_prompt": "\x1b[2Jevil.txt"}, 1),
+        ("default", {"eval_prompt": "default.txt"}, 1),
+        (None, {"eval_prompt": None}, 1),
+    ]
