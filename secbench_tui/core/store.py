@@ -16,8 +16,8 @@ import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path, PurePath
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
@@ -27,6 +27,9 @@ from secbench_tui.core.models import Evaluation
 from secbench_tui.core.stored_values import BELIEVABLE_COST_SQL
 from secbench_tui.core.summary import RunStatus
 from secbench_tui.core.untrusted import redact_url
+
+if TYPE_CHECKING:
+    from secbench_tui.core.original import WriteLayout
 
 SCHEMA_VERSION = 6
 
@@ -125,10 +128,19 @@ _EVAL_COLUMNS = (
     "reasoning_tokens",
     "notes",
 )
+# What reads of whole rows select: a table adopted from the original evaluator also holds its
+# `request` and `response` bodies, which no read of ours needs.
+_ROW = "e.id, " + ", ".join(f"e.{column}" for column in _EVAL_COLUMNS)
 
 
 class StoreError(Exception):
     """The database cannot be used; the message names the file and what to do."""
+
+
+def _to_stderr(text: str) -> None:
+    import sys
+
+    print(f"secbench-tui: note: {text}", file=sys.stderr)
 
 
 def now_iso() -> str:
@@ -157,49 +169,16 @@ def storable(value: Any) -> Any:
 
 
 async def _migrate_legacy(db: aiosqlite.Connection) -> None:
-    """Version 0 -> 1: a database of the original evaluator (seven columns, no runs).
+    """Version 0 -> 1: a database of the original evaluator, adopted in place.
 
-    Its rows become one imported run per model, with outcomes computed from the verdicts.
+    Its `evaluations` table keeps its columns, rows and ids (so the original still reads and
+    appends to it) and gains ours beside them; its rows are imported once the schema is
+    current (`core/original.py`).
     """
-    await db.execute("ALTER TABLE evaluations RENAME TO evaluations_legacy")
+    from secbench_tui.core import original
+
+    await original.add_our_columns(db)
     await _create_v1(db)
-    cursor = await db.execute(
-        "SELECT model_name, MIN(timestamp), MAX(timestamp), COUNT(*) "
-        "FROM evaluations_legacy GROUP BY model_name ORDER BY MIN(id)"
-    )
-    for model, first, last, count in await cursor.fetchall():
-        run = await db.execute(
-            "INSERT INTO runs (model_name, suite_kind, suite_path, settings, started_at,"
-            " finished_at, status, total_cases, message) VALUES (?, 'markdown', '', '{}', ?, ?,"
-            " 'imported', ?, 'imported from a security-bench results.db')",
-            (model or "", str(first or now_iso()), str(last or now_iso()), count),
-        )
-        await db.execute(
-            """
-            INSERT INTO evaluations (timestamp, test_file, model_name, expected_result,
-                actual_result, explanation, run_id, app, case_id, case_index, repeat, outcome)
-            SELECT COALESCE(timestamp, ''), COALESCE(test_file, ''), model_name,
-                lower(trim(COALESCE(expected_result, ''))), lower(trim(actual_result)),
-                explanation, ?, '',
-                COALESCE(test_file, ''), id,
-                -- the original tool appended a row per run: later ones become repeats
-                ROW_NUMBER() OVER (PARTITION BY test_file ORDER BY id) - 1,
-                CASE WHEN lower(trim(actual_result)) NOT IN ('good', 'bad')
-                          OR actual_result IS NULL THEN 'unparsed'
-                     WHEN lower(trim(actual_result)) = lower(trim(expected_result))
-                          THEN 'correct'
-                     ELSE 'wrong' END
-            FROM evaluations_legacy WHERE model_name IS ? ORDER BY id
-            """,
-            (run.lastrowid, model),
-        )
-    cursor = await db.execute("SELECT id, test_file FROM evaluations")
-    apps = [
-        (PurePath(str(path).replace("\\", "/")).parent.name, row_id)
-        for row_id, path in await cursor.fetchall()
-    ]
-    await db.executemany("UPDATE evaluations SET app=? WHERE id=?", apps)
-    await db.execute("DROP TABLE evaluations_legacy")
 
 
 async def _create_v1(db: aiosqlite.Connection) -> None:
@@ -422,10 +401,17 @@ class Store:
         self.db = db
         self.path = path
         self._run_models: dict[int, str] = {}
+        self._run_prompts: dict[int, str | None] = {}
         self._known_texts: set[str] = set()  # case_texts rows this connection has written
+        self._adopted: WriteLayout | None = None  # the original evaluator's table, if it is
+        self.backup: Path | None = None  # the copy this open made of an original's file
 
     @classmethod
-    async def open(cls, path: Path | str) -> Store:
+    async def open(cls, path: Path | str, on_notice: Callable[[str], None] = _to_stderr) -> Store:
+        """Open (and create or migrate) the database; `on_notice` hears what the user must
+        know, such as where the copy of an original evaluator's file went."""
+        from secbench_tui.core import original
+
         path = Path(path)
         if path.parent and not path.parent.exists():
             raise StoreError(
@@ -439,10 +425,20 @@ class Store:
         try:
             db.row_factory = aiosqlite.Row
             await db.execute("PRAGMA busy_timeout=5000")
+            if await original.unadopted(db):
+                try:  # before the first change, even to the journal mode
+                    store.backup = await original.back_up(db, path)
+                except OSError as exc:
+                    raise StoreError(
+                        f"--db {path}: written by the original security-bench; cannot write a "
+                        f"copy of it beside it before adopting it ({exc}); make the folder "
+                        "writable, or copy the file and use the copy"
+                    ) from exc
             await db.execute("PRAGMA journal_mode=WAL")
             await db.execute("PRAGMA synchronous=NORMAL")
             await db.execute("PRAGMA foreign_keys=ON")
             await store._migrate()
+            store._adopted = await original.write_layout(db)
         except Exception as exc:
             await db.close()
             if isinstance(exc, StoreError):
@@ -456,6 +452,12 @@ class Store:
                 f"--db {path}: not a secbench-tui database or damaged ({exc}); "
                 "pick another --db path"
             ) from exc
+        if store.backup is not None:
+            on_notice(
+                f"--db {path} was written by the original security-bench: its columns and rows "
+                "are kept as they were, so it still reads and adds to the file; a copy of the "
+                f"file as it was is at {store.backup}"
+            )
         return store
 
     async def close(self) -> None:
@@ -473,8 +475,11 @@ class Store:
         return version
 
     async def _migrate(self) -> None:
-        if await self._user_version() == SCHEMA_VERSION:
-            return  # nothing to write: opening never needs the write lock
+        from secbench_tui.core import original
+
+        version = await self._user_version()
+        if version == SCHEMA_VERSION and not await original.has_new_rows(self.db):
+            return  # nothing to write: opening needs the write lock only for work to do
         # One transaction: a migration that fails leaves the file as it was.
         await self.db.execute("BEGIN IMMEDIATE")
         try:
@@ -492,6 +497,7 @@ class Store:
                 await MIGRATIONS[version](self.db)
                 version += 1
             await self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            await original.import_new_rows(self.db)  # rows the original evaluator wrote
             await self.db.commit()
         except BaseException:
             await self.db.rollback()
@@ -633,7 +639,7 @@ class Store:
                 (case_hash, storable(case.code), storable(case.description)),
             )
             self._known_texts.add(case_hash)
-        values = tuple(
+        values: Sequence[Any] = tuple(
             storable(value)
             for value in (
                 evaluation.timestamp or now_iso(),
@@ -669,9 +675,14 @@ class Store:
                 completion.notes,
             )
         )
+        columns: Sequence[str] = _EVAL_COLUMNS
+        if self._adopted is not None:  # the original evaluator's table: fill what it requires
+            columns, values = self._adopted.row(
+                columns, values, self._run_prompts.get(evaluation.run_id)
+            )
         cursor = await self.db.execute(
-            f"INSERT OR REPLACE INTO evaluations ({', '.join(_EVAL_COLUMNS)})"
-            f" VALUES ({', '.join('?' * len(_EVAL_COLUMNS))})",
+            f"INSERT OR REPLACE INTO evaluations ({', '.join(columns)})"
+            f" VALUES ({', '.join('?' * len(columns))})",
             values,
         )
         await self.db.commit()
@@ -681,16 +692,23 @@ class Store:
     async def _model_of(self, evaluation: Evaluation) -> str:
         if evaluation.run_id not in self._run_models:
             cursor = await self.db.execute(
-                "SELECT model_name FROM runs WHERE id=?", (evaluation.run_id,)
+                "SELECT model_name, prompt_name FROM runs WHERE id=?", (evaluation.run_id,)
             )
             row = await cursor.fetchone()
             if row is None:
                 raise StoreError(f"run {evaluation.run_id} does not exist in {self.path}")
             self._run_models[evaluation.run_id] = row[0]
+            self._run_prompts[evaluation.run_id] = row[1]
         return self._run_models[evaluation.run_id]
 
-    async def count_results(self, flt: ResultFilter | None = None) -> int:
+    def _where(self, flt: ResultFilter | None) -> tuple[str, list[Any]]:
         where, params = (flt or ResultFilter()).where()
+        if self._adopted is not None:  # what the original wrote since this open: next open
+            where += (" AND " if where else " WHERE ") + "e.run_id IS NOT NULL"
+        return where, params
+
+    async def count_results(self, flt: ResultFilter | None = None) -> int:
+        where, params = self._where(flt)
         cursor = await self.db.execute(f"SELECT COUNT(*) FROM evaluations e{where}", params)
         row = await cursor.fetchone()
         return int(row[0]) if row else 0
@@ -704,14 +722,14 @@ class Store:
         newest_first: bool = False,
     ) -> list[dict[str, Any]]:
         """One page of results in id order (keyset pagination: pass the last id seen)."""
-        where, params = (flt or ResultFilter()).where()
+        where, params = self._where(flt)
         if after_id is not None:
             where += (" AND " if where else " WHERE ") + (
                 "e.id < ?" if newest_first else "e.id > ?"
             )
             params.append(after_id)
         columns = (
-            "e.*, c.code AS code, c.description AS description"
+            f"{_ROW}, c.code AS code, c.description AS description"
             if with_text
             else (
                 "e.id, e.timestamp, e.model_name, e.run_id, e.app, e.case_id, e.expected_result,"
@@ -729,7 +747,7 @@ class Store:
 
     async def result(self, evaluation_id: int) -> dict[str, Any] | None:
         cursor = await self.db.execute(
-            "SELECT e.*, c.code AS code, c.description AS description FROM evaluations e"
+            f"SELECT {_ROW}, c.code AS code, c.description AS description FROM evaluations e"
             " LEFT JOIN case_texts c ON c.hash = e.case_hash WHERE e.id=?",
             (evaluation_id,),
         )
@@ -739,7 +757,7 @@ class Store:
     async def run_results(self, run_id: int, with_text: bool = True) -> list[dict[str, Any]]:
         """A run's results in case order; without text, only what figures are made of."""
         columns = (
-            "e.*, c.code AS code, c.description AS description"
+            f"{_ROW}, c.code AS code, c.description AS description"
             if with_text
             else "e.id, e.app, e.case_id, e.case_index, e.repeat, e.suite_kind, e.outcome,"
             " e.expected_result, e.actual_result, e.prompt_tokens, e.completion_tokens, e.cost,"

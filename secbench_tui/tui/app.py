@@ -93,7 +93,10 @@ class SecbenchApp(Guarded, App[int]):
         """The session's database, opened on first use (raises StoreError with the fix)."""
         async with self._store_lock:
             if self._store is None:
-                self._store = await Store.open(self.settings.db)
+                self._store = await Store.open(
+                    self.settings.db,
+                    on_notice=lambda text: self.notify(text, title="Database", timeout=20),
+                )
             return self._store
 
     def on_mount(self) -> None:
