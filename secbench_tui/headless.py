@@ -37,7 +37,12 @@ from secbench_tui.core.models import Outcome
 from secbench_tui.core.providers.baselines import is_baseline
 from secbench_tui.core.store import Store, StoreError
 from secbench_tui.core.untrusted import inert, inert_line, redact_url
-from secbench_tui.session import UsageError, plan_matrix, resolve_matrix_defaults
+from secbench_tui.session import (
+    UsageError,
+    catalog_defaults,
+    plan_matrix,
+    resolve_matrix_defaults,
+)
 
 
 def _pct(value: float | None) -> str:
@@ -189,6 +194,12 @@ async def print_plan(settings: Settings, out: TextIO) -> int:
 
     try:
         plan = plan_matrix(settings, with_providers=False)
+        remote = [r.model for r in plan.runs if not is_baseline(r.model)]
+        catalog = (
+            await load_catalog(settings.base_url) if remote else cached_catalog(settings.base_url)
+        )
+        # what each model's catalog entry decides (a reasoning model's max_tokens), as a run
+        plan = plan_matrix(settings, False, catalog_defaults(settings, catalog))
     except UsageError as exc:
         print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
         return EXIT_USAGE
@@ -198,10 +209,6 @@ async def print_plan(settings: Settings, out: TextIO) -> int:
         print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
         return EXIT_ABORTED
     try:
-        remote = [r.model for r in plan.runs if not is_baseline(r.model)]
-        catalog = (
-            await load_catalog(settings.base_url) if remote else cached_catalog(settings.base_url)
-        )
         est = await estimate([r.spec for r in plan.runs], settings.sent_max_tokens, catalog, store)
     finally:
         if store is not None:
