@@ -259,10 +259,10 @@ def test_dry_run_counts_what_a_reasoning_model_would_reuse_and_its_budget(tmp_pa
     db = tmp_path / "r.db"
     env = cli_env(FAKE_KEY, XDG_CACHE_HOME=str(tmp_path / "cache"))
     with LoopbackServer(default=srv.thinking_model()) as server:
-        done = run_cli(server.base_url, db, suite, "--model", reasoner, env=env)
+        done = run_cli(server.base_url, db, suite, model=reasoner, env=env)
         assert done.returncode == 0, done.stderr
-        plan = run_cli(server.base_url, db, suite, "--model", reasoner, "--dry-run", env=env)
-        again = run_cli(server.base_url, db, suite, "--model", reasoner, env=env)
+        plan = run_cli(server.base_url, db, suite, "--dry-run", model=reasoner, env=env)
+        again = run_cli(server.base_url, db, suite, model=reasoner, env=env)
     assert plan.returncode == 0, plan.stderr
     assert f"{len(cases)} reused" in again.stdout  # the run itself asks nothing
     assert f"prompt default: {len(cases)} cases, 0 of {len(cases)} requests" in plan.stdout
@@ -280,9 +280,8 @@ def test_dry_run_ceiling_is_a_reasoning_models_own_max_tokens(tmp_path: Path) ->
             server.base_url,
             tmp_path / "r.db",
             suite,
-            "--model",
-            f"think/priced,{MODEL}",
             "--dry-run",
+            model=f"think/priced,{MODEL}",
             env=cli_env(FAKE_KEY, XDG_CACHE_HOME=str(tmp_path / "cache")),
         )
     assert plan.returncode == 0, plan.stderr
