@@ -321,6 +321,24 @@ def test_stored_reasoning_survives_reuse(tmp_path: Path) -> None:
     assert rows[1][0] == rows[0][0] and rows[1][1] == rows[0][1] and rows[1][2] == 1
 
 
+def test_odd_stored_reasoning_neither_aborts_reuse_nor_the_report(tmp_path: Path) -> None:
+    """Reasoning columns edited by hand (or by another tool) read as unknown, like tokens."""
+    write_suite(tmp_path / "suite", {"api": ["bad", "good"]})
+    db = tmp_path / "results.db"
+    with LoopbackServer(default=srv.thinking_model()) as server:
+        first = run_cli(server.base_url, db, tmp_path / "suite", model=REASONER, env=_env(tmp_path))
+        assert first.returncode == 0, first.stderr
+        with closing(sqlite3.connect(db)) as conn:
+            conn.execute("UPDATE evaluations SET reasoning_tokens='lots', reasoning=X'00ff41'")
+            conn.execute("UPDATE evaluations SET reasoning_tokens=1e300 WHERE id=2")
+            conn.commit()
+        again = run_cli(server.base_url, db, tmp_path / "suite", model=REASONER, env=_env(tmp_path))
+        report = _report(tmp_path, db, server.base_url)
+    assert again.returncode == 0, again.stderr
+    assert "2 reused" in again.stdout and "Traceback" not in again.stderr
+    assert "<html" in report
+
+
 def test_hostile_reasoning_is_stored_exactly_and_shown_inert(tmp_path: Path) -> None:
     (case,) = write_suite(tmp_path / "suite", {"api": ["bad"]})
     hostile = "<script>alert(1)</script>\x1b[2J\x1b]0;owned\x07 \u202eevil"
