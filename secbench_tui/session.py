@@ -350,6 +350,8 @@ def plan_settings(settings: Settings) -> list[tuple[Settings, EvaluationPrompt |
     except PromptError as exc:
         raise UsageError(str(exc)) from exc
     for model in models:
+        if settings.original_request:  # --seed is refused for each model but a baseline
+            check_original_request(settings.model_copy(update={"model": model}), False)
         for prompt in prompts:
             one = settings.model_copy(
                 update={"model": model, "models": [model], "prompt": None, "prompts": []}

@@ -303,6 +303,28 @@ def test_flags_that_would_change_the_original_request_are_refused(
     assert f"{flags[0]} cannot be combined with --request-style security-bench" in result.stderr
 
 
+def test_a_seed_is_refused_for_the_original_request_whatever_model_comes_first(
+    tmp_path: Path,
+) -> None:
+    """A baseline takes --seed; a model sent the original request does not, in any order."""
+    _original_suite(tmp_path / "suite")
+    with LoopbackServer() as server:
+        result = run_cli(
+            server.base_url,
+            tmp_path / "results.db",
+            tmp_path / "suite",
+            "--request-style",
+            "security-bench",
+            "--seed",
+            "3",
+            model="baseline/random,openai/gpt-4o-mini",
+            env=_env(tmp_path),
+        )
+        assert server.completions() == []
+    assert result.returncode == 2, result.stdout
+    assert "--seed cannot be combined with --request-style security-bench" in result.stderr
+
+
 def test_stored_reasoning_survives_reuse(tmp_path: Path) -> None:
     """A result reused by a later identical run keeps its reasoning and reasoning tokens."""
     write_suite(tmp_path / "suite", {"api": ["bad"]})
