@@ -123,6 +123,7 @@ async def test_a_database_from_before_prompt_names_keeps_its_reuse(tmp_path: Pat
     conn.execute("ALTER TABLE runs DROP COLUMN prompt_name")
     conn.execute("ALTER TABLE evaluations DROP COLUMN reasoning")  # version 4
     conn.execute("ALTER TABLE evaluations DROP COLUMN reasoning_tokens")
+    conn.execute("ALTER TABLE evaluations DROP COLUMN notes")  # version 5
     for case in old.cases:
         conn.execute(
             "UPDATE evaluations SET request_hash=? WHERE case_id=?",
