@@ -41,6 +41,7 @@ from secbench_tui.session import (
     UsageError,
     catalog_defaults,
     plan_matrix,
+    plan_settings,
     resolve_matrix_defaults,
 )
 
@@ -193,8 +194,8 @@ async def print_plan(settings: Settings, out: TextIO) -> int:
     from secbench_tui.core.estimate import estimate, estimate_lines
 
     try:
-        plan = plan_matrix(settings, with_providers=False)
-        remote = [r.model for r in plan.runs if not is_baseline(r.model)]
+        cells = plan_settings(settings)  # bad flags are said before anything is fetched
+        remote = [one.model for one, _ in cells if not is_baseline(str(one.model))]
         catalog = (
             await load_catalog(settings.base_url) if remote else cached_catalog(settings.base_url)
         )
