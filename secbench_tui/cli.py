@@ -172,8 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def uses_key(args: argparse.Namespace) -> bool:
-    """Only runs send the API key: linting, reports and exports never read it."""
-    return not (args.lint or args.report or args.export)
+    """Only runs send the API key: linting, reports, exports and --verify never read it."""
+    return not (args.lint or args.report or args.export or args.verify)
 
 
 def settings_from_args(args: argparse.Namespace, env: dict[str, str]):  # type: ignore[no-untyped-def]

@@ -48,7 +48,13 @@ from secbench_tui.exit_codes import (
     EXIT_TERMINATED,
     EXIT_USAGE,
 )
-from secbench_tui.session import UsageError, plan_matrix, resolve_matrix_defaults
+from secbench_tui.session import (
+    UsageError,
+    catalog_defaults,
+    plan_matrix,
+    plan_settings,
+    resolve_matrix_defaults,
+)
 
 
 def format_case_line(event: CaseFinished) -> str:
@@ -227,7 +233,13 @@ async def print_plan(settings: Settings, out: TextIO) -> int:
     from secbench_tui.core.estimate import estimate, estimate_lines
 
     try:
-        plan = plan_matrix(settings, with_providers=False)
+        cells = plan_settings(settings)  # bad flags are said before anything is fetched
+        remote = [one.model for one, _ in cells if not is_baseline(str(one.model))]
+        catalog = (
+            await load_catalog(settings.base_url) if remote else cached_catalog(settings.base_url)
+        )
+        # what each model's catalog entry decides (a reasoning model's max_tokens), as a run
+        plan = plan_matrix(settings, False, catalog_defaults(settings, catalog))
     except UsageError as exc:
         print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
         return EXIT_USAGE
@@ -237,10 +249,6 @@ async def print_plan(settings: Settings, out: TextIO) -> int:
         print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
         return EXIT_ABORTED
     try:
-        remote = [r.model for r in plan.runs if not is_baseline(r.model)]
-        catalog = (
-            await load_catalog(settings.base_url) if remote else cached_catalog(settings.base_url)
-        )
         est = await estimate([r.spec for r in plan.runs], settings.sent_max_tokens, catalog, store)
     finally:
         if store is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from secbench_tui.config import Settings
 from secbench_tui.core.engine import RunSpec
@@ -26,6 +27,9 @@ from secbench_tui.core.providers.baselines import BaselineProvider, is_baseline
 from secbench_tui.core.providers.openai_compat import ClientSettings, OpenAICompatibleProvider
 from secbench_tui.core.store import vdb_prompt_name
 from secbench_tui.core.suites.markdown import SuiteError, load_markdown_suite
+
+if TYPE_CHECKING:
+    from secbench_tui.core.catalog import Catalog, ModelInfo
 
 REASONING_MAX_TOKENS = 32768
 
@@ -190,7 +194,15 @@ async def resolve_request_defaults(
     from secbench_tui.core.catalog import lookup_model
 
     info = await lookup_model(settings.base_url, model, cache, min(settings.timeout, 10.0), fetch)
-    if info is None or info.reasoning is None:
+    return request_defaults(settings, info)
+
+
+def request_defaults(settings: Settings, info: ModelInfo | None) -> Settings:
+    """Settings with what one catalog entry decides (see `resolve_request_defaults`)."""
+    model = settings.model
+    if not model or is_baseline(model) or settings.original_request:
+        return settings
+    if settings.max_tokens is not None or info is None or info.reasoning is None:
         return settings
     update: dict[str, object] = {"reasoning_model": info.reasoning}
     if info.reasoning:
@@ -300,6 +312,18 @@ async def resolve_matrix_defaults(
     return resolved
 
 
+def catalog_defaults(settings: Settings, catalog: Catalog) -> dict[str, Settings]:
+    """`resolve_matrix_defaults` from a catalog already loaded (the estimate's), by model id:
+    an estimate must price and reuse the requests the run would send."""
+    models = settings.models or ([settings.model] if settings.model else [])
+    return {
+        model: request_defaults(
+            settings.model_copy(update={"model": model, "models": [model]}), catalog.find(model)
+        )
+        for model in dict.fromkeys(models)
+    }
+
+
 def plan_settings(settings: Settings) -> list[tuple[Settings, EvaluationPrompt | None]]:
     """One `Settings` per cell: every model, times every prompt (markdown suites) or every
     method (VulDetectBench). Duplicates given twice are run once."""
@@ -326,6 +350,8 @@ def plan_settings(settings: Settings) -> list[tuple[Settings, EvaluationPrompt |
     except PromptError as exc:
         raise UsageError(str(exc)) from exc
     for model in models:
+        if settings.original_request:  # --seed is refused for each model but a baseline
+            check_original_request(settings.model_copy(update={"model": model}), False)
         for prompt in prompts:
             one = settings.model_copy(
                 update={"model": model, "models": [model], "prompt": None, "prompts": []}

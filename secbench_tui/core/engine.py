@@ -344,6 +344,8 @@ class Engine:
             reasoning=row.get("reasoning"),
             reasoning_tokens=row.get("reasoning_tokens"),
             notes=row.get("notes"),
+            # errors are never reused: a reason kept on another outcome is an unreadable reply's
+            unreadable=row.get("error"),
         )
         evaluation = Evaluation(
             run_id=run_id,

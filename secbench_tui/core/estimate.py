@@ -124,8 +124,9 @@ async def estimate(
         left = await _left(spec, store)
         offline = is_baseline(spec.model)
         tokens_in = 0 if offline else sum(input_tokens(spec, i) for i, _ in left)
-        reply = 0 if offline else min(max_tokens, TYPICAL_REPLY_TOKENS)
-        ceiling = 0 if offline else max_tokens
+        budget = int(spec.settings.get("max_tokens") or max_tokens)  # the run's own, per model
+        reply = 0 if offline else min(budget, TYPICAL_REPLY_TOKENS)
+        ceiling = 0 if offline else budget
         runs.append(
             RunEstimate(
                 model=spec.model,

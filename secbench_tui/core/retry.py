@@ -211,7 +211,7 @@ def _sum(mine: float | int | None, theirs: float | int | None) -> float | int | 
 
 
 def _spend(spent: Completion, attempt: Completion) -> None:
-    """Add one attempt's tokens and cost; keep the latest model and provider that answered."""
+    """Add one attempt's tokens, cost and notes; keep the latest model and provider."""
     spent.prompt_tokens = _sum(spent.prompt_tokens, attempt.prompt_tokens)  # type: ignore[assignment]
     spent.completion_tokens = _sum(spent.completion_tokens, attempt.completion_tokens)  # type: ignore[assignment]
     spent.cost = _sum(spent.cost, attempt.cost)
@@ -228,7 +228,7 @@ def _final(completion: Completion, spent: Completion, attempts: int, started: fl
             "cost": spent.cost,
             "served_model": spent.served_model,
             "provider": spent.provider,
-            "notes": spent.notes,
+            "notes": spent.notes,  # what was not believed in any attempt
             "attempts": attempts,
             "latency_ms": (time.perf_counter() - started) * 1000,
         }

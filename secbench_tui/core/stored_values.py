@@ -21,13 +21,14 @@ _TEXT = (
     "timestamp", "test_file", "model_name", "expected_result", "actual_result", "explanation",
     "suite_kind", "app", "case_id", "outcome", "raw_reply", "error", "finish_reason",
     "served_model", "provider", "case_hash", "request_hash", "notes", "code", "description",
+    "reasoning",
 )  # fmt: skip
 _REQUIRED_TEXT = frozenset(
     ("timestamp", "test_file", "model_name", "expected_result", "suite_kind", "app", "case_id")
     + ("outcome",)
 )
 _COUNTS = ("case_index", "repeat")  # NOT NULL, 0 and up
-_TOKENS = ("prompt_tokens", "completion_tokens")
+_TOKENS = ("prompt_tokens", "completion_tokens", "reasoning_tokens")
 MAX_INDEX = 10**9  # far more cases or repeats than any run has
 
 

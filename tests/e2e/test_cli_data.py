@@ -53,6 +53,9 @@ def test_a_malformed_key_does_not_stop_commands_that_never_send_it(tmp_path: Pat
     export = command(tmp_path, "--export", "csv", "--db", str(db), key=MALFORMED_KEY)
     assert export.returncode == 0, export.stderr
     assert export.stdout.startswith("run_id,") or "case_id" in export.stdout.splitlines()[0]
+    verify = command(tmp_path, "--verify", "--cases", str(tmp_path / "none"), key=MALFORMED_KEY)
+    assert "OPENROUTER_API_KEY" not in verify.stdout + verify.stderr
+    assert "--cases" in verify.stderr  # it got as far as the suite
 
 
 def test_a_run_with_a_malformed_key_names_the_variable_once_and_the_fix(

@@ -303,6 +303,28 @@ def test_flags_that_would_change_the_original_request_are_refused(
     assert f"{flags[0]} cannot be combined with --request-style security-bench" in result.stderr
 
 
+def test_a_seed_is_refused_for_the_original_request_whatever_model_comes_first(
+    tmp_path: Path,
+) -> None:
+    """A baseline takes --seed; a model sent the original request does not, in any order."""
+    _original_suite(tmp_path / "suite")
+    with LoopbackServer() as server:
+        result = run_cli(
+            server.base_url,
+            tmp_path / "results.db",
+            tmp_path / "suite",
+            "--request-style",
+            "security-bench",
+            "--seed",
+            "3",
+            model="baseline/random,openai/gpt-4o-mini",
+            env=_env(tmp_path),
+        )
+        assert server.completions() == []
+    assert result.returncode == 2, result.stdout
+    assert "--seed cannot be combined with --request-style security-bench" in result.stderr
+
+
 def test_stored_reasoning_survives_reuse(tmp_path: Path) -> None:
     """A result reused by a later identical run keeps its reasoning and reasoning tokens."""
     write_suite(tmp_path / "suite", {"api": ["bad"]})
@@ -319,6 +341,24 @@ def test_stored_reasoning_survives_reuse(tmp_path: Path) -> None:
             "SELECT reasoning, reasoning_tokens, reused_from FROM evaluations ORDER BY id"
         ).fetchall()
     assert rows[1][0] == rows[0][0] and rows[1][1] == rows[0][1] and rows[1][2] == 1
+
+
+def test_odd_stored_reasoning_neither_aborts_reuse_nor_the_report(tmp_path: Path) -> None:
+    """Reasoning columns edited by hand (or by another tool) read as unknown, like tokens."""
+    write_suite(tmp_path / "suite", {"api": ["bad", "good"]})
+    db = tmp_path / "results.db"
+    with LoopbackServer(default=srv.thinking_model()) as server:
+        first = run_cli(server.base_url, db, tmp_path / "suite", model=REASONER, env=_env(tmp_path))
+        assert first.returncode == 0, first.stderr
+        with closing(sqlite3.connect(db)) as conn:
+            conn.execute("UPDATE evaluations SET reasoning_tokens='lots', reasoning=X'00ff41'")
+            conn.execute("UPDATE evaluations SET reasoning_tokens=1e300 WHERE id=2")
+            conn.commit()
+        again = run_cli(server.base_url, db, tmp_path / "suite", model=REASONER, env=_env(tmp_path))
+        report = _report(tmp_path, db, server.base_url)
+    assert again.returncode == 0, again.stderr
+    assert "2 reused" in again.stdout and "Traceback" not in again.stderr
+    assert "<html" in report
 
 
 def test_hostile_reasoning_is_stored_exactly_and_shown_inert(tmp_path: Path) -> None:

@@ -248,3 +248,45 @@ def test_an_unknown_prompt_names_the_bundled_ones(tmp_path: Path, spec: str) -> 
     assert result.returncode == 2
     assert f"--prompt {spec}: no such file or folder" in result.stderr
     assert "default" in result.stderr and "attacker" in result.stderr
+
+
+def test_dry_run_counts_what_a_reasoning_model_would_reuse_and_its_budget(tmp_path: Path) -> None:
+    """A reasoning model's requests carry its own max_tokens: the estimate must use the same
+    request (reuse, --resume) and the same ceiling as the run would."""
+    reasoner = "deepseek/deepseek-r1:free"
+    suite = tmp_path / "suite"
+    cases = write_suite(suite, {"alpha": ["good", "bad"]})
+    db = tmp_path / "r.db"
+    env = cli_env(FAKE_KEY, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    with LoopbackServer(default=srv.thinking_model()) as server:
+        done = run_cli(server.base_url, db, suite, model=reasoner, env=env)
+        assert done.returncode == 0, done.stderr
+        plan = run_cli(server.base_url, db, suite, "--dry-run", model=reasoner, env=env)
+        again = run_cli(server.base_url, db, suite, model=reasoner, env=env)
+    assert plan.returncode == 0, plan.stderr
+    assert f"{len(cases)} reused" in again.stdout  # the run itself asks nothing
+    assert f"prompt default: {len(cases)} cases, 0 of {len(cases)} requests" in plan.stdout
+
+
+def test_dry_run_ceiling_is_a_reasoning_models_own_max_tokens(tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    write_suite(suite, {"alpha": ["good", "bad"]})
+    catalog = [
+        {**srv.MODELS[0], "id": "think/priced", "supported_parameters": ["reasoning"]},
+        srv.MODELS[0],
+    ]
+    with LoopbackServer(models=catalog) as server:
+        plan = run_cli(
+            server.base_url,
+            tmp_path / "r.db",
+            suite,
+            "--dry-run",
+            model=f"think/priced,{MODEL}",
+            env=cli_env(FAKE_KEY, XDG_CACHE_HOME=str(tmp_path / "cache")),
+        )
+    assert plan.returncode == 0, plan.stderr
+    lines = {ln.split(":")[0].strip(): ln for ln in plan.stdout.splitlines() if "run(s)," in ln}
+    # 2 requests, input the same; the ceiling: 16384 (the model's own limit) vs 1024 tokens
+    think = lines["think/priced"].split("at most $")[1].rstrip(")")
+    plain = lines[MODEL].split("at most $")[1].rstrip(")")
+    assert float(think) > 10 * float(plain)

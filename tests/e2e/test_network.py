@@ -230,3 +230,20 @@ def test_deeply_nested_and_odd_replies_keep_raw_text_tokens_and_cost(
     # An error status with a deep body is that case's error, on one line.
     assert deep_error["outcome"] == "error" and deep_error["error"].startswith("HTTP 500")
     assert "\n" not in deep_error["error"]
+
+
+def test_an_unreadable_reply_stays_unparsed_when_reused(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    """A body with no choices whose text happens to read as a verdict is still no answer,
+    the second time too: reuse must not score the raw body that was kept."""
+    (case,) = write_suite(tmp_path / "suite", {"app": ["bad"]})
+    server.always(case.marker, srv.raw_body(srv.verdict_json("bad")))  # no `choices`
+    db = tmp_path / "r.db"
+    for _ in range(2):
+        result = run_cli(server.base_url, db, tmp_path / "suite", "--max-retries", "0")
+        assert result.returncode == 0, result.stderr
+    first, reused = rows(db)
+    assert first["outcome"] == "unparsed" and "no choices" in first["error"]
+    assert reused["reused_from"] == first["id"]
+    assert (reused["outcome"], reused["error"]) == ("unparsed", first["error"])

@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from rich.text import Text
 from textual.widgets import DataTable, OptionList, Select, SelectionList
 
 from secbench_tui.config import Settings
@@ -135,3 +136,32 @@ async def test_one_prompt_hides_the_prompt_filter(make_settings: Callable[..., S
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_results(pilot, app)
         assert not screen.query_one("#filter-prompt", Select).display
+
+
+async def test_the_run_list_shows_hostile_prompt_names_literally(
+    make_settings: Callable[..., Settings], clean_suite: Path, tmp_path: Path
+) -> None:
+    """Prompt names are file names: a style or an action link in one is text, not markup."""
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    names = ["[bold]loud", "[@click=app.quit]q"]
+    for name in names:
+        (folder / f"{name}.txt").write_text("Judge the code.\n", encoding="utf-8")
+    settings = make_settings(
+        models=["baseline/always-bad", "baseline/always-good"], prompts=[str(folder)]
+    )
+    app = make_app(settings, offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen))
+        run = app.screen
+        assert isinstance(run, RunScreen)
+        await wait_until(pilot, lambda: run.state == "completed", limit=5000)
+        await settle(pilot)
+        listed = run.query_one("#matrix-table", DataTable)
+        assert listed.row_count == 4
+        shown = [listed.get_row_at(i)[2] for i in range(4)]
+        # the table reads a str cell as markup (and a model id's stray `[/]` raises): Text
+        assert all(isinstance(cell, Text) and not cell.spans for cell in shown)
+        assert sorted(cell.plain for cell in shown) == sorted(names * 2)

@@ -66,7 +66,7 @@ RUN_COLUMNS = {
     "settings": mostly("{}", '{"apps": ["x"], "repeats": 3}', '{"vdb_scoring": "library"}'),
     "fingerprint": SOME, "tool_version": ANY, "started_at": SOME, "finished_at": ANY,
     "status": mostly("completed", "stopped"), "total_cases": SOME, "message": ANY, "pid": ANY,
-    "host": ANY,
+    "host": ANY, "prompt_name": ANY,
 }  # fmt: skip
 EVAL_COLUMNS = {
     "timestamp": SOME, "test_file": SOME, "model_name": SOME,
@@ -78,7 +78,7 @@ EVAL_COLUMNS = {
     "error": ANY, "http_status": ANY, "finish_reason": ANY, "prompt_tokens": ANY,
     "completion_tokens": ANY, "cost": ANY, "latency_ms": ANY, "attempts": SOME,
     "served_model": ANY, "provider": ANY, "scores": SOME, "request_hash": ANY,
-    "reused_from": ANY, "notes": ANY,
+    "reused_from": ANY, "notes": ANY, "reasoning": ANY, "reasoning_tokens": ANY,
 }  # fmt: skip
 RUN_IDS = (1, 2, 3)
 TEXT_HASHES = ("h1", "h2")

@@ -232,8 +232,8 @@ class RunScreen(BaseScreen):
         accuracy = tally.counts.get("correct", 0) / graded if graded else None
         return (
             str(self.run_ids.get(slot, "")),
-            inert_line(run.model)[:34],
-            inert_line(run.prompt)[:20],
+            plain_line(inert_line(run.model)[:34]),
+            plain_line(inert_line(run.prompt)[:20]),
             f"{tally.done}/{tally.total}" if tally.total else "-",
             fmt.pct(accuracy),
             Text(

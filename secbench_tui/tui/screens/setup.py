@@ -156,11 +156,12 @@ class SetupScreen(BaseScreen):
             if not settings.models:
                 field.update("")
                 return
-            from secbench_tui.session import plan_matrix
+            from secbench_tui.session import catalog_defaults, plan_matrix
 
-            plan = await asyncio.to_thread(plan_matrix, settings, False)
-            store = await self.secbench.store()
             catalog = self.query_one(ModelPicker).catalog
+            resolved = catalog_defaults(settings, catalog)
+            plan = await asyncio.to_thread(plan_matrix, settings, False, resolved)
+            store = await self.secbench.store()
             found = await estimate(
                 [r.spec for r in plan.runs], settings.sent_max_tokens, catalog, store
             )
