@@ -165,3 +165,22 @@ async def test_the_run_list_shows_hostile_prompt_names_literally(
         # the table reads a str cell as markup (and a model id's stray `[/]` raises): Text
         assert all(isinstance(cell, Text) and not cell.spans for cell in shown)
         assert sorted(cell.plain for cell in shown) == sorted(names * 2)
+
+
+async def test_the_key_line_counts_every_model_chosen(
+    make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    """A baseline first and a remote model second still needs a key: the line said it did not."""
+    app = make_app(make_settings(model="baseline/always-bad"), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        setup = app.screen
+        assert isinstance(setup, SetupScreen)
+        picker = setup.query_one(ModelPicker)
+        status = setup.query_one("#setup-status")
+        setup.refresh_status()
+        assert "no key needed" in str(status.render())
+        picker.also.append("openai/gpt-4o-mini")  # as space on a listed model does
+        setup.refresh_status()
+        shown = str(status.render())
+        assert "no key needed" not in shown and "OPENROUTER_API_KEY" in shown

@@ -195,7 +195,7 @@ class SetupScreen(BaseScreen):
             cases = f"{suite.case_count(int(limit))} of {n} cases (limit {limit}{per_task})"
         s = self.settings
         key = "key set" if s.key else "no key"
-        if model and is_baseline(model):
+        if picker.selected and all(is_baseline(m) for m in picker.selected):
             key = "offline baseline: no key needed"
         elif model and not s.key:
             key = "no key: set OPENROUTER_API_KEY" if is_remote(s.base_url) else "no key (local)"
