@@ -160,8 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     api.add_argument(
         "--timeout",
         type=float,
-        default=120.0,
-        help="seconds for each attempt, whole: connecting, the headers and every byte",
+        help="seconds for each attempt, whole: connecting, the headers and every byte "
+        "(default 120, or 600 for a model whose catalog entry says it reasons)",
     )
     api.add_argument("--concurrency", type=int, default=1, help="requests in flight")
 

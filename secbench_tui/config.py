@@ -24,6 +24,8 @@ VDB_PLAIN = "plain"  # --method plain: the benchmark's plain prompts (no method)
 VDB_SCORINGS = ("correct", "library")
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
 DEFAULT_MAX_TOKENS = 1024
+DEFAULT_TIMEOUT = 120.0  # seconds for one whole attempt
+REASONING_TIMEOUT = 600.0  # the same for a model that reasons: 32768 tokens take a while
 
 
 class Settings(BaseModel):
@@ -51,7 +53,7 @@ class Settings(BaseModel):
     seed: int | None = None
     response_format: str = "json_schema"
     max_retries: int = Field(default=5, ge=0)
-    timeout: float = Field(default=120.0, gt=0)
+    timeout: float | None = Field(default=None, gt=0)  # None: chosen per model at run start
     concurrency: int = Field(default=1, ge=1, le=256)
     repeats: int = Field(default=1, ge=1)
     resume: bool = False
@@ -141,6 +143,13 @@ class Settings(BaseModel):
         return self.request_style == security_bench.STYLE
 
     @property
+    def attempt_timeout(self) -> float:
+        """Seconds for one whole attempt: `--timeout`, else longer for a model that reasons."""
+        if self.timeout is not None:
+            return self.timeout
+        return REASONING_TIMEOUT if self.reasoning_model else DEFAULT_TIMEOUT
+
+    @property
     def sent_max_tokens(self) -> int:
         """The max_tokens every request carries."""
         if self.original_request:
@@ -195,7 +204,7 @@ class Settings(BaseModel):
                 temperature=self.sent_temperature,
                 max_tokens=self.sent_max_tokens,
                 max_retries=self.max_retries,
-                timeout=self.timeout,
+                timeout=self.attempt_timeout,
                 reasoning_effort=self.reasoning_effort,
                 reasoning_model=self.reasoning_model,
             )

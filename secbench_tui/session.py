@@ -183,8 +183,9 @@ async def resolve_request_defaults(
     Reasoning models spend reply tokens on thinking before they answer, so 1024 leaves many
     of them with no answer at all: when `--max-tokens` is not given and the model's catalog
     entry lists `reasoning`, requests carry REASONING_MAX_TOKENS (or the model's own smaller
-    limit). The run records the value sent and `reasoning_model`; `--max-cost` stays the
-    guard on spend. A model the catalog does not list keeps the plain default.
+    limit), and an attempt may take REASONING_TIMEOUT unless `--timeout` is given. The run
+    records the values sent and `reasoning_model`; `--max-cost` stays the guard on spend. A
+    model the catalog does not list keeps the plain defaults.
     """
     model = settings.model
     if not model or is_baseline(model) or settings.original_request:
@@ -193,7 +194,9 @@ async def resolve_request_defaults(
         return settings
     from secbench_tui.core.catalog import lookup_model
 
-    info = await lookup_model(settings.base_url, model, cache, min(settings.timeout, 10.0), fetch)
+    info = await lookup_model(
+        settings.base_url, model, cache, min(settings.attempt_timeout, 10.0), fetch
+    )
     return request_defaults(settings, info)
 
 
@@ -229,7 +232,7 @@ def make_provider(settings: Settings) -> Provider:
         reasoning_effort=settings.reasoning_effort,
         request_style=settings.request_style,
         max_retries=settings.max_retries,
-        timeout=settings.timeout,
+        timeout=settings.attempt_timeout,
         concurrency=settings.concurrency,
     )
     if client.is_openrouter and not client.api_key:

@@ -89,6 +89,7 @@ def test_a_reasoning_model_with_default_flags_answers_and_its_reasoning_is_kept(
     (run,) = runs(db)
     settings = json.loads(run["settings"])
     assert settings["max_tokens"] == 32768 and settings["reasoning_model"] is True
+    assert settings["timeout"] == 600  # an attempt may think for a while
     data = json.loads(summary.read_text(encoding="utf-8"))
     assert data["reasoning_tokens"] == len(cases) * srv.THINKING_BUDGET // 2
     assert f"({data['reasoning_tokens']} reasoning)" in result.stdout
@@ -157,6 +158,7 @@ def test_a_model_that_does_not_reason_keeps_the_plain_default(tmp_path: Path) ->
         assert [r.body["max_tokens"] for r in server.completions()] == [1024]
     settings = json.loads(runs(tmp_path / "results.db")[0]["settings"])
     assert settings["reasoning_model"] is False and settings["reasoning_effort"] is None
+    assert settings["timeout"] == 120
 
 
 # --- the original evaluator's request ------------------------------------------------------
