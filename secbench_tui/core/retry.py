@@ -174,10 +174,16 @@ def unreachable_message(endpoint: str, failure: Failure, attempts: int) -> str:
         else "check that the server is running and that --base-url is right (host, port, "
         "http or https, a proxy in between)"
     )
+    recorded = (
+        "; a case that had already spent its retries on timeouts is recorded as an error "
+        "(--retry-errors asks it again)"
+        if failure.kind is FailureKind.TIMEOUT
+        else ""
+    )
     return (
         f"cannot reach the endpoint {redact_url(endpoint)}: {attempts} attempt(s) in a row "
-        f"got no reply (last: {failure}); {check}. The cases that got no reply are not "
-        "recorded: --resume asks them"
+        f"got no reply (last: {failure}); {check}. The cases still waiting for a reply are "
+        f"not recorded: --resume asks them{recorded}"
     )
 
 

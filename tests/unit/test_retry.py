@@ -118,3 +118,16 @@ def test_a_body_too_deep_for_json_is_read_with_its_depths_pruned() -> None:
     assert shallow_json.loads('{"a": [1, {"b": "[{"}]}') == ({"a": [1, {"b": "[{"}]}, False)
     shallow = shallow_json.prune('[[["x"]], {"k": [[1]]}]', max_depth=2)
     assert json.loads(shallow) == [[None], {"k": None}]
+
+
+def test_the_breaker_message_says_which_cases_are_recorded() -> None:
+    """Refused connections record nothing; a case that spent its retries on timeouts before
+    the breaker tripped is an error row, and the message must not say otherwise."""
+    from secbench_tui.core.retry import Failure, FailureKind, unreachable_message
+
+    url = "http://user:pw@127.0.0.1:9/v1?key=s"
+    refused = unreachable_message(url, Failure("refused", FailureKind.UNREACHABLE), 5)
+    assert "http://***@127.0.0.1:9/v1?key=***" in refused and "pw" not in refused
+    assert "--resume asks them" in refused and "--retry-errors" not in refused
+    slow = unreachable_message(url, Failure("no reply", FailureKind.TIMEOUT), 5)
+    assert "raise --timeout" in slow and "recorded as an error (--retry-errors" in slow
