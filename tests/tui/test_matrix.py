@@ -67,6 +67,8 @@ async def test_two_models_by_two_prompts_from_the_setup_screen(
             ("baseline/always-good", "default", "5/5"),
             ("baseline/always-good", "attacker", "5/5"),
         ]
+        status = list(listed.columns.values())[-1]
+        assert status.content_width >= len("completed")  # widened as the state changed
         assert run.focus_slot == 0
         listed.focus()
         await pilot.press("down", "down")  # follow the third run: its cases, its tally

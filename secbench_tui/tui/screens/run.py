@@ -257,7 +257,7 @@ class RunScreen(BaseScreen):
             return
         table = self.query_one("#matrix-table", DataTable)
         for column, value in enumerate(self._matrix_cells(slot)):
-            table.update_cell_at(Coordinate(slot, column), value)
+            table.update_cell_at(Coordinate(slot, column), value, update_width=True)
 
     @on(DataTable.RowHighlighted, "#matrix-table")
     def _run_highlighted(self, event: DataTable.RowHighlighted) -> None:
