@@ -6,12 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from secbench_tui.core.suites.markdown import load_markdown_suite
-from secbench_tui.core.verify.data import DataError, load_app_data, parse_scenario
-from secbench_tui.core.verify.execution import Execution
-from secbench_tui.core.verify.judge import CaseRun, judge
-from secbench_tui.core.verify.models import Proof
-from secbench_tui.core.verify.sql import bind
+pytest.importorskip("psycopg", reason="needs the verify extra: pip install -e '.[verify]'")
+
+from secbench_tui.core.suites.markdown import load_markdown_suite  # noqa: E402
+from secbench_tui.core.verify.data import DataError, load_app_data, parse_scenario  # noqa: E402
+from secbench_tui.core.verify.execution import Execution  # noqa: E402
+from secbench_tui.core.verify.judge import CaseRun, judge  # noqa: E402
+from secbench_tui.core.verify.models import Proof  # noqa: E402
+from secbench_tui.core.verify.sql import bind  # noqa: E402
 
 SCENARIO = """# Description
 What the rules demand.
