@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from secbench_tui.core import numbers
 from secbench_tui.core.catalog import Catalog
 from secbench_tui.core.engine import RunSpec
 from secbench_tui.core.providers.baselines import is_baseline
@@ -162,11 +163,7 @@ async def estimate(
 
 def money(value: float | None) -> str:
     """Dollars as the estimate shows them: "price unknown" when the catalog has no price."""
-    if value is None:
-        return "price unknown"
-    if value == 0:
-        return "$0"
-    return f"${value:.4f}" if value < 1 else f"${value:,.2f}"
+    return "price unknown" if value is None else numbers.money(value)
 
 
 def estimate_lines(est: Estimate) -> list[str]:
