@@ -66,6 +66,6 @@ def verify_main(cases_dir: Path, apps: list[str] | None, pg_url: str | None) -> 
     except (SuiteError, ServerError) as exc:
         print(f"secbench-tui: error: {inert_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
-    print(f"ran on {report.engine}")
+    print(inert_line(f"ran on {report.engine}"))  # the server says what it is
     print("\n".join(summary_lines(report)))
     return EXIT_OK if report.ok else EXIT_FAILED

@@ -81,7 +81,7 @@ class VerifyScreen(BaseScreen):
         self.query_one(DataTable).add_row(
             Text(proof.proof.value, style=PROOF_STYLES[proof.proof]),
             Text(inert_line(proof.case_id)),
-            proof.expected,
+            Text(inert_line(proof.expected)),
             Text(inert_line(detail)),
         )
 
