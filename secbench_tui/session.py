@@ -307,12 +307,22 @@ async def resolve_matrix_defaults(
     settings: Settings, cache: Path | None = None, fetch: bool = True
 ) -> dict[str, Settings]:
     """`resolve_request_defaults` for every model of the matrix, by model id."""
+    from secbench_tui.core.catalog import lookup_models
+
     models = settings.models or ([settings.model] if settings.model else [])
-    resolved: dict[str, Settings] = {}
-    for model in dict.fromkeys(models):
-        one = settings.model_copy(update={"model": model, "models": [model]})
-        resolved[model] = await resolve_request_defaults(one, cache, fetch)
-    return resolved
+    cells = {
+        model: settings.model_copy(update={"model": model, "models": [model]})
+        for model in dict.fromkeys(models)
+    }
+    asked = [m for m in cells if not is_baseline(m)]
+    decided = settings.original_request or settings.max_tokens is not None
+    timeout = min(settings.attempt_timeout, 10.0)
+    entries = (
+        {}
+        if decided or not asked
+        else await lookup_models(settings.base_url, asked, cache, timeout, fetch)
+    )  # one GET /models for the whole matrix
+    return {model: request_defaults(one, entries.get(model)) for model, one in cells.items()}
 
 
 def catalog_defaults(settings: Settings, catalog: Catalog) -> dict[str, Settings]:

@@ -293,18 +293,34 @@ async def lookup_model(
     timeout: float = 10.0,
     fetch: bool = True,
 ) -> ModelInfo | None:
-    """One model's entry: from the cache when it says whether the model reasons, else from
-    `GET {base_url}/models` (the cache is left as it is). None when the model is not listed
-    or the list cannot be had: callers then keep their defaults."""
+    """One model's entry (see `lookup_models`)."""
+    return (await lookup_models(base_url, [model_id], directory, timeout, fetch))[model_id]
+
+
+async def lookup_models(
+    base_url: str,
+    model_ids: Sequence[str],
+    directory: Path | None = None,
+    timeout: float = 10.0,
+    fetch: bool = True,
+) -> dict[str, ModelInfo | None]:
+    """Each model's entry: from the cache when it says whether the model reasons, else from
+    one `GET {base_url}/models` for all the others (the cache is left as it is). None for a
+    model not listed, or when the list cannot be had: callers then keep their defaults."""
+    found: dict[str, ModelInfo | None] = dict.fromkeys(model_ids)
     cached = load_cache(cache_path(base_url, directory))
     if cached is not None:
-        found = next((m for m in cached[0] if m.id == model_id), None)
-        if found is not None and found.reasoning is not None:
-            return found
-    if not fetch:
-        return None
+        for model in cached[0]:
+            if model.id in found and model.reasoning is not None:
+                found[model.id] = model
+    missing = [m for m, info in found.items() if info is None]
+    if not missing or not fetch:
+        return found
     try:
         models = await fetch_models(base_url, timeout=timeout)
     except Exception:  # offline, a server without /models, a bad body: not known
-        return None
-    return next((m for m in models if m.id == model_id), None)
+        return found
+    listed = {m.id: m for m in models}
+    for model_id in missing:
+        found[model_id] = listed.get(model_id)
+    return found

@@ -532,6 +532,7 @@ class LoopbackServer:
         self.models = MODELS if models is None else models
         self.requests: list[ReceivedRequest] = []
         self.request_count = 0
+        self.catalog_requests = 0  # GET /models asked
         self.in_flight = 0
         self.max_in_flight = 0
         self._rules: list[Rule] = []
@@ -776,6 +777,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         path = self.path.split("?", 1)[0].rstrip("/")
         if path.endswith("/models"):
+            with self.loopback._lock:
+                self.loopback.catalog_requests += 1
             self._send(200, {"data": self.loopback.models})
         elif path == "/_stats":
             lb = self.loopback

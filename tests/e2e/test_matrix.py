@@ -290,3 +290,23 @@ def test_dry_run_ceiling_is_a_reasoning_models_own_max_tokens(tmp_path: Path) ->
     think = lines["think/priced"].split("at most $")[1].rstrip(")")
     plain = lines[MODEL].split("at most $")[1].rstrip(")")
     assert float(think) > 10 * float(plain)
+
+
+def test_a_matrix_reads_the_model_list_once_for_every_model(tmp_path: Path) -> None:
+    """Each model's defaults (does it reason?) come from one GET /models, not one per model."""
+    suite = tmp_path / "suite"
+    write_suite(suite, {"alpha": ["good", "bad"]})
+    env = cli_env(FAKE_KEY, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    with LoopbackServer(default=srv.thinking_model()) as server:
+        done = run_cli(
+            server.base_url,
+            tmp_path / "r.db",
+            suite,
+            model="deepseek/deepseek-r1:free,openai/gpt-4o-mini",
+            env=env,
+        )
+        asked = server.catalog_requests
+        bodies = {r.body["model"]: r.body["max_tokens"] for r in server.completions()}
+    assert done.returncode == 0, done.stderr
+    assert asked == 1
+    assert bodies == {"deepseek/deepseek-r1:free": 32768, "openai/gpt-4o-mini": 1024}
