@@ -209,6 +209,8 @@ async def consume_matrix(
     async for tagged in matrix.events():
         event = tagged.event
         if isinstance(event, RunStarted):
+            if run_ids:  # the suite's skipped files were named with the first run
+                event = replace(event, skipped=())
             run_ids[tagged.slot] = event.run_id
         prefix = f"run {run_ids[tagged.slot]}: " if several and tagged.slot in run_ids else ""
         for shown in orders.setdefault(tagged.slot, InCaseOrder()).feed(event):

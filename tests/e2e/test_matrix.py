@@ -310,3 +310,20 @@ def test_a_matrix_reads_the_model_list_once_for_every_model(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     assert asked == 1
     assert bodies == {"deepseek/deepseek-r1:free": 32768, "openai/gpt-4o-mini": 1024}
+
+
+def test_a_skipped_case_file_is_named_once_for_the_whole_matrix(tmp_path: Path) -> None:
+    suite = tmp_path / "suite"
+    write_suite(suite, {"alpha": ["good", "bad"]})
+    (suite / "alpha" / "broken.md").write_text("# Code\nno expected section\n", encoding="utf-8")
+    done = run_cli(
+        "http://127.0.0.1:9/v1",  # never asked: baselines only
+        tmp_path / "r.db",
+        suite,
+        "--prompt",
+        "default,attacker",
+        model="baseline/always-bad,baseline/always-good",
+    )
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "broken.md" in warnings[0], done.stderr
