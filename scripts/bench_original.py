@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from secbench_tui.core.store import Store  # noqa: E402
+from secbench_tui.core.store.database import Store  # noqa: E402
 from tests.e2e import original  # noqa: E402
 from tests.e2e.original import Row  # noqa: E402
 

@@ -25,7 +25,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from secbench_tui.core import exports, report  # noqa: E402
 from secbench_tui.core.models import (  # noqa: E402
     Case,
     Completion,
@@ -35,7 +34,8 @@ from secbench_tui.core.models import (  # noqa: E402
     Scored,
     SuiteKind,
 )
-from secbench_tui.core.store import Store  # noqa: E402
+from secbench_tui.core.results import exports, report  # noqa: E402
+from secbench_tui.core.store.database import Store  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 APPS = ("clinic-portal-api", "purchase-order", "warehouse-management-system")

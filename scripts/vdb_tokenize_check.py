@@ -1,4 +1,4 @@
-"""Check `secbench_tui.core.vdb_tokenize` against the real `nltk.word_tokenize`.
+"""Check `secbench_tui.core.vuldetectbench.tokenize` against the real `nltk.word_tokenize`.
 
 Needs nltk and its English `punkt_tab` model, so run it in a scratch environment, never
 in the project's own:
@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 from nltk import __version__ as nltk_version  # noqa: E402
 from nltk import word_tokenize as nltk_word_tokenize  # noqa: E402
 
-from secbench_tui.core.vdb_tokenize import word_tokenize  # noqa: E402
+from secbench_tui.core.vuldetectbench.tokenize import word_tokenize  # noqa: E402
 
 WORDS = (
     "the buffer is copied without checking its size this can overflow when the input is "
@@ -99,7 +99,7 @@ def corpus(data: Path, samples: int, seed: int) -> Iterator[str]:
             yield row["code"]
             if task == 2:
                 yield row["selection"] + row["code"]
-    from secbench_tui.core.suites.vuldetectbench import load_vuldetectbench
+    from secbench_tui.core.vuldetectbench.loader import load_vuldetectbench
 
     for method in (None, "cot", "few-shot"):
         for case in load_vuldetectbench(data, method=method):

@@ -15,8 +15,8 @@ from pydantic import SecretStr, ValidationError
 
 from secbench_tui import __version__
 from secbench_tui.config import REASONING_EFFORTS, VDB_PLAIN, VDB_SCORINGS
-from secbench_tui.core import security_bench
-from secbench_tui.core.prompts import RESPONSE_FORMATS
+from secbench_tui.core.suites import security_bench
+from secbench_tui.core.suites.prompts import RESPONSE_FORMATS
 from secbench_tui.exit_codes import EXIT_USAGE
 
 
@@ -178,7 +178,7 @@ def uses_key(args: argparse.Namespace) -> bool:
 
 def settings_from_args(args: argparse.Namespace, env: dict[str, str]):  # type: ignore[no-untyped-def]
     from secbench_tui.config import Settings
-    from secbench_tui.core.providers.openai_compat import OPENROUTER_URL
+    from secbench_tui.core.run.providers.openai_compat import OPENROUTER_URL
 
     key = (env.get("OPENROUTER_API_KEY") or None) if uses_key(args) else None
     fields = {
@@ -239,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"secbench-tui: error: {_validation_message(exc)}", file=sys.stderr)
         return EXIT_USAGE
     if args.lint:
-        from secbench_tui.core.lint import main as lint_main
+        from secbench_tui.linting import lint_main
 
         return int(lint_main(settings.cases_dir))
     if args.verify:

@@ -14,9 +14,9 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 
-from secbench_tui.core import security_bench
-from secbench_tui.core.prompts import RESPONSE_FORMATS
-from secbench_tui.core.providers.openai_compat import OPENROUTER_URL
+from secbench_tui.core.run.providers.openai_compat import OPENROUTER_URL
+from secbench_tui.core.suites import security_bench
+from secbench_tui.core.suites.prompts import RESPONSE_FORMATS
 from secbench_tui.core.untrusted import redact_url
 
 VDB_METHODS = ("cot", "few-shot")

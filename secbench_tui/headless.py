@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from secbench_tui.config import Settings
-from secbench_tui.core.catalog import cached_catalog
-from secbench_tui.core.engine import STOP_GRACE, Engine
-from secbench_tui.core.events import (
+from secbench_tui.core.models import Outcome, RunStatus
+from secbench_tui.core.results.summary import RunSummary, matrix_lines, plain, summary_lines
+from secbench_tui.core.run.catalog import cached_catalog
+from secbench_tui.core.run.engine import STOP_GRACE, Engine
+from secbench_tui.core.run.events import (
     CaseFinished,
     CaseStarted,
     Event,
@@ -33,11 +35,9 @@ from secbench_tui.core.events import (
     RunFinished,
     RunStarted,
 )
-from secbench_tui.core.matrix import Matrix
-from secbench_tui.core.models import Outcome
-from secbench_tui.core.providers.baselines import is_baseline
-from secbench_tui.core.store import Store, StoreError
-from secbench_tui.core.summary import RunStatus, RunSummary, matrix_lines, plain, summary_lines
+from secbench_tui.core.run.matrix import Matrix
+from secbench_tui.core.run.providers.baselines import is_baseline
+from secbench_tui.core.store.database import Store, StoreError
 from secbench_tui.core.untrusted import inert, inert_line, redact_url
 from secbench_tui.exit_codes import (
     EXIT_ABORTED,
@@ -48,7 +48,7 @@ from secbench_tui.exit_codes import (
     EXIT_TERMINATED,
     EXIT_USAGE,
 )
-from secbench_tui.session import (
+from secbench_tui.planner import (
     UsageError,
     catalog_defaults,
     plan_matrix,
@@ -231,8 +231,8 @@ def format_matrix(finished: list[RunFinished]) -> str:
 
 async def print_plan(settings: Settings, out: TextIO) -> int:
     """`--dry-run`: the runs, their requests after reuse, tokens and cost; nothing is asked."""
-    from secbench_tui.core.catalog import load_catalog
-    from secbench_tui.core.estimate import estimate, estimate_lines
+    from secbench_tui.core.run.catalog import load_catalog
+    from secbench_tui.core.run.estimate import estimate, estimate_lines
 
     try:
         cells = plan_settings(settings)  # bad flags are said before anything is fetched

@@ -14,15 +14,15 @@ from pathlib import Path
 from typing import TextIO
 
 from secbench_tui.config import Settings
-from secbench_tui.core.exports import EXPORTERS
-from secbench_tui.core.report import (
+from secbench_tui.core.results.exports import EXPORTERS
+from secbench_tui.core.results.report import (
     ReportError,
     gather,
     render_html,
     report_path,
     write_text_atomic,
 )
-from secbench_tui.core.store import Store, StoreError
+from secbench_tui.core.store.database import Store, StoreError
 from secbench_tui.core.untrusted import inert
 from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK
 

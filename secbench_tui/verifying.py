@@ -8,8 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from secbench_tui.core.suites.verify.models import CaseProof, Proof, VerifyReport
 from secbench_tui.core.untrusted import inert_line, redact_url
-from secbench_tui.core.verify.models import CaseProof, Proof, VerifyReport
 from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 _LABEL = {Proof.PROVEN: "proven", Proof.FAILED: "FAILED", Proof.NOT_VERIFIABLE: "not verifiable"}
@@ -46,8 +46,8 @@ def verify_main(cases_dir: Path, apps: list[str] | None, pg_url: str | None) -> 
     from secbench_tui.core.suites.markdown import SuiteError
 
     try:
-        from secbench_tui.core.verify.runner import verify_suite
-        from secbench_tui.core.verify.server import ServerError
+        from secbench_tui.core.suites.verify.runner import verify_suite
+        from secbench_tui.core.suites.verify.server import ServerError
     except ImportError as exc:
         print(
             f"secbench-tui: error: --verify needs the verify extra ({exc}): "

@@ -34,20 +34,20 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from secbench_tui.core.engine import Engine, RunSpec
-from secbench_tui.core.events import CaseFinished, RunFinished
-from secbench_tui.core.models import Case, Completion, Evaluation, SuiteKind
-from secbench_tui.core.prompts import sha256_text
-from secbench_tui.core.providers.base import RetryCallback
-from secbench_tui.core.store import Store, vdb_prompt_name
-from secbench_tui.core.suites.vuldetectbench import (
+from secbench_tui.core.models import Case, Completion, Evaluation, RunStatus, SuiteKind
+from secbench_tui.core.results.summary import RunSummary
+from secbench_tui.core.run.engine import Engine, RunSpec
+from secbench_tui.core.run.events import CaseFinished, RunFinished
+from secbench_tui.core.run.providers.base import RetryCallback
+from secbench_tui.core.store.database import Store, vdb_prompt_name
+from secbench_tui.core.suites.prompts import sha256_text
+from secbench_tui.core.vuldetectbench.loader import (
     TASKS,
     load_vuldetectbench,
     task_file,
     templates,
 )
-from secbench_tui.core.summary import RunStatus, RunSummary
-from secbench_tui.core.vdb_scoring import aggregate_vuldetectbench, check_scoring
+from secbench_tui.core.vuldetectbench.scoring import aggregate_vuldetectbench, check_scoring
 
 __all__ = ["Agent", "Tasks", "VulDetectBench_Engine"]
 

@@ -110,3 +110,24 @@ class Evaluation(BaseModel):
     scored: Scored
     timestamp: str = ""
     reused: bool = False
+
+
+class RunStatus(StrEnum):
+    """How a run stands. `interrupted`: marked running, but its process is gone; `imported`:
+    migrated from a security-bench database; `unknown`: a value this version does not know
+    (a database written by a later one)."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    STOPPED = "stopped"
+    ABORTED = "aborted"
+    INTERRUPTED = "interrupted"
+    IMPORTED = "imported"
+    UNKNOWN = "unknown"
+
+    @classmethod
+    def of(cls, value: str | None) -> RunStatus:
+        try:
+            return cls(value or "")
+        except ValueError:
+            return cls.UNKNOWN

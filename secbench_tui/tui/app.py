@@ -23,8 +23,8 @@ from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
 
 from secbench_tui.config import Settings
-from secbench_tui.core import catalog
-from secbench_tui.core.store import Store
+from secbench_tui.core.run import catalog
+from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.tui.commands import SecbenchCommands
 from secbench_tui.tui.errors import LOG_NAME, Guarded, report_error

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
@@ -20,9 +20,26 @@ from textual.markup import escape
 
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.untrusted import inert_line
+from secbench_tui.tui.host import Host
 
 if TYPE_CHECKING:
-    from secbench_tui.tui.app import SecbenchApp
+    from secbench_tui.tui.screens.results import ResultsScreen
+
+
+class PaletteHost(Host, Protocol):
+    """What the palette's commands ask of the app; the app satisfies it, unimported here."""
+
+    def results_screen(self) -> ResultsScreen | None: ...
+    def action_start(self) -> None: ...
+    def action_results(self) -> None: ...
+    def action_export(self) -> None: ...
+    def action_open_report(self) -> None: ...
+    def action_copy_case(self) -> None: ...
+    def action_copy_reply(self) -> None: ...
+    def action_copy_report_path(self) -> None: ...
+    def action_set_filter(self, kind: str, value: str) -> None: ...
+    def action_jump_to_run(self, run_id: int) -> None: ...
+
 
 MAX_RUNS = 200  # "jump to run" commands: the newest this many
 
@@ -35,7 +52,7 @@ class Command:
     discover: bool = True  # listed before anything is typed
 
 
-def app_commands(app: SecbenchApp) -> list[Command]:
+def app_commands(app: PaletteHost) -> list[Command]:
     """The commands that need no database read."""
     results = app.results_screen()
     commands = [
@@ -93,7 +110,7 @@ def app_commands(app: SecbenchApp) -> list[Command]:
     return commands
 
 
-async def run_commands(app: SecbenchApp) -> list[Command]:
+async def run_commands(app: PaletteHost) -> list[Command]:
     """`Jump to run N`: one command per run in the database, newest first."""
     from secbench_tui.tui.screens.results import suite_label
 
@@ -115,11 +132,8 @@ async def run_commands(app: SecbenchApp) -> list[Command]:
 class SecbenchCommands(Provider):
     """The app's commands in Textual's command palette."""
 
-    def _app(self) -> SecbenchApp:
-        from secbench_tui.tui.app import SecbenchApp
-
-        assert isinstance(self.app, SecbenchApp)
-        return self.app
+    def _app(self) -> PaletteHost:
+        return cast(PaletteHost, self.app)
 
     async def _commands(self) -> list[Command]:
         app = self._app()

@@ -21,8 +21,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from secbench_tui.core.store import StoreError
-from secbench_tui.session import UsageError
+from secbench_tui.core.store.database import StoreError
+from secbench_tui.planner import UsageError
 
 if TYPE_CHECKING:
     from textual.app import App

@@ -6,13 +6,13 @@ they come from `core.numbers`, re-exported here for the widgets.
 
 from __future__ import annotations
 
-from secbench_tui.core.catalog import ModelInfo
 from secbench_tui.core.numbers import EMPTY as EMPTY
 from secbench_tui.core.numbers import clock as clock
 from secbench_tui.core.numbers import count as count
 from secbench_tui.core.numbers import latency as latency
 from secbench_tui.core.numbers import money as money
 from secbench_tui.core.numbers import pct as pct
+from secbench_tui.core.run.catalog import ModelInfo
 
 OUTCOME_STYLES = {
     "correct": "green",

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from secbench_tui.config import Settings
-from secbench_tui.core.store import Store
+from secbench_tui.core.store.database import Store
 
 
 @runtime_checkable

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from rich.text import Text
 
-from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying
+from secbench_tui.core.run.events import CaseFinished, CaseStarted, Retrying
 from secbench_tui.core.untrusted import inert_line
 
 SHOWN = 3  # cases named on the line; the rest are counted

@@ -13,8 +13,14 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from secbench_tui.core.catalog import Catalog
-from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFinished, RunStarted
+from secbench_tui.core.run.catalog import Catalog
+from secbench_tui.core.run.events import (
+    CaseFinished,
+    CaseStarted,
+    Retrying,
+    RunFinished,
+    RunStarted,
+)
 
 
 class RunBegan(Message):

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from secbench_tui.config import Settings
-from secbench_tui.core.engine import Engine
-from secbench_tui.core.events import CaseFinished, Retrying, RunFinished
-from secbench_tui.core.store import Store
-from secbench_tui.session import build_spec, load_suite, make_provider
+from secbench_tui.core.run.engine import Engine
+from secbench_tui.core.run.events import CaseFinished, Retrying, RunFinished
+from secbench_tui.core.store.database import Store
+from secbench_tui.planner import build_spec, load_suite, make_provider
 from tests.e2e import server as srv
 from tests.e2e.harness import write_suite
 from tests.e2e.server import LoopbackServer

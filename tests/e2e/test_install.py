@@ -46,7 +46,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for prompt in ("default", "step-by-step", "rule-by-rule", "attacker"):
         assert f"secbench_tui/prompts/{prompt}.txt" in names
     assert any(n.startswith("secbench_tui/cases/purchase-order/") for n in names)
-    assert any(n.startswith("secbench_tui/core/templates/") for n in names)
+    assert any(n.startswith("secbench_tui/core/results/templates/") for n in names)
     target = work / "site"
     subprocess.run(
         [

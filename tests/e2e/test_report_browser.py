@@ -30,7 +30,7 @@ from secbench_tui.core.models import (
     Scored,
     SuiteKind,
 )
-from secbench_tui.core.store import Store
+from secbench_tui.core.store.database import Store
 
 CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parents[2]

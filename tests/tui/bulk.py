@@ -6,7 +6,8 @@ import json
 import sqlite3
 from pathlib import Path
 
-from secbench_tui.core.store import Store, text_hash
+from secbench_tui.core.store.database import Store
+from secbench_tui.core.store.values import text_hash
 
 OUTCOMES = ("correct", "wrong", "unparsed", "error")
 APPS = ("billing", "clinic", "shop", "warehouse")

@@ -95,10 +95,10 @@ async def record_run(settings: Settings) -> int:
     """Run an evaluation the headless way (same session and engine) into settings.db."""
     import io
 
-    from secbench_tui.core.engine import Engine
-    from secbench_tui.core.store import Store
+    from secbench_tui.core.run.engine import Engine
+    from secbench_tui.core.store.database import Store
     from secbench_tui.headless import consume
-    from secbench_tui.session import build_spec, load_suite, make_provider
+    from secbench_tui.planner import build_spec, load_suite, make_provider
 
     suite = load_suite(settings)
     provider = make_provider(settings)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import aiosqlite
 
-from secbench_tui.core import catalog
-from secbench_tui.core.providers.baselines import BASELINES
-from secbench_tui.core.store import Store
+from secbench_tui.core.run import catalog
+from secbench_tui.core.run.providers.baselines import BASELINES
+from secbench_tui.core.store.database import Store
 from tests.e2e.server import LoopbackServer
 
 

@@ -20,7 +20,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Select, Static
 
 from secbench_tui.config import Settings
-from secbench_tui.core.store import Store
+from secbench_tui.core.store.database import Store
 from secbench_tui.tui.app import SecbenchApp, make_app
 from secbench_tui.tui.screens.compare import AnswersScreen, CompareScreen, DiffScreen
 from secbench_tui.tui.screens.results import ResultsScreen

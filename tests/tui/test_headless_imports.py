@@ -114,7 +114,7 @@ def test_every_core_module_imports_without_textual_or_rich() -> None:
         info.name
         for info in pkgutil.walk_packages(secbench_tui.core.__path__, "secbench_tui.core.")
     )
-    assert "secbench_tui.core.catalog" in modules and "secbench_tui.core.engine" in modules
+    assert "secbench_tui.core.run.catalog" in modules and "secbench_tui.core.run.engine" in modules
     for module in modules:
         code = (
             f"{BLOCK_HTTPX_CLI}; import importlib\n"

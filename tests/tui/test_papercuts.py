@@ -9,8 +9,9 @@ from pathlib import Path
 from textual.widgets import DataTable, Select, SelectionList, Static
 
 from secbench_tui.config import Settings
-from secbench_tui.core.events import RunFinished
-from secbench_tui.core.summary import RunStatus, RunSummary
+from secbench_tui.core.models import RunStatus
+from secbench_tui.core.results.summary import RunSummary
+from secbench_tui.core.run.events import RunFinished
 from secbench_tui.tui.app import make_app
 from secbench_tui.tui.screens.confirm import ConfirmScreen
 from secbench_tui.tui.screens.results import ResultsScreen

@@ -10,8 +10,8 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from secbench_tui.config import Settings
-from secbench_tui.core.events import Retrying
-from secbench_tui.core.providers.base import RetryNotice
+from secbench_tui.core.run.events import Retrying
+from secbench_tui.core.run.providers.base import RetryNotice
 from secbench_tui.tui.app import make_app
 from secbench_tui.tui.messages import RetryWaiting, RowsArrived
 from secbench_tui.tui.screens.confirm import ConfirmScreen

@@ -10,8 +10,8 @@ import pytest
 from textual.widgets import DataTable
 
 from secbench_tui.config import Settings
-from secbench_tui.core.events import CaseFinished, RunStarted
 from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, Scored, SuiteKind
+from secbench_tui.core.run.events import CaseFinished, RunStarted
 from secbench_tui.tui.app import make_app
 from secbench_tui.tui.screens import run as run_screen
 from secbench_tui.tui.widgets.run_stats import PACE_WINDOW, RunTally

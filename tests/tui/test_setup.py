@@ -8,7 +8,7 @@ from pathlib import Path
 from textual.widgets import Input, OptionList, SelectionList
 
 from secbench_tui.config import Settings
-from secbench_tui.core import catalog
+from secbench_tui.core.run import catalog
 from secbench_tui.tui.app import make_app
 from secbench_tui.tui.messages import CatalogLoaded
 from secbench_tui.tui.screens.confirm import ConfirmScreen

@@ -21,11 +21,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from secbench_tui.core.engine import Engine, RunSpec
-from secbench_tui.core.events import RunFinished
-from secbench_tui.core.exports import EXPORTERS
-from secbench_tui.core.report import ReportError, gather, render_html
-from secbench_tui.core.store import Store
+from secbench_tui.core.results.exports import EXPORTERS
+from secbench_tui.core.results.report import ReportError, gather, render_html
+from secbench_tui.core.run.engine import Engine, RunSpec
+from secbench_tui.core.run.events import RunFinished
+from secbench_tui.core.store.database import Store
 from secbench_tui.headless import format_summary
 from secbench_tui.tui.screens.run import summary_text
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from secbench_tui.core import believable
-from secbench_tui.core.providers.openai_compat import Usage
+from secbench_tui.core.usage import Usage
 from tests.unit.test_client import CASE, OK_BODY, provider_for
 
 

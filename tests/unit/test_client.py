@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from secbench_tui.core.models import Case, Message, SuiteKind
-from secbench_tui.core.providers.base import RetryNotice, RunAborted
-from secbench_tui.core.providers.openai_compat import (
+from secbench_tui.core.run.providers.base import RetryNotice, RunAborted
+from secbench_tui.core.run.providers.openai_compat import (
     ClientSettings,
     OpenAICompatibleProvider,
     backoff_delay,

@@ -8,11 +8,11 @@ from pathlib import Path
 import httpx
 
 from secbench_tui.config import Settings
-from secbench_tui.core.catalog import fetch_error, save_cache
-from secbench_tui.core.engine import RunSpec
 from secbench_tui.core.models import Case, SuiteKind
-from secbench_tui.core.providers.openai_compat import ClientSettings, _abort_for, api_url
-from secbench_tui.core.store import recorded_settings
+from secbench_tui.core.run.catalog import fetch_error, save_cache
+from secbench_tui.core.run.engine import RunSpec
+from secbench_tui.core.run.providers.openai_compat import ClientSettings, _abort_for, api_url
+from secbench_tui.core.store.database import recorded_settings
 
 SECRET_URL = "http://alice:pa55@127.0.0.1:8080/v1?api_key=k3y&api-version=2024"
 

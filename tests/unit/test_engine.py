@@ -10,11 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from secbench_tui.core.engine import AdaptiveLimit, Engine, RunSpec
-from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFinished, RunStarted
 from secbench_tui.core.models import Case, Completion, Message, SuiteKind
-from secbench_tui.core.providers.base import RetryCallback, RetryNotice, RunAborted
-from secbench_tui.core.store import Store
+from secbench_tui.core.run.engine import AdaptiveLimit, Engine, RunSpec
+from secbench_tui.core.run.events import (
+    CaseFinished,
+    CaseStarted,
+    Retrying,
+    RunFinished,
+    RunStarted,
+)
+from secbench_tui.core.run.providers.base import RetryCallback, RetryNotice, RunAborted
+from secbench_tui.core.store.database import Store
 
 
 def cases(n: int) -> list[Case]:
@@ -275,7 +281,10 @@ async def test_stop_drops_a_case_that_only_waits_to_retry(store: Store) -> None:
     """A stop during a long Retry-After ends the run at once; the unanswered case is not kept."""
     import httpx
 
-    from secbench_tui.core.providers.openai_compat import ClientSettings, OpenAICompatibleProvider
+    from secbench_tui.core.run.providers.openai_compat import (
+        ClientSettings,
+        OpenAICompatibleProvider,
+    )
 
     def handle(request: httpx.Request) -> httpx.Response:
         if b"prompt 0" in request.content:

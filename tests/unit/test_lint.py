@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from secbench_tui.core.lint import (
+from secbench_tui.core.suites.lint import (
     LintReport,
     comment_classifier_accuracy,
     find_comments,
     length_classifier_accuracy,
     lint_suite,
-    main,
 )
+from secbench_tui.linting import lint_main as main
 
 SPEC = "# Prompt\nSchema: orders(id, org_id, total). Rule 1: scope every query to :org_id.\n"
 COLUMNS = ["id", "total", "status", "created_at", "customer_id", "currency", "note", "ref"]

@@ -11,20 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from secbench_tui.core.engine import Engine, RunSpec
-from secbench_tui.core.events import RunFinished
-from secbench_tui.core.matrix import Matrix, MatrixEvent, PlannedRun
 from secbench_tui.core.models import Case, Completion
-from secbench_tui.core.prompts import (
+from secbench_tui.core.results.summary import worst_status
+from secbench_tui.core.run.engine import Engine, RunSpec
+from secbench_tui.core.run.events import RunFinished
+from secbench_tui.core.run.matrix import Matrix, MatrixEvent, PlannedRun
+from secbench_tui.core.run.providers.base import RetryCallback, RunAborted
+from secbench_tui.core.store.database import LEGACY_PROMPT_NAME, Store
+from secbench_tui.core.store.values import text_hash
+from secbench_tui.core.suites.prompts import (
     VERDICT_SCHEMA,
     PromptError,
     bundled_prompt,
     bundled_prompt_names,
     resolve_prompts,
 )
-from secbench_tui.core.providers.base import RetryCallback, RunAborted
-from secbench_tui.core.store import LEGACY_PROMPT_NAME, Store, text_hash
-from secbench_tui.core.summary import worst_status
 from tests.unit.test_engine import cases, verdict
 
 

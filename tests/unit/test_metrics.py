@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from secbench_tui.core.metrics import (
+from secbench_tui.core.results.metrics import (
     case_interval,
     case_repeats,
     compare_pair,

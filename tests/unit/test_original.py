@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from secbench_tui.core.models import Completion, Evaluation, Outcome, Scored
-from secbench_tui.core.original import (
+from secbench_tui.core.store.database import Store
+from secbench_tui.core.store.original import (
     BACKUP_SUFFIX,
     backup_path,
     case_of,
@@ -17,7 +18,6 @@ from secbench_tui.core.original import (
     prompt_name_of,
     read_exchange,
 )
-from secbench_tui.core.store import Store
 from tests.e2e import original
 from tests.e2e.original import Row
 from tests.unit.test_store import make_case

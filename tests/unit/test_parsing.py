@@ -2,7 +2,7 @@
 
 import pytest
 
-from secbench_tui.core.parsing import parse_verdict
+from secbench_tui.core.results.parsing import parse_verdict
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from secbench_tui.config import Settings
-from secbench_tui.core import report
 from secbench_tui.core.models import (
     Case,
     Completion,
@@ -21,7 +20,8 @@ from secbench_tui.core.models import (
     Scored,
     SuiteKind,
 )
-from secbench_tui.core.store import Store
+from secbench_tui.core.results import report
+from secbench_tui.core.store.database import Store
 from secbench_tui.reporting import export_main
 
 # The designed data set. Answers per model, in case order; None: unparsed, "ERR": error.

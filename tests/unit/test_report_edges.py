@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from secbench_tui.core import exports, report
 from secbench_tui.core.models import Completion, Evaluation, Outcome, Scored
-from secbench_tui.core.store import Store
+from secbench_tui.core.results import exports, report
+from secbench_tui.core.store.database import Store
 from tests.unit.test_report import CASES, add_run, by_model, make_case, tables
 
 

@@ -13,9 +13,9 @@ import pytest
 from test_report import ANSWERS, CASES, add_run, fill, make_case
 
 from secbench_tui.config import Settings
-from secbench_tui.core import exports, report
 from secbench_tui.core.models import Case, Message, SuiteKind
-from secbench_tui.core.store import Store
+from secbench_tui.core.results import exports, report
+from secbench_tui.core.store.database import Store
 from secbench_tui.reporting import export_main
 
 

@@ -10,12 +10,13 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from secbench_tui.core import report
-from secbench_tui.core.engine import Engine, RunSpec
-from secbench_tui.core.exports import to_csv, to_json, to_junit
 from secbench_tui.core.models import Case, Completion
-from secbench_tui.core.providers.base import RetryCallback
-from secbench_tui.core.store import Store, text_hash
+from secbench_tui.core.results import report
+from secbench_tui.core.results.exports import to_csv, to_json, to_junit
+from secbench_tui.core.run.engine import Engine, RunSpec
+from secbench_tui.core.run.providers.base import RetryCallback
+from secbench_tui.core.store.database import Store
+from secbench_tui.core.store.values import text_hash
 from tests.unit.test_engine import cases, verdict
 
 N = 20

@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 from test_report import by_model, tables
 
-from secbench_tui.core import exports, numbers, report
-from secbench_tui.core.metrics import mcnemar_exact, proportion_interval, wilson_interval
+from secbench_tui.core import numbers
 from secbench_tui.core.models import (
     Case,
     Completion,
@@ -24,7 +23,9 @@ from secbench_tui.core.models import (
     Scored,
     SuiteKind,
 )
-from secbench_tui.core.store import Store
+from secbench_tui.core.results import exports, report
+from secbench_tui.core.results.metrics import mcnemar_exact, proportion_interval, wilson_interval
+from secbench_tui.core.store.database import Store
 
 N = 30
 CASES = [

@@ -8,9 +8,9 @@ import random
 import pytest
 
 from secbench_tui.core.models import Completion
-from secbench_tui.core.providers import shallow_json
-from secbench_tui.core.providers.base import RetryNotice
-from secbench_tui.core.retry import (
+from secbench_tui.core.run.providers import shallow_json
+from secbench_tui.core.run.providers.base import RetryNotice
+from secbench_tui.core.run.providers.retry import (
     Breaker,
     Failure,
     FailureKind,
@@ -123,7 +123,7 @@ def test_a_body_too_deep_for_json_is_read_with_its_depths_pruned() -> None:
 def test_the_breaker_message_says_which_cases_are_recorded() -> None:
     """Refused connections record nothing; a case that spent its retries on timeouts before
     the breaker tripped is an error row, and the message must not say otherwise."""
-    from secbench_tui.core.retry import Failure, FailureKind, unreachable_message
+    from secbench_tui.core.run.providers.retry import Failure, FailureKind, unreachable_message
 
     url = "http://user:pw@127.0.0.1:9/v1?key=s"
     refused = unreachable_message(url, Failure("refused", FailureKind.UNREACHABLE), 5)

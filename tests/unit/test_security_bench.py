@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from secbench_tui.core.security_bench import case_code, js_trim, spec_prompt
+from secbench_tui.core.suites.security_bench import case_code, js_trim, spec_prompt
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ from secbench_tui.core.models import (
     Scored,
     SuiteKind,
 )
-from secbench_tui.core.store import SCHEMA_VERSION, ResultFilter, Store, StoreError
+from secbench_tui.core.store.database import SCHEMA_VERSION, ResultFilter, Store, StoreError
 
 SPEC_COLUMNS = [
     "id",
@@ -233,7 +233,7 @@ async def test_a_reply_with_a_lone_surrogate_is_stored(tmp_path: Path) -> None:
 
 
 async def test_version_1_file_gains_run_owners_and_keeps_its_runs(tmp_path: Path) -> None:
-    from secbench_tui.core.store import _SCHEMA_V1
+    from secbench_tui.core.store.database import _SCHEMA_V1
 
     path = tmp_path / "v1.db"
     conn = sqlite3.connect(path)
@@ -294,7 +294,7 @@ async def test_legacy_file_with_repeated_runs_and_nulls_migrates(tmp_path: Path)
 
 
 async def test_a_failed_migration_leaves_the_file_as_it_was(tmp_path: Path) -> None:
-    from secbench_tui.core import store as store_module
+    from secbench_tui.core.store import database as store_module
 
     path = legacy_db(tmp_path / "legacy.db", [("t", "/a/b.md", "m", "bad", "bad", "e")])
 
@@ -324,7 +324,7 @@ async def test_a_failed_migration_leaves_the_file_as_it_was(tmp_path: Path) -> N
 async def test_version_2_file_gains_reasoning_columns_and_keeps_its_results(
     tmp_path: Path,
 ) -> None:
-    from secbench_tui.core.store import _SCHEMA_V1
+    from secbench_tui.core.store.database import _SCHEMA_V1
 
     path = tmp_path / "v2.db"
     conn = sqlite3.connect(path)

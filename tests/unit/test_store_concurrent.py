@@ -13,12 +13,12 @@ import sys
 import time
 from pathlib import Path
 
-from secbench_tui.core.store import SCHEMA_VERSION
+from secbench_tui.core.store.database import SCHEMA_VERSION
 
 OPENER = """
 import asyncio, sys, time
 from pathlib import Path
-from secbench_tui.core.store import Store, StoreError
+from secbench_tui.core.store.database import Store, StoreError
 
 async def main() -> None:
     gate = Path(sys.argv[2])

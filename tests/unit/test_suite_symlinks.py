@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from secbench_tui.core.suites.markdown import SuiteError, load_markdown_suite
-from secbench_tui.core.suites.vuldetectbench import VulDetectBenchError, load_vuldetectbench
+from secbench_tui.core.vuldetectbench.loader import VulDetectBenchError, load_vuldetectbench
 
 SECRET = "TOP-SECRET-ssh-key-material"
 CASE = "# Code\n```sql\nSELECT {body};\n```\n# Expected\n{label}\n"

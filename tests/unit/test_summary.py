@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
-from secbench_tui.core.events import RunFinished
-from secbench_tui.core.metrics import summarize
-from secbench_tui.core.summary import RunStatus, RunSummary, plain, summary_lines, worst_status
+from secbench_tui.core.models import RunStatus
+from secbench_tui.core.results.metrics import summarize
+from secbench_tui.core.results.summary import RunSummary, plain, summary_lines, worst_status
+from secbench_tui.core.run.events import RunFinished
 from secbench_tui.headless import format_summary, write_summary_json
 from secbench_tui.tui.screens.run import summary_text
 

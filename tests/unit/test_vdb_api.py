@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from secbench_tui.core.store import Store
+from secbench_tui.core.store.database import Store
 from secbench_tui.vuldetectbench import Agent, Tasks, VulDetectBench_Engine
 
 SELECTION = "A.No Vulnerabilities\nB.CWE-121:Stack Overflow\nC.CWE-476:NULL Pointer"

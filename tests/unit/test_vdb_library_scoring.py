@@ -15,7 +15,7 @@ import pytest
 from vdb_fixtures import case_for, library_results, outputs
 
 from secbench_tui.core.models import Outcome, Scored
-from secbench_tui.core.vdb_scoring import aggregate_vuldetectbench, score_vuldetectbench
+from secbench_tui.core.vuldetectbench.scoring import aggregate_vuldetectbench, score_vuldetectbench
 
 TASKS = [1, 2, 3, 4, 5]
 REPORT_KEYS = {

@@ -13,13 +13,13 @@ import pytest
 from vdb_fixtures import SHARED_VDB, make_case
 
 from secbench_tui.core.models import SuiteKind
-from secbench_tui.core.suites.vuldetectbench import (
+from secbench_tui.core.vuldetectbench.loader import (
     VulDetectBenchError,
     baseline_answer,
     is_vuldetectbench_dir,
     load_vuldetectbench,
 )
-from secbench_tui.core.vdb_scoring import aggregate_vuldetectbench, score_vuldetectbench
+from secbench_tui.core.vuldetectbench.scoring import aggregate_vuldetectbench, score_vuldetectbench
 
 TEST_SET = SHARED_VDB / "test"
 DIGESTS = SHARED_VDB / "prompt-digests.jsonl"
@@ -210,7 +210,7 @@ def test_all_prompts_match_the_library_digests() -> None:
 def test_core_modules_do_not_import_textual_or_rich() -> None:
     code = (
         "import sys\n"
-        "import secbench_tui.core.suites.vuldetectbench, secbench_tui.core.vdb_scoring\n"
+        "import secbench_tui.core.vuldetectbench.loader, secbench_tui.core.vuldetectbench.scoring\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

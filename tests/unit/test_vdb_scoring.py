@@ -12,7 +12,7 @@ import pytest
 from vdb_fixtures import case_for, library_results, make_case, outputs
 
 from secbench_tui.core.models import Outcome, Scored
-from secbench_tui.core.vdb_scoring import (
+from secbench_tui.core.vuldetectbench.scoring import (
     METRIC_KEYS,
     aggregate_vuldetectbench,
     crash_note,
@@ -136,7 +136,7 @@ def test_task1_accuracy_f1_and_misses_in_the_denominators() -> None:
     ],
 )
 def test_task2_reads_the_named_options(reply: str, named: set[str]) -> None:
-    from secbench_tui.core.suites.vuldetectbench import options
+    from secbench_tui.core.vuldetectbench.loader import options
 
     assert extract_options(reply, options(SELECTION)) == named
 

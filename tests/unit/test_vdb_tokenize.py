@@ -12,7 +12,7 @@ import json
 import pytest
 from vdb_fixtures import FIXTURES
 
-from secbench_tui.core.vdb_tokenize import sentences, treebank_words, word_tokenize
+from secbench_tui.core.vuldetectbench.tokenize import sentences, treebank_words, word_tokenize
 
 
 def _recorded() -> list[dict[str, object]]:

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from secbench_tui.core import security_bench
 from secbench_tui.core.models import Case, Message, SuiteKind
-from secbench_tui.core.prompts import build_markdown_prefix
-from secbench_tui.core.suites.paths import outside_reason
+from secbench_tui.core.paths import outside_reason
+from secbench_tui.core.suites import security_bench
+from secbench_tui.core.suites.prompts import build_markdown_prefix
 
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t]*#*[ \t]*$")
 _CASE_FILE = re.compile(r"^.+-\d{2}-(?:good|bad)\.md$")

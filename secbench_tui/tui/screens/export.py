@@ -19,7 +19,7 @@ from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from secbench_tui.config import Settings
-from secbench_tui.core.store import Store
+from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import inert
 from secbench_tui.tui.errors import Guarded, describe_error
 from secbench_tui.tui.screens.base import host_of

@@ -28,13 +28,19 @@ from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
 from secbench_tui.config import Settings
-from secbench_tui.core.engine import STOP_GRACE
-from secbench_tui.core.events import CaseFinished, CaseStarted, Retrying, RunFinished, RunStarted
-from secbench_tui.core.matrix import Matrix, PlannedRun
-from secbench_tui.core.models import Evaluation
-from secbench_tui.core.summary import Line, RunStatus, matrix_lines, summary_lines, worst_status
+from secbench_tui.core.models import Evaluation, RunStatus
+from secbench_tui.core.results.summary import Line, matrix_lines, summary_lines, worst_status
+from secbench_tui.core.run.engine import STOP_GRACE
+from secbench_tui.core.run.events import (
+    CaseFinished,
+    CaseStarted,
+    Retrying,
+    RunFinished,
+    RunStarted,
+)
+from secbench_tui.core.run.matrix import Matrix, PlannedRun
 from secbench_tui.core.untrusted import inert, inert_line
-from secbench_tui.session import plan_matrix, resolve_matrix_defaults
+from secbench_tui.planner import plan_matrix, resolve_matrix_defaults
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.inflight import InFlight
 from secbench_tui.tui.messages import (

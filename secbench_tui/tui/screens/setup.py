@@ -19,11 +19,11 @@ from textual.widgets import Footer, Header, Input, Label, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from secbench_tui.config import Settings
-from secbench_tui.core import catalog as model_catalog
-from secbench_tui.core.endpoint import check_endpoint
-from secbench_tui.core.estimate import Estimate, estimate, estimate_lines
-from secbench_tui.core.prompts import LOCAL_PROMPT, bundled_prompt_names
-from secbench_tui.core.providers.baselines import is_baseline
+from secbench_tui.core.run import catalog as model_catalog
+from secbench_tui.core.run.endpoint import check_endpoint
+from secbench_tui.core.run.estimate import Estimate, estimate, estimate_lines
+from secbench_tui.core.run.providers.baselines import is_baseline
+from secbench_tui.core.suites.prompts import LOCAL_PROMPT, bundled_prompt_names
 from secbench_tui.core.untrusted import inert, inert_line, redact_url
 from secbench_tui.tui.messages import CatalogLoaded
 from secbench_tui.tui.screens.base import BaseScreen
@@ -156,7 +156,7 @@ class SetupScreen(BaseScreen):
             if not settings.models:
                 field.update("")
                 return
-            from secbench_tui.session import catalog_defaults, plan_matrix
+            from secbench_tui.planner import catalog_defaults, plan_matrix
 
             catalog = self.query_one(ModelPicker).catalog
             resolved = catalog_defaults(settings, catalog)

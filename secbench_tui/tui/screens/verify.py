@@ -17,8 +17,8 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import get_current_worker
 
+from secbench_tui.core.suites.verify.models import CaseProof, Proof, VerifyReport
 from secbench_tui.core.untrusted import inert_line
-from secbench_tui.core.verify.models import CaseProof, Proof, VerifyReport
 from secbench_tui.tui.screens.base import BaseScreen
 
 PROOF_STYLES = {Proof.PROVEN: "green", Proof.FAILED: "bold red", Proof.NOT_VERIFIABLE: "yellow"}
@@ -57,8 +57,8 @@ class VerifyScreen(BaseScreen):
     @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
     def run_verify(self) -> None:
         from secbench_tui.core.suites.markdown import SuiteError
-        from secbench_tui.core.verify.runner import verify_suite
-        from secbench_tui.core.verify.server import ServerError
+        from secbench_tui.core.suites.verify.runner import verify_suite
+        from secbench_tui.core.suites.verify.server import ServerError
 
         worker = get_current_worker()
 

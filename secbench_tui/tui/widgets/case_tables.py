@@ -14,8 +14,8 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import DataTable
 
-from secbench_tui.core.comparison import FlipRow, GridRow, Verdict
-from secbench_tui.core.store import RunRecord, Store
+from secbench_tui.core.store.comparison import FlipRow, GridRow, Verdict
+from secbench_tui.core.store.database import RunRecord, Store
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.errors import Guarded

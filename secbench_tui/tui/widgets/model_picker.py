@@ -18,7 +18,7 @@ from textual.reactive import reactive
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from secbench_tui.core.catalog import Catalog, ModelInfo
+from secbench_tui.core.run.catalog import Catalog, ModelInfo
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.errors import Guarded

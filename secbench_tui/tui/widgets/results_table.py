@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
-from secbench_tui.core.store import SORT_COLUMNS, ResultFilter, Store
+from secbench_tui.core.store.database import SORT_COLUMNS, ResultFilter, Store
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.errors import Guarded

@@ -12,8 +12,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import ProgressBar, Static
 
-from secbench_tui.core.events import CaseFinished, Retrying, RunStarted
 from secbench_tui.core.models import Outcome
+from secbench_tui.core.run.events import CaseFinished, Retrying, RunStarted
 from secbench_tui.tui import format as fmt
 
 PACE_WINDOW = 20  # the ETA follows the pace of the last this-many answers

@@ -1,0 +1,1 @@
+"""What the results say: scoring replies, metrics, run summaries, the HTML report and exports."""

@@ -1,0 +1,236 @@
+"""The report's results for other tools: JSON, CSV and JUnit XML.
+
+Each export takes the `ReportData` the HTML report is made from, so all four show the same
+runs: by default the latest run of each model on each suite, or the runs and models chosen.
+JSON carries every run's settings and summary figures and one record per evaluation; CSV the
+evaluations only; JUnit one test per evaluation, where a wrong verdict is a failure, an
+unparsed reply a failure of its own type and an error an error, so CI shows all three.
+
+Model text is foreign: JSON and JUnit keep it exact but write C1 controls and DEL as escapes
+(`\u009b`, `&#x9b;`), so neither file carries a raw terminal control even when printed; CSV,
+made for spreadsheets, shows controls as `\x1b` and defuses formulas (`untrusted.csv_cell`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from secbench_tui.core.models import Outcome
+from secbench_tui.core.results.report import Contender, ReportData
+from secbench_tui.core.untrusted import csv_cell, inert
+
+# Per evaluation, in this order; the spec's seven columns are among them under their names.
+RESULT_COLUMNS = (
+    "id",
+    "timestamp",
+    "run_id",
+    "model_name",
+    "prompt_name",
+    "suite_kind",
+    "app",
+    "case_id",
+    "test_file",
+    "repeat",
+    "expected_result",
+    "actual_result",
+    "outcome",
+    "explanation",
+    "raw_reply",
+    "error",
+    "http_status",
+    "finish_reason",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost",
+    "latency_ms",
+    "attempts",
+    "served_model",
+    "provider",
+    "reused_from",
+    "scores",
+    "notes",
+)
+
+# XML 1.0 cannot carry most control characters, whatever the escaping; model output can.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+# Allowed in JSON strings and XML text, yet terminal controls: written as escapes instead.
+_C1 = re.compile("[\x7f-\x9f]")
+
+
+def _result(row: dict[str, Any]) -> dict[str, Any]:
+    record = {column: row.get(column) for column in RESULT_COLUMNS}
+    record["scores"] = json.loads(row.get("scores") or "{}")
+    return record
+
+
+def _run_summary(c: Contender) -> dict[str, Any]:
+    run = c.run
+    summary: dict[str, Any] = {
+        key: value for key, value in c.stats.items() if key not in ("accuracy_ci",)
+    }
+    if c.stats.get("accuracy_ci"):
+        summary["accuracy_ci"] = list(c.stats["accuracy_ci"])
+    if c.repeat is not None:
+        summary["repeats"] = c.repeat
+    if c.vdb:
+        summary["vuldetectbench"] = c.vdb
+    return {
+        "id": run.id,
+        "model": run.model_name,
+        "label": c.label,
+        "baseline": c.baseline,
+        "rank": c.rank,
+        "vs_best": None
+        if c.vs_best is None
+        else {"standing": c.standing, "p_value": c.vs_best.p_value, "shared": c.vs_best.shared},
+        "suite_kind": run.suite_kind,
+        "suite_path": run.suite_path,
+        "suite_hash": run.suite_hash,
+        "prompt": run.prompt_name,
+        "prompt_hash": run.prompt_hash,
+        "tool_version": run.tool_version,
+        "status": run.status,
+        "message": run.message,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "total_cases": run.total_cases,
+        "settings": run.settings,
+        "summary": summary,
+    }
+
+
+def to_json(data: ReportData) -> str:
+    document = {
+        "tool": "secbench-tui",
+        "tool_version": data.tool_version,
+        "generated_at": data.generated_at.isoformat(timespec="seconds"),
+        "database": data.database,
+        "runs": [_run_summary(c) for c in data.runs],
+        "results": [_result(row) for c in data.runs for row in c.rows],
+    }
+    text = json.dumps(document, indent=1, ensure_ascii=False)
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
+
+
+def to_csv(data: ReportData) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(RESULT_COLUMNS)
+    for c in data.runs:
+        for row in c.rows:
+            writer.writerow([_csv_value(row.get(k)) for k in RESULT_COLUMNS])
+    return buffer.getvalue()
+
+
+def _csv_value(value: object) -> object:
+    if value is None:
+        return ""
+    return csv_cell(inert(value)) if isinstance(value, str) else value
+
+
+def junit_timestamp(started_at: str | None) -> str:
+    """JUnit's schema wants `YYYY-MM-DDTHH:MM:SS`, no zone and no fraction: UTC it is."""
+    try:
+        when = datetime.fromisoformat(str(started_at).replace("Z", "+00:00"))
+    except ValueError:
+        return _xml_text(started_at)
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _xml_text(value: object) -> str:
+    return _NOT_XML.sub("\ufffd", "" if value is None else str(value))
+
+
+def _testcase(row: dict[str, Any], repeats: int) -> tuple[ET.Element, str]:
+    name = row["case_id"] + (f" #{row['repeat'] + 1}" if repeats > 1 else "")
+    case = ET.Element(
+        "testcase",
+        classname=_xml_text(row["app"] or row["suite_kind"]),
+        name=_xml_text(name),
+        time=f"{(row.get('latency_ms') or 0) / 1000:.3f}",
+        file=_xml_text(row["test_file"]),
+    )
+    outcome = row["outcome"]
+    said = row["actual_result"]
+    if outcome == Outcome.WRONG.value:
+        failure = ET.SubElement(
+            case,
+            "failure",
+            type="wrong",
+            message=_xml_text(f"expected {row['expected_result']}, the model said {said}"),
+        )
+        failure.text = _xml_text(row.get("explanation"))
+    elif outcome == Outcome.UNPARSED.value:
+        failure = ET.SubElement(
+            case, "failure", type="unparsed", message="the reply could not be read as a verdict"
+        )
+        failure.text = _xml_text(row.get("raw_reply"))
+    elif outcome == Outcome.ERROR.value:
+        error = ET.SubElement(
+            case, "error", type="error", message=_xml_text(row.get("error") or "error")
+        )
+        error.text = _xml_text(row.get("error"))
+    elif row.get("explanation"):
+        ET.SubElement(case, "system-out").text = _xml_text(row["explanation"])
+    return case, outcome
+
+
+def to_junit(data: ReportData) -> str:
+    root = ET.Element("testsuites", name="secbench-tui")
+    totals = {"tests": 0, "failures": 0, "errors": 0}
+    seconds = 0.0
+    for c in data.runs:
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=_xml_text(c.label),
+            timestamp=junit_timestamp(c.run.started_at),
+            skipped="0",
+        )
+        properties = ET.SubElement(suite, "properties")
+        for key, value in (
+            ("run_id", c.run.id),
+            ("model", c.run.model_name),
+            ("suite_kind", c.run.suite_kind),
+            ("suite_path", c.run.suite_path),
+            ("prompt", c.run.prompt_name),
+            ("prompt_hash", c.run.prompt_hash),
+            ("status", c.run.status),
+        ):
+            ET.SubElement(properties, "property", name=key, value=_xml_text(value))
+        counts = {"tests": 0, "failures": 0, "errors": 0}
+        run_seconds = 0.0
+        for row in c.rows:
+            case, outcome = _testcase(row, c.repeats)
+            suite.append(case)
+            counts["tests"] += 1
+            counts["failures"] += outcome in (Outcome.WRONG.value, Outcome.UNPARSED.value)
+            counts["errors"] += outcome == Outcome.ERROR.value
+            run_seconds += (row.get("latency_ms") or 0) / 1000
+        for key, value in counts.items():
+            suite.set(key, str(value))
+            totals[key] += value
+        suite.set("time", f"{run_seconds:.3f}")
+        seconds += run_seconds
+    for key, value in totals.items():
+        root.set(key, str(value))
+    root.set("time", f"{seconds:.3f}")
+    ET.indent(root)
+    text = ET.tostring(root, encoding="unicode", xml_declaration=True)
+    return _C1.sub(lambda m: f"&#x{ord(m.group()):x};", text) + "\n"
+
+
+EXPORTERS: dict[str, Callable[[ReportData], str]] = {
+    "json": to_json,
+    "csv": to_csv,
+    "junit": to_junit,
+}

@@ -1,0 +1,663 @@
+"""The evaluation engine: an async stream of events over one run.
+
+The engine owns the order of work and nothing about display. It creates (or resumes) a run
+in the store, reuses results already paid for, asks the provider for the rest with up to
+`concurrency` requests in flight, commits every result the moment it arrives, and yields
+`CaseFinished` for it at once, carrying the case's `position` in the run: a slow or retrying
+case holds nothing back, so progress follows what is stored.
+
+It drives retries under the provider's `RetryPolicy` (core/retry.py): a case that waits to try
+again gives its concurrency slot back, so the other cases go on meanwhile. A failing case is
+recorded as an error and the run goes on; only a run-level fault (bad key, no credits, unknown
+model, an endpoint that cannot be reached, database unwritable) ends it early, as `aborted`,
+with a message that says what to do. A stop lets the requests in flight finish for a short
+grace, then cancels them; a case that got no answer is not recorded, so `--resume` asks it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+from secbench_tui import __version__
+from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, RunStatus, SuiteKind
+from secbench_tui.core.results.metrics import summarize, usage_stats
+from secbench_tui.core.results.scoring import score_completion
+from secbench_tui.core.results.summary import RunSummary
+from secbench_tui.core.run.events import (
+    CaseFinished,
+    CaseStarted,
+    Event,
+    Retrying,
+    RunFinished,
+    RunStarted,
+)
+from secbench_tui.core.run.providers.base import Provider, RetryCallback, RetryNotice, RunAborted
+from secbench_tui.core.run.providers.retry import (
+    Attempter,
+    Breaker,
+    Failure,
+    RetryHooks,
+    Unreachable,
+    one_line,
+    run_attempts,
+    unreachable_message,
+)
+from secbench_tui.core.store.database import Store, prompt_keyed
+from secbench_tui.core.store.values import now_iso, text_hash
+
+# Settings that change what a model is asked; a resumed run must match them all.
+REQUEST_SETTINGS = ("base_url", "temperature", "max_tokens", "seed", "response_format")
+# Later ones, with the value that leaves the request as it was before they existed: they
+# count only when set otherwise, so results recorded before them are still reused.
+OPTIONAL_REQUEST_SETTINGS = {"reasoning_effort": None, "request_style": "secbench-tui"}
+
+
+@dataclass
+class RunSpec:
+    """Everything that defines a run, built once by the front end."""
+
+    model: str
+    cases: Sequence[Case]
+    suite_kind: str
+    suite_path: str
+    settings: dict[str, Any] = field(default_factory=dict)
+    prompt_hash: str = ""
+    prompt_name: str = ""  # the evaluation prompt's name: part of the reuse and resume keys
+    repeats: int = 1
+    concurrency: int = 1
+    resume: bool = False
+    force: bool = False
+    retry_errors: bool = False
+    max_cost: float | None = None
+    vdb_scoring: str = "correct"
+    skipped: tuple[str, ...] = ()
+    # The endpoint requests go to, credentials included: hashed into the fingerprint and the
+    # request hashes (two keys in a query are two endpoints), never stored; `settings` holds
+    # it redacted. None: the one in `settings`.
+    base_url: str | None = None
+
+    @cached_property
+    def suite_hash(self) -> str:
+        """The cases as asked: ids, labels, code and every prompt text around it."""
+        prefixes = {c.prompt_prefix for c in self.cases}
+        return text_hash(
+            *sorted(prefixes),
+            *(
+                f"{c.case_id}\0{c.expected}\0{c.code}\0{c.messages and c.prompt_messages()}"
+                for c in self.cases
+            ),
+        )
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """What a resumed run must share with this one: the same questions to the same model."""
+        base = text_hash(
+            self.model,
+            self.suite_kind,
+            self.suite_path,
+            self.suite_hash,
+            self.prompt_hash,
+            json.dumps(self._request_settings(), sort_keys=True),
+            str(self.repeats),
+            self.vdb_scoring,
+        )
+        return prompt_keyed(base, self.prompt_name)
+
+    def _request_settings(self) -> dict[str, Any]:
+        request = {k: self.settings.get(k) for k in REQUEST_SETTINGS}
+        endpoint = request["base_url"] if self.base_url is None else self.base_url
+        request["base_url"] = str(endpoint or "").rstrip("/")
+        for key, unset in OPTIONAL_REQUEST_SETTINGS.items():
+            if self.settings.get(key, unset) != unset:
+                request[key] = self.settings[key]
+        return request
+
+    def request_hash(self, case: Case) -> str:
+        """Identifies what was asked: same model, endpoint, settings, case and prompt."""
+        request = self._request_settings()
+        messages = json.dumps([[m.role, m.content] for m in case.prompt_messages()])
+        base = text_hash(
+            self.model,
+            case.case_id,
+            messages,
+            str(case.structured),
+            json.dumps(request, sort_keys=True),
+        )
+        return prompt_keyed(base, self.prompt_name)
+
+
+class AdaptiveLimit:
+    """At most `limit` cases hold a slot; a rate limit halves it until the provider's wait is over.
+
+    Standalone so several engines asking the same model can share one (`Engine(limit=...)`).
+    A case coming back from a retry wait (`acquire(priority=True)`) goes before new cases.
+    After a rate limit the limit stays down as long as the provider's Retry-After asked (or
+    `cooldown` seconds when it did not say), then the next success restores it; above that,
+    it creeps back up by one per `limit` successes.
+    """
+
+    def __init__(self, maximum: int, cooldown: float = 20.0) -> None:
+        self.maximum = max(1, maximum)
+        self.limit = self.maximum
+        self.active = 0
+        self.cooldown = cooldown
+        self._calm_after = 0.0
+        self._lowered_at = float("-inf")
+        self._restore_to = self.maximum  # the limit before the rate limits still in force
+        self._successes = 0
+        self._priority = 0
+        self._cond = asyncio.Condition()
+
+    async def acquire(self, priority: bool = False) -> None:
+        async with self._cond:
+            self._priority += priority
+            try:
+                await self._cond.wait_for(
+                    lambda: self.active < self.limit and (priority or not self._priority)
+                )
+            finally:
+                self._priority -= priority
+            self.active += 1
+            if priority:
+                self._cond.notify_all()  # new cases may go now, if room is left
+
+    async def release(self, success: bool) -> None:
+        async with self._cond:
+            self.active -= 1
+            if success:
+                self._successes += 1
+                if time.monotonic() >= self._calm_after:
+                    if self.limit < self._restore_to:
+                        self.limit = self._restore_to
+                        self._successes = 0
+                    elif self.limit < self.maximum and self._successes >= self.limit:
+                        self.limit += 1
+                        self._successes = 0
+            self._cond.notify_all()
+
+    def rate_limited(self, retry_after: float | None = None, sent_at: float | None = None) -> None:
+        """Halve the limit, once per wave: a 429 to a request sent before the last cut (under
+        the old limit) says nothing new."""
+        now = time.monotonic()
+        if sent_at is not None and sent_at < self._lowered_at:
+            return
+        if now >= self._calm_after:  # a new episode: remember where it started
+            self._restore_to = self.limit
+        self.limit = max(1, self.limit // 2)
+        self._successes = 0
+        self._lowered_at = now
+        wait = self.cooldown if retry_after is None else retry_after
+        self._calm_after = max(self._calm_after, now + wait)
+
+
+@dataclass(frozen=True)
+class _Work:
+    seq: int
+    index: int
+    case: Case
+    repeat: int
+    request_hash: str
+
+
+class _Abandoned(Exception):
+    """A stop came while the case waited to retry, or its request outlived the stop's grace:
+    it has no answer, so nothing is kept (and `--resume` asks it)."""
+
+
+@dataclass(frozen=True)
+class _Done:
+    """A case's end, as the worker hands it to the stream; no evaluation when it was not asked."""
+
+    seq: int
+    evaluation: Evaluation | None
+
+
+class _Dispatched:
+    """Every case has been handed out; `count` of them."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+
+STOP_GRACE = 5.0  # seconds a stop lets requests in flight finish before cancelling them
+
+
+class _Slot:
+    """One case's hold on the concurrency limit, given back while it waits to retry."""
+
+    def __init__(self, limit: AdaptiveLimit) -> None:
+        self.limit = limit
+        self.held = True
+
+    async def give_back(self, success: bool = False) -> None:
+        if self.held:
+            self.held = False
+            await self.limit.release(success)
+
+    async def take(self) -> None:
+        await self.limit.acquire(priority=True)
+        self.held = True
+
+
+class Engine:
+    """One run. Iterate `events()` once; call `stop()` to finish in-flight cases and end."""
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        provider: Provider,
+        store: Store,
+        limit: AdaptiveLimit | None = None,
+        stop_grace: float = STOP_GRACE,
+    ) -> None:
+        self.spec = spec
+        self.provider = provider
+        self.store = store
+        self.run_id: int | None = None
+        # one model's runs share its limit: the rate limit belongs to the model, not the run
+        self.limit = limit if limit is not None else AdaptiveLimit(spec.concurrency)
+        self.breaker = Breaker()
+        self.stop_grace = stop_grace
+        self._stopping = asyncio.Event()
+        self._stop_message: str | None = None
+        self._queue: asyncio.Queue[Event | _Done | _Dispatched | BaseException] = asyncio.Queue()
+        self._cost = 0.0
+        self._answered = 0  # cases asked in this run that came back (not reused ones)
+        self._halted = False  # the stop's grace is over: requests in flight are cancelled
+        self._requests: set[asyncio.Future[Completion]] = set()
+        self._grace: asyncio.TimerHandle | None = None
+
+    def stop(self, message: str | None = None, grace: bool = True) -> None:
+        """Start no new case; requests in flight get `stop_grace` seconds to finish (for ever
+        with `grace=False`), then are cancelled. Every case that finished is recorded."""
+        if not self._stopping.is_set():
+            self._stop_message = message or "stopped by the user"
+            self._stopping.set()
+        if grace and self._grace is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # not running yet: the run will not start a case
+                return
+            self._grace = loop.call_later(self.stop_grace, self._halt)
+
+    def _halt(self) -> None:
+        self._halted = True
+        for request in list(self._requests):
+            request.cancel()
+
+    def _check_budget(self) -> None:
+        if self.spec.max_cost is not None and self._cost >= self.spec.max_cost:
+            self.stop(
+                f"budget reached: cost {self._cost:.4f} >= --max-cost {self.spec.max_cost}",
+                grace=False,  # what is in flight is paid for: let it come back
+            )
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    async def _open_run(self) -> tuple[int, bool]:
+        spec = self.spec
+        if spec.resume or spec.retry_errors:
+            run_id = await self.store.latest_run(spec.fingerprint, unfinished=not spec.retry_errors)
+            if run_id is not None:
+                await self.store.reopen_run(run_id, len(spec.cases) * spec.repeats)
+                return run_id, True
+        run_id = await self.store.create_run(
+            model=spec.model,
+            suite_kind=spec.suite_kind,
+            suite_path=spec.suite_path,
+            suite_hash=spec.suite_hash,
+            prompt_hash=spec.prompt_hash,
+            settings={
+                **spec.settings,
+                "repeats": spec.repeats,
+                "concurrency": spec.concurrency,
+                "vdb_scoring": spec.vdb_scoring,
+            },
+            fingerprint=spec.fingerprint,
+            tool_version=__version__,
+            total_cases=len(spec.cases) * spec.repeats,
+            prompt_name=spec.prompt_name,
+        )
+        return run_id, False
+
+    async def _reuse(self, run_id: int, work: _Work, row: dict[str, Any]) -> Evaluation:
+        completion = Completion(
+            text=row["raw_reply"],
+            status=row["http_status"],
+            finish_reason=row["finish_reason"],
+            prompt_tokens=row["prompt_tokens"],
+            completion_tokens=row["completion_tokens"],
+            cost=row["cost"],
+            served_model=row["served_model"],
+            provider=row["provider"],
+            latency_ms=row["latency_ms"] or 0.0,
+            attempts=row["attempts"],
+            reasoning=row.get("reasoning"),
+            reasoning_tokens=row.get("reasoning_tokens"),
+            notes=row.get("notes"),
+            # errors are never reused: a reason kept on another outcome is an unreadable reply's
+            unreadable=row.get("error"),
+        )
+        evaluation = Evaluation(
+            run_id=run_id,
+            case=work.case,
+            repeat=work.repeat,
+            index=work.index,
+            completion=completion,
+            scored=score_completion(work.case, completion, self.spec.vdb_scoring),
+            timestamp=now_iso(),
+            reused=True,
+        )
+        await self.store.record(evaluation, work.request_hash, row["id"])
+        return evaluation
+
+    async def events(self) -> AsyncIterator[Event]:
+        started = time.perf_counter()
+        run_id, resumed = await self._open_run()  # no run yet to record a fault on: raise
+        self.run_id = run_id
+        status, message = RunStatus.COMPLETED, None
+        pending: list[_Work] = []
+        try:
+            async for event in self._run(run_id, resumed, pending):
+                yield event
+        except RunAborted as exc:
+            status, message = RunStatus.ABORTED, str(exc)
+        except Exception as exc:  # a run-level fault: the database, most likely
+            status, message = RunStatus.ABORTED, f"{type(exc).__name__}: {exc}"
+        if status is RunStatus.COMPLETED and self.stopping and self._answered < len(pending):
+            status, message = RunStatus.STOPPED, self._stop_message
+        summary = await self._summary(run_id, time.perf_counter() - started)
+        try:
+            await self.store.finish_run(run_id, status, message)
+        except Exception as exc:
+            status, message = RunStatus.ABORTED, f"could not record the run's end: {exc}"
+        yield RunFinished(run_id=run_id, status=status, message=message, summary=summary)
+
+    async def _run(self, run_id: int, resumed: bool, pending: list[_Work]) -> AsyncIterator[Event]:
+        """Reuse what was paid for, then ask the rest; fills `pending` with what is asked."""
+        spec = self.spec
+        done_keys: set[tuple[str, int]] = set()
+        earlier: dict[str, Any] = {}
+        if resumed:
+            done_keys = await self.store.finished_keys(run_id, include_errors=not spec.retry_errors)
+            self._cost = await self.store.spent(run_id)  # the budget covers the whole run
+            self._check_budget()
+            kept = [
+                row
+                for row in await self.store.run_results(run_id, with_text=False)
+                if (row["case_id"], row["repeat"]) in done_keys
+            ]
+            earlier = {"counts": dict(Counter(row["outcome"] for row in kept)), **usage_stats(kept)}
+        work = [
+            _Work(0, index, case, repeat, request)
+            for index, case in enumerate(spec.cases)
+            for request in (spec.request_hash(case),)
+            for repeat in range(spec.repeats)
+            if (case.case_id, repeat) not in done_keys
+        ]
+        paid_for = {} if spec.force else await self.store.reusable([w.request_hash for w in work])
+        reused: list[Evaluation] = []
+        for item in work:
+            row = paid_for.get((item.request_hash, item.repeat))
+            if row is not None:
+                reused.append(await self._reuse(run_id, item, row))
+            else:
+                pending.append(replace(item, seq=len(pending)))
+        total = len(spec.cases) * spec.repeats
+        done = total - len(pending) - len(reused)
+        yield RunStarted(
+            run_id=run_id,
+            model=spec.model,
+            total=total,
+            pending=len(pending),
+            reused=len(reused),
+            resumed=resumed,
+            concurrency=spec.concurrency,
+            skipped=spec.skipped,
+            earlier=earlier,
+            prompt=spec.prompt_name,
+        )
+        for evaluation in reused:
+            done += 1
+            yield self._finished(run_id, evaluation, done, total)
+        async for event in self._ask_all(run_id, pending, done, total):
+            yield event
+
+    async def _summary(self, run_id: int, wall: float) -> RunSummary:
+        try:
+            rows = await self.store.run_results(run_id, with_text=False)
+        except Exception as exc:  # every result is already stored: report, do not fail
+            rows = []
+            summary_error: str | None = f"could not read the results back: {exc}"
+        else:
+            summary_error = None
+        figures = summarize(rows)
+        vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
+        if vdb_rows:
+            from secbench_tui.core.vuldetectbench.scoring import (
+                aggregate_rows,
+                summary_counts,
+                summary_metrics,
+            )
+
+            aggregate = aggregate_rows(vdb_rows, self.spec.vdb_scoring)
+            figures["vuldetectbench"] = summary_metrics(aggregate)
+            figures["vuldetectbench_counts"] = summary_counts(aggregate)
+            figures["vdb_scoring"] = self.spec.vdb_scoring
+        return RunSummary.model_validate(
+            {
+                **figures,
+                "summary_error": summary_error,
+                "wall_seconds": wall,
+                "run_id": run_id,
+                "model": self.spec.model,
+                "prompt": self.spec.prompt_name,
+            }
+        )
+
+    async def _ask_all(
+        self, run_id: int, pending: list[_Work], done: int, total: int
+    ) -> AsyncIterator[Event]:
+        """Hand the cases out as slots free up; yield each CaseFinished as its case ends."""
+        cases: set[asyncio.Task[None]] = set()
+        dispatcher = asyncio.create_task(self._dispatch(run_id, pending, cases))
+        dispatched: int | None = None
+        ended = 0
+        try:
+            while dispatched is None or ended < dispatched:
+                item = await self._queue.get()
+                if isinstance(item, BaseException):
+                    raise item
+                if isinstance(item, _Dispatched):
+                    dispatched = item.count
+                elif isinstance(item, _Done):
+                    ended += 1
+                    if item.evaluation is not None:
+                        done += 1
+                        self._answered += 1
+                        yield self._finished(run_id, item.evaluation, done, total)
+                else:
+                    yield item
+        finally:
+            if self._grace is not None:
+                self._grace.cancel()
+            dispatcher.cancel()
+            for task in list(cases):
+                task.cancel()
+            await asyncio.gather(dispatcher, *cases, return_exceptions=True)
+
+    def _finished(self, run_id: int, evaluation: Evaluation, done: int, total: int) -> CaseFinished:
+        position = evaluation.index * self.spec.repeats + evaluation.repeat
+        return CaseFinished(run_id, evaluation, done, total, position)
+
+    async def _dispatch(
+        self, run_id: int, pending: list[_Work], cases: set[asyncio.Task[None]]
+    ) -> None:
+        """Start each case once a slot is free. Cases waiting to retry hold no slot, so at most
+        four times the concurrency are open at once, which bounds the tasks held in memory."""
+        count = 0
+        room = asyncio.Semaphore(4 * self.limit.maximum)
+        try:
+            for work in pending:
+                if self.stopping:
+                    break
+                await room.acquire()
+                await self.limit.acquire()
+                if self.stopping:
+                    await self.limit.release(False)
+                    room.release()
+                    break
+                task = asyncio.create_task(self._case(run_id, work, room))
+                cases.add(task)
+                task.add_done_callback(cases.discard)
+                count += 1
+        except BaseException as exc:  # noqa: B036 - handed to the consumer, which re-raises
+            if not isinstance(exc, asyncio.CancelledError):
+                self._queue.put_nowait(exc)
+                return
+            raise
+        self._queue.put_nowait(_Dispatched(count))
+
+    async def _case(self, run_id: int, work: _Work, room: asyncio.Semaphore) -> None:
+        """One case from its slot to its record; puts exactly one `_Done` (or the fault)."""
+        slot = _Slot(self.limit)
+        success = False
+        try:
+            self._queue.put_nowait(CaseStarted(run_id, work.case, work.index, work.repeat))
+            try:
+                evaluation = await self._ask(run_id, work, slot)
+            except _Abandoned:
+                self._queue.put_nowait(_Done(work.seq, None))
+                return
+            success = evaluation.scored.outcome is not Outcome.ERROR
+            self._queue.put_nowait(_Done(work.seq, evaluation))
+            if evaluation.completion.cost:
+                self._cost += evaluation.completion.cost
+                self._check_budget()
+        except BaseException as exc:  # noqa: B036 - handed to the consumer, which re-raises
+            if not isinstance(exc, asyncio.CancelledError):
+                self._queue.put_nowait(exc)
+                return
+            raise
+        finally:
+            room.release()
+            await slot.give_back(success)
+
+    async def _request(self, ask: Awaitable[Completion]) -> Completion:
+        """One request to the provider, cancelled (as `_Abandoned`) when a stop's grace ends."""
+        if self._halted:
+            raise _Abandoned
+        request = asyncio.ensure_future(ask)
+        self._requests.add(request)
+        try:
+            return await request
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if request.cancelled() and self._halted and not (current and current.cancelling()):
+                raise _Abandoned from None
+            raise
+        finally:
+            self._requests.discard(request)
+
+    async def _complete(self, run_id: int, case: Case, slot: _Slot) -> Completion:
+        """The provider's answer, its retries driven here so a waiting case holds no slot."""
+        provider = self.provider
+        if not isinstance(provider, Attempter):  # retries (if any) happen inside `complete`
+            return await self._request(provider.complete(case, self._on_retry(run_id)))
+        hooks = _EngineHooks(self, run_id, slot, provider.endpoint)
+        try:
+            return await run_attempts(
+                hooks.timed(lambda: self._request(provider.attempt(case))),
+                provider.policy,
+                case.case_id,
+                hooks,
+            )
+        except Unreachable as exc:
+            raise RunAborted(
+                unreachable_message(
+                    provider.endpoint, exc.failure, max(exc.attempts, self.breaker.consecutive)
+                )
+            ) from None
+
+    def _on_retry(self, run_id: int) -> RetryCallback:
+        """For providers that retry inside `complete`: report, adapt, drop the case on a stop."""
+
+        async def on_retry(notice: RetryNotice) -> None:
+            if self.stopping:
+                raise _Abandoned
+            if notice.rate_limited:
+                self.limit.rate_limited(notice.retry_after)
+            await self._queue.put(Retrying(run_id, notice, self.limit.limit))
+
+        return on_retry
+
+    async def _ask(self, run_id: int, work: _Work, slot: _Slot) -> Evaluation:
+        """Ask one case and record the result (`_Abandoned` when a stop drops it unanswered)."""
+        case = work.case
+        try:
+            completion = await self._complete(run_id, case, slot)
+            scored = score_completion(case, completion, self.spec.vdb_scoring)
+        except (RunAborted, _Abandoned):
+            raise
+        except Exception as exc:  # a failing case is data, not an exception
+            completion = Completion(error=one_line(f"{type(exc).__name__}: {exc}"))
+            scored = score_completion(case, completion, self.spec.vdb_scoring)
+        evaluation = Evaluation(
+            run_id=run_id,
+            case=case,
+            repeat=work.repeat,
+            index=work.index,
+            completion=completion,
+            scored=scored,
+            timestamp=now_iso(),
+        )
+        await self.store.record(evaluation, work.request_hash)
+        return evaluation
+
+
+class _EngineHooks(RetryHooks):
+    """The engine's side of the retry loop: the breaker, rate limits and slot-free waits."""
+
+    def __init__(self, engine: Engine, run_id: int, slot: _Slot, endpoint: str) -> None:
+        self.engine = engine
+        self.run_id = run_id
+        self.slot = slot
+        self.endpoint = endpoint
+        self.sent_at = 0.0
+
+    def timed(self, attempt: Callable[[], Awaitable[Completion]]) -> Callable[[], Any]:
+        async def timed_attempt() -> Completion:
+            self.sent_at = time.monotonic()
+            return await attempt()
+
+        return timed_attempt
+
+    async def attempted(self, failure: Failure | None) -> None:
+        breaker = self.engine.breaker
+        if breaker.record(failure) and breaker.last is not None:
+            raise RunAborted(unreachable_message(self.endpoint, breaker.last, breaker.consecutive))
+
+    async def wait(self, notice: RetryNotice) -> None:
+        engine = self.engine
+        if engine.stopping:
+            raise _Abandoned
+        if notice.rate_limited:
+            engine.limit.rate_limited(notice.retry_after, self.sent_at)
+        engine._queue.put_nowait(Retrying(self.run_id, notice, engine.limit.limit))
+        await self.slot.give_back()
+        if notice.wait_seconds > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(engine._stopping.wait(), notice.wait_seconds)
+        if engine.stopping:
+            raise _Abandoned
+        await self.slot.take()

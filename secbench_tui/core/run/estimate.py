@@ -1,0 +1,195 @@
+"""What a plan will ask and cost, before anything is asked (`--dry-run`, the app's setup screen).
+
+Requests left are the cases x repeats of each run minus what would be reused (the same request
+already answered, unless `--force`) and, with `--resume`, what the run to continue already has.
+Tokens are estimated, not counted: input as the characters of the messages sent divided by 4
+(a common rule of thumb for English text and code with GPT-style tokenizers); output as
+`TYPICAL_REPLY_TOKENS` per request (a JSON verdict with a sentence or two of explanation),
+never more than `--max-tokens`, with the ceiling at `--max-tokens` shown beside it. Prices come
+from the catalog (`GET /models`: `pricing.prompt` and `pricing.completion`, per token); a model
+without one is "price unknown" and left out of the total, which then says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from secbench_tui.core import numbers
+from secbench_tui.core.run.catalog import Catalog
+from secbench_tui.core.run.engine import RunSpec
+from secbench_tui.core.run.providers.baselines import is_baseline
+from secbench_tui.core.store.database import Store
+from secbench_tui.core.untrusted import inert_line
+
+CHARS_PER_TOKEN = 4
+TYPICAL_REPLY_TOKENS = 200
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    model: str
+    prompt: str
+    cases: int
+    requests: int  # cases x repeats
+    left: int  # requests that would be sent
+    input_tokens: int
+    output_tokens: int
+    output_ceiling: int  # every reply at --max-tokens
+    cost: float | None  # None: price unknown
+    cost_ceiling: float | None
+
+
+@dataclass(frozen=True)
+class ModelEstimate:
+    model: str
+    runs: int
+    left: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    cost_ceiling: float | None
+
+
+@dataclass(frozen=True)
+class Estimate:
+    runs: list[RunEstimate]
+    models: list[ModelEstimate]
+    price_source: str  # where the prices came from: network, cache, none
+
+    @property
+    def left(self) -> int:
+        return sum(r.left for r in self.runs)
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(r.input_tokens for r in self.runs)
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(r.output_tokens for r in self.runs)
+
+    @property
+    def cost(self) -> float:
+        """The total of the models whose price is known."""
+        return sum(m.cost or 0.0 for m in self.models)
+
+    @property
+    def cost_ceiling(self) -> float:
+        return sum(m.cost_ceiling or 0.0 for m in self.models)
+
+    @property
+    def unpriced(self) -> list[str]:
+        return [m.model for m in self.models if m.cost is None]
+
+
+def input_tokens(spec: RunSpec, index: int) -> int:
+    case = spec.cases[index]
+    chars = sum(len(m.content) for m in case.prompt_messages())
+    return max(1, chars // CHARS_PER_TOKEN)
+
+
+async def _left(spec: RunSpec, store: Store | None) -> list[tuple[int, int]]:
+    """(case index, repeat) of the requests this run would send."""
+    wanted = [(i, r) for i in range(len(spec.cases)) for r in range(spec.repeats)]
+    if store is None:
+        return wanted
+    done: set[tuple[str, int]] = set()
+    if spec.resume or spec.retry_errors:
+        run_id = await store.latest_run(spec.fingerprint, unfinished=not spec.retry_errors)
+        if run_id is not None:
+            done = await store.finished_keys(run_id, include_errors=not spec.retry_errors)
+    wanted = [(i, r) for i, r in wanted if (spec.cases[i].case_id, r) not in done]
+    if spec.force:
+        return wanted
+    hashes = {i: spec.request_hash(spec.cases[i]) for i, _ in wanted}
+    paid = await store.reusable(list(set(hashes.values())))
+    return [(i, r) for i, r in wanted if (hashes[i], r) not in paid]
+
+
+def _price(tokens_in: int, tokens_out: int, model: str, catalog: Catalog) -> float | None:
+    if is_baseline(model):
+        return 0.0
+    info = catalog.find(model)
+    if info is None or info.prompt_price is None or info.completion_price is None:
+        return None
+    return (tokens_in * info.prompt_price + tokens_out * info.completion_price) / 1_000_000
+
+
+async def estimate(
+    specs: Sequence[RunSpec], max_tokens: int, catalog: Catalog, store: Store | None
+) -> Estimate:
+    """The plan's requests, tokens and cost, per run and per model."""
+    runs: list[RunEstimate] = []
+    for spec in specs:
+        left = await _left(spec, store)
+        offline = is_baseline(spec.model)
+        tokens_in = 0 if offline else sum(input_tokens(spec, i) for i, _ in left)
+        budget = int(spec.settings.get("max_tokens") or max_tokens)  # the run's own, per model
+        reply = 0 if offline else min(budget, TYPICAL_REPLY_TOKENS)
+        ceiling = 0 if offline else budget
+        runs.append(
+            RunEstimate(
+                model=spec.model,
+                prompt=spec.prompt_name,
+                cases=len(spec.cases),
+                requests=len(spec.cases) * spec.repeats,
+                left=len(left),
+                input_tokens=tokens_in,
+                output_tokens=reply * len(left),
+                output_ceiling=ceiling * len(left),
+                cost=_price(tokens_in, reply * len(left), spec.model, catalog),
+                cost_ceiling=_price(tokens_in, ceiling * len(left), spec.model, catalog),
+            )
+        )
+    models: list[ModelEstimate] = []
+    for model in dict.fromkeys(r.model for r in runs):
+        mine = [r for r in runs if r.model == model]
+        costs = [r.cost for r in mine]
+        ceilings = [r.cost_ceiling for r in mine]
+        models.append(
+            ModelEstimate(
+                model=model,
+                runs=len(mine),
+                left=sum(r.left for r in mine),
+                input_tokens=sum(r.input_tokens for r in mine),
+                output_tokens=sum(r.output_tokens for r in mine),
+                cost=None if None in costs else sum(c or 0.0 for c in costs),
+                cost_ceiling=None if None in ceilings else sum(c or 0.0 for c in ceilings),
+            )
+        )
+    return Estimate(runs, models, catalog.source)
+
+
+def money(value: float | None) -> str:
+    """Dollars as the estimate shows them: "price unknown" when the catalog has no price."""
+    return "price unknown" if value is None else numbers.money(value)
+
+
+def estimate_lines(est: Estimate) -> list[str]:
+    """The estimate as text, one renderer for the headless plan and the app's setup screen."""
+    lines = []
+    for r in est.runs:
+        lines.append(
+            f"  {inert_line(r.model)}  prompt {inert_line(r.prompt)}: {r.cases} cases, "
+            f"{r.left} of {r.requests} requests to send, "
+            f"~{r.input_tokens:,} in / ~{r.output_tokens:,} out tokens, {money(r.cost)}"
+        )
+    lines.append("per model:")
+    for m in est.models:
+        ceiling = "" if m.cost is None else f" (at most {money(m.cost_ceiling)})"
+        lines.append(
+            f"  {inert_line(m.model)}: {m.runs} run(s), {m.left} requests, "
+            f"~{m.input_tokens:,} in / ~{m.output_tokens:,} out tokens, {money(m.cost)}{ceiling}"
+        )
+    total = f"total: {est.left} requests, ~{est.input_tokens:,} in / ~{est.output_tokens:,} out"
+    total += f" tokens, {money(est.cost)} (at most {money(est.cost_ceiling)})"
+    if est.unpriced:
+        total += f"; price unknown for {inert_line(', '.join(est.unpriced))} (not in the total)"
+    lines.append(total)
+    lines.append(
+        f"(tokens estimated: input chars/{CHARS_PER_TOKEN}; output {TYPICAL_REPLY_TOKENS} "
+        "per reply, at most --max-tokens; prices from the model list: "
+        f"{est.price_source})"
+    )
+    return lines

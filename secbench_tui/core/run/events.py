@@ -1,0 +1,66 @@
+"""The events a run emits. The headless runner prints them; the terminal app renders them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from secbench_tui.core.models import Case, Evaluation, RunStatus
+from secbench_tui.core.results.summary import RunSummary
+from secbench_tui.core.run.providers.base import RetryNotice
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    run_id: int
+    model: str
+    total: int
+    pending: int
+    reused: int
+    resumed: bool
+    concurrency: int
+    skipped: tuple[str, ...] = ()
+    # what a resumed run keeps from before: outcome counts, tokens and cost of those cases
+    earlier: dict[str, Any] = field(default_factory=dict)
+    prompt: str = ""  # the evaluation prompt's name
+
+
+@dataclass(frozen=True)
+class CaseStarted:
+    run_id: int
+    case: Case
+    index: int
+    repeat: int
+
+
+@dataclass(frozen=True)
+class CaseFinished:
+    """A case's result, stored, yielded the moment it is: `done` counts the finished cases so
+    far, `position` is the case's place in the run (case index x repeats + repeat), since cases
+    finish in whatever order their answers come back."""
+
+    run_id: int
+    evaluation: Evaluation
+    done: int
+    total: int
+    position: int = 0
+
+
+@dataclass(frozen=True)
+class Retrying:
+    """The client waits before asking again; `limit` is the concurrency now in force."""
+
+    run_id: int
+    notice: RetryNotice
+    limit: int
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    run_id: int
+    status: RunStatus  # completed | stopped | aborted
+    message: str | None
+    summary: RunSummary = field(default_factory=RunSummary)
+
+
+Event = RunStarted | CaseStarted | CaseFinished | Retrying | RunFinished

@@ -1,0 +1,291 @@
+"""The retry policy, kept apart from any transport so every provider shares it.
+
+A provider makes one attempt and, when it fails, says what kind of failure it was (a
+`Failure` with a `FailureKind`). This module decides the rest: whether to try again, how long
+to wait (exponential backoff with jitter, or the server's `Retry-After` up to a cap), when to
+give up, and when the endpoint itself cannot be reached (`Breaker`). The caller does the
+waiting (`RetryHooks.wait`), so an engine can give its concurrency slot back while a case
+waits. (The split follows inspect_ai: `ModelAPI.should_retry` classifies, a generic layer
+retries.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol, runtime_checkable
+
+from secbench_tui.core.models import Case, Completion
+from secbench_tui.core.run.providers.base import RetryNotice
+from secbench_tui.core.untrusted import redact_url
+
+BREAKER_THRESHOLD = 5  # attempts in a row, across cases, that could not reach the endpoint
+RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 524, 529})
+
+
+class FailureKind(StrEnum):
+    """Why one attempt failed, as far as retrying is concerned."""
+
+    UNREACHABLE = "unreachable"  # no connection: refused, DNS, TLS, connect timeout
+    TIMEOUT = "timeout"  # no whole reply within the deadline
+    RATE_LIMITED = "rate_limited"  # 429: the provider asks us to slow down
+    TRANSIENT = "transient"  # 5xx, a dropped connection, an error or nothing inside a 200
+    FINAL = "final"  # the case's own error (400, 403, a truncated reply): never retried
+
+    @property
+    def retryable(self) -> bool:
+        return self is not FailureKind.FINAL
+
+    @property
+    def connection(self) -> bool:
+        """Nothing came back from the endpoint: what the circuit breaker counts."""
+        return self in (FailureKind.UNREACHABLE, FailureKind.TIMEOUT)
+
+
+def status_kind(status: int) -> FailureKind:
+    """An HTTP error status (or the same code inside a 200 body), as a kind of failure."""
+    if status == 429:
+        return FailureKind.RATE_LIMITED
+    return FailureKind.TRANSIENT if status in RETRYABLE_STATUS else FailureKind.FINAL
+
+
+class Failure(Exception):
+    """One failed attempt, classified by the provider.
+
+    `partial` is what the attempt brought back anyway (raw text, finish reason, tokens and
+    cost: a failed reply may still be billed). `unreadable` marks a reply that arrived but
+    could not be read; when retries are spent it is recorded as unparsed with this reason.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        kind: FailureKind,
+        status: int | None = None,
+        retry_after: float | None = None,
+        partial: Completion | None = None,
+        unreadable: bool = False,
+    ) -> None:
+        super().__init__(one_line(message))
+        self.kind = kind
+        self.status = status
+        self.retry_after = retry_after
+        self.partial = partial or Completion()
+        self.unreadable = unreadable
+
+
+class Unreachable(Exception):
+    """A case ran out of attempts without reaching the endpoint: the model never saw it."""
+
+    def __init__(self, failure: Failure, attempts: int) -> None:
+        super().__init__(str(failure))
+        self.failure = failure
+        self.attempts = attempts
+
+
+def one_line(text: str, limit: int = 500) -> str:
+    """A message on one line (server text may hold line breaks), at most `limit` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return max(0.0, seconds) if seconds == seconds else None  # NaN says nothing
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    current = time.time() if now is None else now
+    return max(0.0, float(when.timestamp()) - current)
+
+
+def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> float:
+    """Exponential backoff with jitter: between half and all of base * 2^(attempt-1)."""
+    ceiling = min(cap, base * (2.0 ** min(max(0, attempt - 1), 60)))
+    return ceiling * (0.5 + rng.random() / 2)
+
+
+@dataclass
+class RetryPolicy:
+    """How often and how patiently to try again; one per provider, shared by its cases."""
+
+    max_retries: int = 5
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
+    retry_after_max: float = 300.0
+    # a connection that could not be made is tried again soon: the breaker decides when to stop
+    unreachable_max: float = 2.0
+    rng: random.Random = field(default_factory=random.Random, repr=False)
+
+    def delay(self, attempt: int, failure: Failure) -> float | None:
+        """Seconds to wait before the next attempt after `attempt` failed; None: give up."""
+        if not failure.kind.retryable or attempt > self.max_retries:
+            return None
+        if failure.retry_after is not None:
+            return min(failure.retry_after, self.retry_after_max)
+        cap = self.unreachable_max if failure.kind.connection else self.backoff_max
+        return backoff_delay(attempt, self.backoff_base, cap, self.rng)
+
+
+class Breaker:
+    """Trips when `threshold` attempts in a row, across every case, could not reach the endpoint.
+
+    Any reply at all (an HTTP error included) shows the endpoint is there and closes it again.
+    """
+
+    def __init__(self, threshold: int = BREAKER_THRESHOLD) -> None:
+        self.threshold = max(1, threshold)
+        self.consecutive = 0
+        self.last: Failure | None = None
+
+    def record(self, failure: Failure | None) -> bool:
+        """Count one attempt's outcome; True once the breaker has tripped."""
+        if failure is not None and failure.kind.connection:
+            self.consecutive += 1
+            self.last = failure
+        else:
+            self.consecutive = 0
+        return self.tripped
+
+    @property
+    def tripped(self) -> bool:
+        return self.consecutive >= self.threshold
+
+
+def unreachable_message(endpoint: str, failure: Failure, attempts: int) -> str:
+    """What a run that cannot reach its endpoint says: where, what happened, what to check."""
+    check = (
+        "raise --timeout if the server is only slow, or check that it is answering"
+        if failure.kind is FailureKind.TIMEOUT
+        else "check that the server is running and that --base-url is right (host, port, "
+        "http or https, a proxy in between)"
+    )
+    recorded = (
+        "; a case that had already spent its retries on timeouts is recorded as an error "
+        "(--retry-errors asks it again)"
+        if failure.kind is FailureKind.TIMEOUT
+        else ""
+    )
+    return (
+        f"cannot reach the endpoint {redact_url(endpoint)}: {attempts} attempt(s) in a row "
+        f"got no reply (last: {failure}); {check}. The cases still waiting for a reply are "
+        f"not recorded: --resume asks them{recorded}"
+    )
+
+
+@runtime_checkable
+class Attempter(Protocol):
+    """A provider whose retries its caller drives: one attempt at a time, classified."""
+
+    endpoint: str
+    policy: RetryPolicy
+
+    async def attempt(self, case: Case) -> Completion:
+        """One request: the reply, or a `Failure` (`RunAborted` when the run cannot go on)."""
+        ...
+
+
+class RetryHooks:
+    """What the caller does around attempts. The defaults only sleep."""
+
+    async def attempted(self, failure: Failure | None) -> None:
+        """After every attempt: None when it brought a usable reply."""
+
+    async def wait(self, notice: RetryNotice) -> None:
+        """Wait before the next attempt (an engine gives its slot back meanwhile)."""
+        await asyncio.sleep(notice.wait_seconds)
+
+
+def _sum(mine: float | int | None, theirs: float | int | None) -> float | int | None:
+    if theirs is None:
+        return mine
+    return theirs if mine is None else mine + theirs
+
+
+def _spend(spent: Completion, attempt: Completion) -> None:
+    """Add one attempt's tokens, cost and notes; keep the latest model and provider."""
+    spent.prompt_tokens = _sum(spent.prompt_tokens, attempt.prompt_tokens)  # type: ignore[assignment]
+    spent.completion_tokens = _sum(spent.completion_tokens, attempt.completion_tokens)  # type: ignore[assignment]
+    spent.cost = _sum(spent.cost, attempt.cost)
+    spent.served_model = attempt.served_model or spent.served_model
+    spent.provider = attempt.provider or spent.provider
+    spent.notes = "; ".join(n for n in (spent.notes, attempt.notes) if n) or None
+
+
+def _final(completion: Completion, spent: Completion, attempts: int, started: float) -> Completion:
+    return completion.model_copy(
+        update={
+            "prompt_tokens": spent.prompt_tokens,
+            "completion_tokens": spent.completion_tokens,
+            "cost": spent.cost,
+            "served_model": spent.served_model,
+            "provider": spent.provider,
+            "notes": spent.notes,  # what was not believed in any attempt
+            "attempts": attempts,
+            "latency_ms": (time.perf_counter() - started) * 1000,
+        }
+    )
+
+
+def _given_up(failure: Failure) -> Completion:
+    """The case's record once retries are spent: its error, or an unreadable reply."""
+    partial = failure.partial
+    if failure.unreadable:
+        return partial.model_copy(update={"status": failure.status, "unreadable": str(failure)})
+    return partial.model_copy(update={"error": str(failure), "status": failure.status})
+
+
+async def run_attempts(
+    attempt: Callable[[], Awaitable[Completion]],
+    policy: RetryPolicy,
+    case_id: str,
+    hooks: RetryHooks,
+) -> Completion:
+    """Attempt until a reply is usable or the policy gives up; every attempt's usage is summed.
+
+    Raises `Unreachable` when the last attempt could not reach the endpoint, and lets
+    `RunAborted` (a fault no later case escapes) through.
+    """
+    started = time.perf_counter()
+    spent = Completion()  # every attempt's tokens and cost, the failed ones included
+    n = 0
+    while True:
+        n += 1
+        try:
+            completion = await attempt()
+        except Failure as failure:
+            await hooks.attempted(failure)
+            _spend(spent, failure.partial)
+            wait = policy.delay(n, failure)
+            if wait is None:
+                if failure.kind is FailureKind.UNREACHABLE:
+                    raise Unreachable(failure, n) from failure
+                return _final(_given_up(failure), spent, n, started)
+            notice = RetryNotice(
+                case_id,
+                n,
+                wait,
+                str(failure),
+                failure.status,
+                rate_limited=failure.kind is FailureKind.RATE_LIMITED,
+                retry_after=failure.retry_after,
+            )
+            await hooks.wait(notice)
+            continue
+        await hooks.attempted(None)
+        _spend(spent, completion)
+        return _final(completion, spent, n, started)

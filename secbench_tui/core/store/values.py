@@ -1,0 +1,32 @@
+"""What every writer of a database shares: the clock, the hash of a text, text SQLite can hold."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def text_hash(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def storable(value: Any) -> Any:
+    """Text SQLite can hold: a lone surrogate (JSON's "\\ud800" decodes to one) becomes U+FFFD.
+
+    A model's reply is untrusted input; one odd character must not cost the case.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return value

@@ -1,0 +1,1 @@
+"""VulDetectBench: its test sets, its tokenizer and its scores."""

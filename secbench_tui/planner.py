@@ -1,0 +1,407 @@
+"""From settings to a run: load the suite, build the provider, describe the run.
+
+Both front ends call `plan_matrix`, so runs started in the terminal app and ones started
+with `--no-ui` are the same runs: one per model x evaluation prompt (x VulDetectBench method).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from secbench_tui.config import Settings
+from secbench_tui.core.models import Case, Completion, SuiteKind
+from secbench_tui.core.run.engine import RunSpec
+from secbench_tui.core.run.matrix import PlannedRun
+from secbench_tui.core.run.providers.base import Provider, RetryCallback
+from secbench_tui.core.run.providers.baselines import BaselineProvider, is_baseline
+from secbench_tui.core.run.providers.openai_compat import ClientSettings, OpenAICompatibleProvider
+from secbench_tui.core.store.database import vdb_prompt_name
+from secbench_tui.core.suites.markdown import SuiteError, load_markdown_suite
+from secbench_tui.core.suites.prompts import (
+    EvaluationPrompt,
+    PromptError,
+    default_prompt,
+    resolve_prompts,
+    sha256_text,
+)
+
+if TYPE_CHECKING:
+    from secbench_tui.core.run.catalog import Catalog, ModelInfo
+
+REASONING_MAX_TOKENS = 32768
+
+
+class UsageError(Exception):
+    """Bad settings or input: the message names the flag or file and the fix."""
+
+
+@dataclass
+class LoadedSuite:
+    kind: SuiteKind
+    root: Path
+    cases: list[Case]
+    skipped: list[str]
+    prompt_hash: str
+    prompt_name: str = ""
+
+
+def is_vuldetectbench(path: Path) -> bool:
+    """A VulDetectBench test set: `task{N}_code.jsonl` files, as the benchmark ships them."""
+    from secbench_tui.core.vuldetectbench.loader import is_vuldetectbench_dir
+
+    return is_vuldetectbench_dir(path)
+
+
+def load_suite(settings: Settings, prompt: EvaluationPrompt | None = None) -> LoadedSuite:
+    """The cases of one run: `prompt` for a markdown suite (default: the default prompt)."""
+    root = settings.cases_dir
+    if not root.exists():
+        raise UsageError(f"--cases {root}: no such directory")
+    vuldetectbench = is_vuldetectbench(root)
+    check_suite_flags(settings, vuldetectbench)
+    if vuldetectbench:
+        from secbench_tui.core.vuldetectbench.loader import load_vuldetectbench
+
+        skipped: list[str] = []
+        try:
+            cases = load_vuldetectbench(root, settings.tasks, settings.method, skipped=skipped)
+        except (ValueError, OSError) as exc:
+            raise UsageError(str(exc)) from exc
+        prompt_hash = sha256_text(f"vuldetectbench:{settings.method}")
+        prompt_name = vdb_prompt_name(settings.method)
+        kind = SuiteKind.VULDETECTBENCH
+    else:
+        if prompt is None:
+            prompt = _single_prompt(settings)
+        try:
+            text = prompt.text if settings.original_request else prompt.normalised
+            suite = load_markdown_suite(root, settings.apps, text, settings.request_style)
+        except SuiteError as exc:
+            raise UsageError(str(exc)) from exc
+        cases, skipped = suite.cases, [str(s) for s in suite.skipped]
+        prompt_hash, prompt_name = prompt.sha256, prompt.name
+        kind = SuiteKind.MARKDOWN
+    if settings.filters:
+        cases = filter_cases(cases, settings.filters, root)
+    if settings.limit is not None:
+        cases = first_cases(cases, settings.limit, per_app=kind is SuiteKind.VULDETECTBENCH)
+    return LoadedSuite(kind, root, cases, skipped, prompt_hash, prompt_name)
+
+
+def _single_prompt(settings: Settings) -> EvaluationPrompt:
+    if settings.prompt is None:
+        return default_prompt()
+    try:
+        return resolve_prompts([settings.prompt])[0]
+    except PromptError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def filter_cases(cases: list[Case], patterns: list[str], root: Path) -> list[Case]:
+    """The cases whose id (`app/file.md`) matches any `--filter` glob."""
+    kept = [c for c in cases if any(fnmatchcase(c.case_id, p) for p in patterns)]
+    if not kept:
+        example = cases[0].case_id if cases else "app/case.md"
+        raise UsageError(
+            f"--filter {' '.join(patterns)}: matches no case in {root}; "
+            f"case ids look like {example}"
+        )
+    return kept
+
+
+def check_suite_flags(settings: Settings, vuldetectbench: bool) -> None:
+    """Flags that mean nothing for this kind of suite are mistakes: say so, do not ignore them."""
+    if vuldetectbench and settings.apps:
+        raise UsageError(f"--apps: {settings.cases_dir} is a VulDetectBench folder; use --tasks")
+    if settings.original_request:
+        check_original_request(settings, vuldetectbench)
+    if vuldetectbench and settings.prompts:
+        raise UsageError(
+            f"--prompt applies to markdown suites; {settings.cases_dir} is a VulDetectBench "
+            "folder, whose prompting strategy is --method"
+        )
+    if not vuldetectbench:
+        for flag, given in (
+            ("--method", any(m is not None for m in settings.methods) or settings.method),
+            ("--vdb-scoring", settings.vdb_scoring != "correct"),
+        ):
+            if given:
+                raise UsageError(
+                    f"{flag} applies to VulDetectBench folders (task{{N}}_code.jsonl); "
+                    f"{settings.cases_dir} is a markdown suite"
+                )
+
+
+def check_original_request(settings: Settings, vuldetectbench: bool) -> None:
+    """`--request-style security-bench` fixes the whole body: a flag that would change it
+    is a mistake, not something to drop silently."""
+    style = "--request-style security-bench"
+    if vuldetectbench:
+        raise UsageError(
+            f"{style} applies to markdown suites; {settings.cases_dir} is a VulDetectBench folder"
+        )
+    fixed = (
+        ("--temperature", settings.temperature is not None, "temperature 0.1"),
+        ("--max-tokens", settings.max_tokens is not None, "max_tokens 30000"),
+        ("--seed", settings.seed is not None and not is_baseline(settings.model or ""), "no seed"),
+        ("--reasoning-effort", settings.reasoning_effort is not None, "no reasoning field"),
+        (
+            "--response-format",
+            settings.response_format != "json_schema",
+            "its own json_schema",
+        ),
+    )
+    for flag, given, sent in fixed:
+        if given:
+            raise UsageError(
+                f"{flag} cannot be combined with {style}, which sends the original "
+                f"evaluator's request as it is ({sent}); drop {flag}"
+            )
+
+
+def first_cases(cases: list[Case], limit: int, per_app: bool) -> list[Case]:
+    """The first `limit` cases, or the first `limit` of each app (each VulDetectBench task)."""
+    if not per_app:
+        return cases[:limit]
+    taken: dict[str, int] = {}
+    kept = []
+    for case in cases:
+        if taken.get(case.app, 0) < limit:
+            taken[case.app] = taken.get(case.app, 0) + 1
+            kept.append(case)
+    return kept
+
+
+async def resolve_request_defaults(
+    settings: Settings, cache: Path | None = None, fetch: bool = True
+) -> Settings:
+    """Settings with what the catalog says about the model, where it decides what is sent.
+
+    Reasoning models spend reply tokens on thinking before they answer, so 1024 leaves many
+    of them with no answer at all: when `--max-tokens` is not given and the model's catalog
+    entry lists `reasoning`, requests carry REASONING_MAX_TOKENS (or the model's own smaller
+    limit), and an attempt may take REASONING_TIMEOUT unless `--timeout` is given. The run
+    records the values sent and `reasoning_model`; `--max-cost` stays the guard on spend. A
+    model the catalog does not list keeps the plain defaults.
+    """
+    model = settings.model
+    if not model or is_baseline(model) or settings.original_request:
+        return settings
+    if settings.max_tokens is not None:
+        return settings
+    from secbench_tui.core.run.catalog import lookup_model
+
+    info = await lookup_model(
+        settings.base_url, model, cache, min(settings.attempt_timeout, 10.0), fetch
+    )
+    return request_defaults(settings, info)
+
+
+def request_defaults(settings: Settings, info: ModelInfo | None) -> Settings:
+    """Settings with what one catalog entry decides (see `resolve_request_defaults`)."""
+    model = settings.model
+    if not model or is_baseline(model) or settings.original_request:
+        return settings
+    if settings.max_tokens is not None or info is None or info.reasoning is None:
+        return settings
+    update: dict[str, object] = {"reasoning_model": info.reasoning}
+    if info.reasoning:
+        update["max_tokens"] = min(
+            REASONING_MAX_TOKENS, info.max_completion_tokens or REASONING_MAX_TOKENS
+        )
+    return settings.model_copy(update=update)
+
+
+def make_provider(settings: Settings) -> Provider:
+    model = settings.model
+    if not model:
+        raise UsageError("--model is required (for example --model baseline/random)")
+    if is_baseline(model):
+        return BaselineProvider(model, settings.seed)
+    client = ClientSettings(
+        base_url=settings.base_url,
+        api_key=settings.key,
+        model=model,
+        temperature=settings.sent_temperature,
+        max_tokens=settings.sent_max_tokens,
+        seed=settings.seed,
+        response_format=settings.response_format,
+        reasoning_effort=settings.reasoning_effort,
+        request_style=settings.request_style,
+        max_retries=settings.max_retries,
+        timeout=settings.attempt_timeout,
+        concurrency=settings.concurrency,
+    )
+    if client.is_openrouter and not client.api_key:
+        raise UsageError(
+            "no API key: set OPENROUTER_API_KEY in the environment or in .env "
+            "(or use --base-url for a local server, or a baseline/* model offline)"
+        )
+    return OpenAICompatibleProvider(client)
+
+
+def build_spec(settings: Settings, suite: LoadedSuite) -> RunSpec:
+    assert settings.model
+    return RunSpec(
+        model=settings.model,
+        cases=suite.cases,
+        suite_kind=suite.kind.value,
+        suite_path=str(suite.root.resolve()),
+        settings=settings.recorded(
+            vuldetectbench=suite.kind is SuiteKind.VULDETECTBENCH,
+            baseline=is_baseline(settings.model),
+        ),
+        prompt_hash=suite.prompt_hash,
+        prompt_name=suite.prompt_name,
+        repeats=settings.repeats,
+        concurrency=settings.concurrency,
+        resume=settings.resume,
+        force=settings.force,
+        retry_errors=settings.retry_errors,
+        max_cost=settings.max_cost,
+        vdb_scoring=settings.vdb_scoring,
+        skipped=tuple(suite.skipped),
+        base_url=None if is_baseline(settings.model) else settings.base_url,
+    )
+
+
+@dataclass
+class Plan:
+    """The matrix to run: one `PlannedRun` per model x prompt (x method), in that order."""
+
+    runs: list[PlannedRun]
+    settings: list[Settings]  # each run's own settings, in the same order
+    skipped: list[str] = field(default_factory=list)
+
+    async def aclose(self) -> None:
+        for provider in {id(r.provider): r.provider for r in self.runs}.values():
+            await provider.aclose()
+
+
+class _NoProvider:
+    """Stands in for a provider where nothing is asked (`--dry-run`, the setup estimate)."""
+
+    name = ""
+    reports_cost = False
+
+    async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
+        raise RuntimeError("a plan built without providers sends no request")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _with_defaults(one: Settings, model: Settings | None) -> Settings:
+    """A cell's settings with what the catalog decided for its model."""
+    if model is None:
+        return one
+    return one.model_copy(
+        update={"max_tokens": model.max_tokens, "reasoning_model": model.reasoning_model}
+    )
+
+
+async def resolve_matrix_defaults(
+    settings: Settings, cache: Path | None = None, fetch: bool = True
+) -> dict[str, Settings]:
+    """`resolve_request_defaults` for every model of the matrix, by model id."""
+    from secbench_tui.core.run.catalog import lookup_models
+
+    models = settings.models or ([settings.model] if settings.model else [])
+    cells = {
+        model: settings.model_copy(update={"model": model, "models": [model]})
+        for model in dict.fromkeys(models)
+    }
+    asked = [m for m in cells if not is_baseline(m)]
+    decided = settings.original_request or settings.max_tokens is not None
+    timeout = min(settings.attempt_timeout, 10.0)
+    entries = (
+        {}
+        if decided or not asked
+        else await lookup_models(settings.base_url, asked, cache, timeout, fetch)
+    )  # one GET /models for the whole matrix
+    return {model: request_defaults(one, entries.get(model)) for model, one in cells.items()}
+
+
+def catalog_defaults(settings: Settings, catalog: Catalog) -> dict[str, Settings]:
+    """`resolve_matrix_defaults` from a catalog already loaded (the estimate's), by model id:
+    an estimate must price and reuse the requests the run would send."""
+    models = settings.models or ([settings.model] if settings.model else [])
+    return {
+        model: request_defaults(
+            settings.model_copy(update={"model": model, "models": [model]}), catalog.find(model)
+        )
+        for model in dict.fromkeys(models)
+    }
+
+
+def plan_settings(settings: Settings) -> list[tuple[Settings, EvaluationPrompt | None]]:
+    """One `Settings` per cell: every model, times every prompt (markdown suites) or every
+    method (VulDetectBench). Duplicates given twice are run once."""
+    root = settings.cases_dir
+    if not root.exists():
+        raise UsageError(f"--cases {root}: no such directory")
+    models = settings.models or ([settings.model] if settings.model else [])
+    if not models:
+        raise UsageError("--model is required (for example --model baseline/random)")
+    cells: list[tuple[Settings, EvaluationPrompt | None]] = []
+    if is_vuldetectbench(root):
+        check_suite_flags(settings, True)
+        methods = settings.methods or [settings.method]
+        for model in models:
+            for method in methods:
+                one = settings.model_copy(
+                    update={"model": model, "models": [model], "method": method, "methods": []}
+                )
+                cells.append((one, None))
+        return cells
+    check_suite_flags(settings, False)
+    try:
+        prompts = resolve_prompts(settings.prompts)
+    except PromptError as exc:
+        raise UsageError(str(exc)) from exc
+    for model in models:
+        if settings.original_request:  # --seed is refused for each model but a baseline
+            check_original_request(settings.model_copy(update={"model": model}), False)
+        for prompt in prompts:
+            one = settings.model_copy(
+                update={"model": model, "models": [model], "prompt": None, "prompts": []}
+            )
+            cells.append((one, prompt))
+    return cells
+
+
+def plan_matrix(
+    settings: Settings,
+    with_providers: bool = True,
+    resolved: dict[str, Settings] | None = None,
+) -> Plan:
+    """Load the suite once per prompt, make one provider per model, describe every run.
+
+    Without providers (an estimate) no key is needed and nothing can be asked. `resolved`
+    holds a model's settings after `resolve_matrix_defaults` (what its catalog entry decides).
+    """
+    cells = plan_settings(settings)
+    if resolved:
+        cells = [(_with_defaults(one, resolved.get(str(one.model))), p) for one, p in cells]
+    suites: dict[tuple[str | None, str | None], LoadedSuite] = {}
+    for one, prompt in cells:
+        key = (prompt.name if prompt else None, one.method)
+        if key not in suites:
+            suites[key] = load_suite(one, prompt)
+    providers: dict[str, Provider] = {}
+    for one, _ in cells:
+        assert one.model
+        if one.model not in providers:  # a missing key raises before any request is made
+            providers[one.model] = make_provider(one) if with_providers else _NoProvider()
+    runs = [
+        PlannedRun(
+            build_spec(one, suites[(prompt.name if prompt else None, one.method)]),
+            providers[str(one.model)],
+        )
+        for one, prompt in cells
+    ]
+    skipped = next(iter(suites.values())).skipped if suites else []
+    return Plan(runs, [one for one, _ in cells], skipped)
