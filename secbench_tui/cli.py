@@ -11,13 +11,18 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import SecretStr, ValidationError
+# httpx imports its own command line (httpx._main) whenever click, pygments and rich are
+# installed, as they are beside Textual: about 40 ms of every start, for a command this
+# program never runs. A None entry makes that import fail, and httpx falls back to a stub.
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
-from secbench_tui import __version__
-from secbench_tui.config import REASONING_EFFORTS, VDB_PLAIN, VDB_SCORINGS
-from secbench_tui.core.suites import security_bench
-from secbench_tui.core.suites.prompts import RESPONSE_FORMATS
-from secbench_tui.exit_codes import EXIT_USAGE
+from pydantic import SecretStr, ValidationError  # noqa: E402
+
+from secbench_tui import __version__  # noqa: E402
+from secbench_tui.config import REASONING_EFFORTS, VDB_PLAIN, VDB_SCORINGS  # noqa: E402
+from secbench_tui.core.suites import security_bench  # noqa: E402
+from secbench_tui.core.suites.prompts import RESPONSE_FORMATS  # noqa: E402
+from secbench_tui.exit_codes import EXIT_USAGE  # noqa: E402
 
 
 def _csv(value: str) -> list[str]:
