@@ -70,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--verify", action="store_true", help="prove the suite's labels on PostgreSQL and exit"
     )
     mode.add_argument("--pg-url", help="PostgreSQL for --verify (default: embedded pgserver)")
+    mode.add_argument(
+        "--mutants",
+        action="store_true",
+        help="with --verify: also verify mutants of every good case (one guard removed or"
+        " weakened each) and report the share caught per app and scenario",
+    )
 
     run = p.add_argument_group("the run")
     run.add_argument(
@@ -245,7 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.verify:
         from secbench_tui.verifying import verify_main
 
-        return verify_main(settings.cases_dir, args.apps, args.pg_url)
+        return verify_main(settings.cases_dir, args.apps, args.pg_url, mutants=args.mutants)
     if args.report or args.export:
         from secbench_tui.reporting import export_main
 
