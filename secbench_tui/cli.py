@@ -181,7 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command.verify:
         from secbench_tui.verifying import verify_main
 
-        return verify_main(settings.cases_dir, settings.apps, command.pg_url)
+        return verify_main(
+            settings.cases_dir, settings.apps, command.pg_url, mutants=command.mutants
+        )
     if command.report or command.export:
         from secbench_tui.reporting import export_main
 

@@ -397,6 +397,14 @@ class Command(BaseModel):
         str | None,
         Flag("PostgreSQL for --verify", group=MODE, default="embedded pgserver", metavar="URL"),
     ] = None
+    mutants: Annotated[
+        bool,
+        Flag(
+            "with --verify: also verify mutants of every good case (one guard removed or"
+            " weakened each) and report the share caught per app and scenario",
+            group=MODE,
+        ),
+    ] = False
     runs: Annotated[
         list[int] | None, Flag("run ids, comma separated", group=SELECTION, parse=_run_ids)
     ] = None
