@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -30,7 +30,8 @@ VERDICT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-RESPONSE_FORMATS = ("json_schema", "json_object", "none")
+ResponseFormat = Literal["json_schema", "json_object", "none"]
+RESPONSE_FORMATS: tuple[str, ...] = get_args(ResponseFormat)
 
 
 def build_markdown_prefix(app_prompt: str, evaluation_prompt: str) -> str:
