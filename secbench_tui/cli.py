@@ -169,6 +169,14 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str]) -> Setting
     return Settings.model_validate(fields)
 
 
+def in_terminal() -> bool:
+    """The app needs a terminal on both sides: keys come from stdin, the screen goes to stdout."""
+    try:
+        return sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):  # closed or replaced streams
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_command(argv)
     from secbench_tui.config import load_env
@@ -200,6 +208,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             command.runs,
             command.select_models,
         )
+    if not (command.no_ui or settings.dry_run) and not in_terminal():
+        if not settings.models:
+            say_error(
+                "no terminal for the app (standard input or output is not a terminal): give "
+                "--model ID to run headless (--no-ui), e.g. --model baseline/random --no-ui"
+            )
+            return EXIT_USAGE
+        print(
+            f"{PROG}: standard input or output is not a terminal: running headless (--no-ui)",
+            file=sys.stderr,
+            flush=True,
+        )
+        command = command.model_copy(update={"no_ui": True})
     if command.no_ui or settings.dry_run:
         from secbench_tui.headless import run_headless
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -31,7 +31,6 @@ VERDICT_SCHEMA: dict[str, Any] = {
 }
 
 ResponseFormat = Literal["json_schema", "json_object", "none"]
-RESPONSE_FORMATS: tuple[str, ...] = get_args(ResponseFormat)
 
 
 def build_markdown_prefix(app_prompt: str, evaluation_prompt: str) -> str:
@@ -157,13 +156,6 @@ def _resolve_one(spec: str) -> list[EvaluationPrompt]:
         f"--prompt {spec}: no such file or folder, and not a bundled prompt; "
         f"bundled: {', '.join(names)} (or all)"
     )
-
-
-def load_evaluation_prompt(path: Path | None, exact: bool = False) -> tuple[str, str]:
-    """(text, source) of one evaluation prompt file, or of the default prompt; `exact` keeps
-    the file's line endings (what `--request-style security-bench` sends)."""
-    prompt = prompt_file(path) if path is not None else default_prompt()
-    return (prompt.text if exact else prompt.normalised), prompt.source
 
 
 def sha256_text(text: str) -> str:

@@ -11,13 +11,12 @@ reader does, since a difference of one space would make it a different question.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from secbench_tui.core.models import Message
 
 STYLE = "security-bench"
-RequestStyle = Literal["secbench-tui", "security-bench"]  # ours first: the default
-STYLES: tuple[str, ...] = get_args(RequestStyle)
+RequestStyle = Literal["secbench-tui", "security-bench"]
 
 SYSTEM_PROMPT = (
     "You are a security expert evaluating code for vulnerabilities. You will be given a "

@@ -392,7 +392,6 @@ class OpenAICompatibleProvider:
             text=text,
             status=200,
             finish_reason=finish,
-            generation_id=data.get("id") if isinstance(data.get("id"), str) else None,
             reasoning=reasoning.text,
             reasoning_tokens=reasoning.tokens,
         )
