@@ -264,7 +264,7 @@ class Engine:
         self.run_id: int | None = None
         # one model's runs share its limit: the rate limit belongs to the model, not the run
         self.limit = limit if limit is not None else AdaptiveLimit(spec.concurrency)
-        self.breaker = Breaker()
+        self.breaker = Breaker.for_concurrency(spec.concurrency)
         self.stop_grace = stop_grace
         self._stopping = asyncio.Event()
         self._stop_message: str | None = None
@@ -574,7 +574,7 @@ class Engine:
         provider = self.provider
         if not isinstance(provider, Attempter):  # retries (if any) happen inside `complete`
             return await self._request(provider.complete(case, self._on_retry(run_id)))
-        hooks = _EngineHooks(self, run_id, slot, provider.endpoint)
+        hooks = _EngineHooks(self, run_id, slot, provider.endpoint, case.case_id)
         try:
             return await run_attempts(
                 hooks.timed(lambda: self._request(provider.attempt(case))),
@@ -628,8 +628,11 @@ class Engine:
 class _EngineHooks(RetryHooks):
     """The engine's side of the retry loop: the breaker, rate limits and slot-free waits."""
 
-    def __init__(self, engine: Engine, run_id: int, slot: _Slot, endpoint: str) -> None:
+    def __init__(
+        self, engine: Engine, run_id: int, slot: _Slot, endpoint: str, case_id: str
+    ) -> None:
         self.engine = engine
+        self.case_id = case_id
         self.run_id = run_id
         self.slot = slot
         self.endpoint = endpoint
@@ -644,8 +647,8 @@ class _EngineHooks(RetryHooks):
 
     async def attempted(self, failure: Failure | None) -> None:
         breaker = self.engine.breaker
-        if breaker.record(failure) and breaker.last is not None:
-            raise RunAborted(unreachable_message(self.endpoint, breaker.last, breaker.consecutive))
+        if breaker.record(failure, self.case_id):
+            raise RunAborted(breaker.message(self.endpoint))
 
     async def wait(self, notice: RetryNotice) -> None:
         engine = self.engine
