@@ -17,7 +17,7 @@ from secbench_tui import __version__
 from secbench_tui.config import REASONING_EFFORTS, VDB_PLAIN, VDB_SCORINGS
 from secbench_tui.core.suites import security_bench
 from secbench_tui.core.suites.prompts import RESPONSE_FORMATS
-from secbench_tui.exit_codes import EXIT_USAGE
+from secbench_tui.exit_codes import EXIT_CODES, EXIT_USAGE
 
 
 def _csv(value: str) -> list[str]:
@@ -48,11 +48,20 @@ def _run_ids(value: str) -> list[int]:
         raise argparse.ArgumentTypeError("takes run ids, e.g. 3,4") from None
 
 
+def exit_codes_help() -> str:
+    """The exit codes, for the end of `--help` (with several runs, the worst of them)."""
+    lines = ["exit codes (with several runs, the worst of them):"]
+    lines += [f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES]
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="secbench-tui",
         description="Measure how well language models find security flaws in code.",
-        epilog="Without --no-ui, --report, --export or --lint the terminal app opens.",
+        epilog="Without --no-ui, --report, --export or --lint the terminal app opens.\n\n"
+        + exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"secbench-tui {__version__}")
     mode = p.add_argument_group("what to do")

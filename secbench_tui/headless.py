@@ -44,6 +44,7 @@ from secbench_tui.exit_codes import (
     EXIT_BROKEN_PIPE,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
+    EXIT_NO_ANSWERS,
     EXIT_OK,
     EXIT_TERMINATED,
     EXIT_USAGE,
@@ -364,14 +365,27 @@ async def _run(settings: Settings) -> int:
             codes.append(EXIT_ABORTED)
         elif done.status is RunStatus.STOPPED and interrupts:
             codes.append(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
+        elif done.summary.no_answer:
+            print(
+                f"secbench-tui: run {done.run_id}: {inert_line(done.summary.no_answer)}",
+                file=sys.stderr,
+            )
+            codes.append(EXIT_NO_ANSWERS)
     if reader.gone or silence_closed(sys.stdout, sys.stderr):
         codes.append(EXIT_BROKEN_PIPE)
     return worst_exit(codes) or (EXIT_FAILED if unwritten else EXIT_OK)
 
 
 def worst_exit(codes: list[int]) -> int:
-    """An aborted run outweighs a terminated or interrupted one, which outweighs success."""
-    for code in (EXIT_ABORTED, EXIT_TERMINATED, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE):
+    """An aborted run outweighs a terminated or interrupted one, then a run without a single
+    answer, which outweighs success."""
+    for code in (
+        EXIT_ABORTED,
+        EXIT_TERMINATED,
+        EXIT_INTERRUPTED,
+        EXIT_BROKEN_PIPE,
+        EXIT_NO_ANSWERS,
+    ):
         if code in codes:
             return code
     return EXIT_OK

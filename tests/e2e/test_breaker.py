@@ -60,3 +60,39 @@ def test_a_server_that_answers_nothing_trips_the_breaker_naming_what_was_seen(
     assert "--resume asks them" in aborted
     (run,) = runs(db)
     assert run["status"] == "aborted" and "different cases" in run["message"]
+
+
+def test_a_run_where_every_request_got_http_400_exits_4_with_the_reason(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    """Before: exit 0 with "accuracy n/a", as if the model had been measured."""
+    write_suite(tmp_path / "suite", {"app": ["bad", "good"] * 2})
+    server.enqueue(*[srv.bad_request("Provider returned error: context too long")] * 4)
+    db = tmp_path / "r.db"
+    result = run_cli(server.base_url, db, tmp_path / "suite", "--summary-json", "s.json")
+
+    assert result.returncode == 4, result.stderr
+    (said,) = [line for line in result.stderr.splitlines() if "no case got an answer" in line]
+    assert "4 of 4 cases ended with HTTP 400: Provider returned error: context too long" in said
+    assert "no case got an answer" in result.stdout  # in the summary too
+    (run,) = runs(db)
+    assert run["status"] == "completed"
+    assert "4 of 4 cases" in (tmp_path / "s.json").read_text(encoding="utf-8")
+
+
+def test_exit_codes_are_listed_in_help() -> None:
+    import subprocess
+    import sys
+
+    from tests.e2e.harness import cli_env
+
+    shown = subprocess.run(
+        [sys.executable, "-m", "secbench_tui", "--help"],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        check=True,
+    ).stdout
+    assert "exit codes" in shown
+    for code in ("0", "1", "2", "3", "4", "130", "141", "143"):
+        assert any(line.split()[:1] == [code] for line in shown.splitlines()), code

@@ -457,6 +457,7 @@ class Engine:
         return RunSummary.model_validate(
             {
                 **figures,
+                "no_answer": no_answer(rows),
                 "summary_error": summary_error,
                 "wall_seconds": wall,
                 "run_id": run_id,
@@ -623,6 +624,15 @@ class Engine:
         )
         await self.store.record(evaluation, work.request_hash)
         return evaluation
+
+
+def no_answer(rows: Sequence[dict[str, Any]]) -> str | None:
+    """When no case of a run got an answer, why: its commonest error and how many it ended."""
+    if not rows or any(row["outcome"] != Outcome.ERROR.value for row in rows):
+        return None
+    reasons = Counter(str(row.get("error") or "no reply") for row in rows)
+    reason, count = reasons.most_common(1)[0]
+    return f"no case got an answer: {count} of {len(rows)} cases ended with {reason}"
 
 
 class _EngineHooks(RetryHooks):

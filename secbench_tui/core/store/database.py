@@ -741,7 +741,7 @@ class Store:
             if with_text
             else "e.id, e.app, e.case_id, e.case_index, e.repeat, e.suite_kind, e.outcome,"
             " e.expected_result, e.actual_result, e.prompt_tokens, e.completion_tokens, e.cost,"
-            " e.latency_ms, e.reused_from, e.scores, e.explanation, e.reasoning_tokens"
+            " e.latency_ms, e.reused_from, e.scores, e.explanation, e.reasoning_tokens, e.error"
         )
         join = " LEFT JOIN case_texts c ON c.hash = e.case_hash" if with_text else ""
         cursor = await self.db.execute(
