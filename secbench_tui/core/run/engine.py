@@ -39,7 +39,13 @@ from secbench_tui.core.run.events import (
     RunFinished,
     RunStarted,
 )
-from secbench_tui.core.run.providers.base import Provider, RetryCallback, RetryNotice, RunAborted
+from secbench_tui.core.run.providers.base import (
+    Provider,
+    RetryCallback,
+    RetryNotice,
+    RunAborted,
+    SendsBodies,
+)
 from secbench_tui.core.run.providers.retry import (
     Attempter,
     Breaker,
@@ -52,6 +58,7 @@ from secbench_tui.core.run.providers.retry import (
 )
 from secbench_tui.core.store.database import Store, prompt_keyed
 from secbench_tui.core.store.values import now_iso, text_hash
+from secbench_tui.core.suites import security_bench
 
 # Settings that change what a model is asked; a resumed run must match them all.
 REQUEST_SETTINGS = ("base_url", "temperature", "max_tokens", "seed", "response_format")
@@ -406,13 +413,24 @@ class Engine:
             if (case.case_id, repeat) not in done_keys
         ]
         paid_for = {} if spec.force else await self.store.reusable([w.request_hash for w in work])
+        unpaid = [w for w in work if (w.request_hash, w.repeat) not in paid_for]
+        adopted = (
+            {} if spec.force else await adopted_answers(spec, self.provider, self.store, unpaid)
+        )
         reused: list[Evaluation] = []
         for item in work:
             row = paid_for.get((item.request_hash, item.repeat))
+            if row is None:
+                row = adopted.get((item.case.case_id, item.repeat))
             if row is not None:
                 reused.append(await self._reuse(run_id, item, row))
             else:
                 pending.append(replace(item, seq=len(pending)))
+        await self.store.claim_imported(
+            sorted({int(row["run_id"]) for row in adopted.values()}),
+            spec.suite_kind,
+            spec.suite_path,
+        )
         total = len(spec.cases) * spec.repeats
         done = total - len(pending) - len(reused)
         yield RunStarted(
@@ -624,6 +642,31 @@ class Engine:
         )
         await self.store.record(evaluation, work.request_hash)
         return evaluation
+
+
+def request_body(spec: RunSpec, provider: object, case: Case) -> dict[str, Any] | None:
+    """The body that would be sent for `case`: the provider's own, or (where no provider is
+    built, as in a dry run) the original evaluator's, which needs none; None when unknown."""
+    if isinstance(provider, SendsBodies):
+        return provider.payload(case)
+    if spec.settings.get("request_style") == security_bench.STYLE and case.messages:
+        return security_bench.request_body(spec.model, case.prompt_messages())
+    return None
+
+
+async def adopted_answers(
+    spec: RunSpec, provider: object, store: Store, work: Sequence[Any]
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """Answers the original evaluator recorded (in a database it wrote, adopted) for exactly
+    the requests `work` would send, by (case id, repeat)."""
+    if not work or not store.adopted_requests:
+        return {}
+    bodies: dict[str, dict[str, Any]] = {}
+    for item in work:
+        body = request_body(spec, provider, item.case)
+        if body is not None:
+            bodies[item.case.case_id] = body
+    return await store.adopted_answers(spec.model, bodies)
 
 
 def no_answer(rows: Sequence[dict[str, Any]]) -> str | None:
