@@ -35,7 +35,7 @@ from secbench_tui.core.run.events import (
     RunFinished,
     RunStarted,
 )
-from secbench_tui.core.run.matrix import Matrix
+from secbench_tui.core.run.matrix import Matrix, resumable
 from secbench_tui.core.run.providers.baselines import is_baseline
 from secbench_tui.core.store.database import Store, StoreError
 from secbench_tui.core.untrusted import inert_line, redact_url
@@ -45,11 +45,13 @@ from secbench_tui.exit_codes import (
     EXIT_BROKEN_PIPE,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
+    EXIT_NO_ANSWERS,
     EXIT_OK,
     EXIT_TERMINATED,
     EXIT_USAGE,
 )
 from secbench_tui.planner import (
+    Plan,
     UsageError,
     catalog_defaults,
     plan_matrix,
@@ -285,12 +287,20 @@ async def _run(settings: Settings) -> int:
     except UsageError as exc:
         say_error(exc)
         return EXIT_USAGE
+    if settings.resume and not settings.db.exists():
+        await plan.aclose()
+        print(f"nothing to resume: {settings.db} holds no run yet", file=sys.stderr)
+        return EXIT_OK
     try:
         store = await Store.open(settings.db)
     except StoreError as exc:
         await plan.aclose()
         say_error(exc)
         return EXIT_ABORTED
+    if settings.resume and not await _keep_resumable(plan, store):
+        await plan.aclose()
+        await store.close()
+        return EXIT_OK
     if settings.max_cost is not None and not all(r.provider.reports_cost for r in plan.runs):
         print(
             f"warning: --max-cost: {redact_url(settings.base_url)} may not report costs; "
@@ -363,14 +373,50 @@ async def _run(settings: Settings) -> int:
             codes.append(EXIT_ABORTED)
         elif done.status is RunStatus.STOPPED and interrupts:
             codes.append(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
+        elif done.summary.no_answer:
+            print(
+                f"secbench-tui: run {done.run_id}: {inert_line(done.summary.no_answer)}",
+                file=sys.stderr,
+            )
+            codes.append(EXIT_NO_ANSWERS)
     if reader.gone or silence_closed(sys.stdout, sys.stderr):
         codes.append(EXIT_BROKEN_PIPE)
     return worst_exit(codes) or (EXIT_FAILED if unwritten else EXIT_OK)
 
 
+async def _keep_resumable(plan: Plan, store: Store) -> bool:
+    """`--resume`: keep the runs that have an unfinished run to continue, name the others;
+    False (and "nothing to resume") when no run is left to continue."""
+    kept = await resumable(plan.runs, store)
+    if not kept:
+        print(
+            "nothing to resume: no unfinished run with these settings "
+            "(without --resume the cases are asked again, reusing what is stored)",
+            file=sys.stderr,
+        )
+        return False
+    for run in plan.runs:
+        if run not in kept:
+            print(
+                f"note: nothing to resume for {inert_line(run.label)}: no unfinished run "
+                "with these settings; left as it is",
+                file=sys.stderr,
+            )
+    plan.settings = [one for run, one in zip(plan.runs, plan.settings, strict=True) if run in kept]
+    plan.runs = kept
+    return True
+
+
 def worst_exit(codes: list[int]) -> int:
-    """An aborted run outweighs a terminated or interrupted one, which outweighs success."""
-    for code in (EXIT_ABORTED, EXIT_TERMINATED, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE):
+    """An aborted run outweighs a terminated or interrupted one, then a run without a single
+    answer, which outweighs success."""
+    for code in (
+        EXIT_ABORTED,
+        EXIT_TERMINATED,
+        EXIT_INTERRUPTED,
+        EXIT_BROKEN_PIPE,
+        EXIT_NO_ANSWERS,
+    ):
         if code in codes:
             return code
     return EXIT_OK

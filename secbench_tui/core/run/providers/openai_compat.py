@@ -242,9 +242,14 @@ class OpenAICompatibleProvider:
 
     async def _attempt(self, url: str, body: dict[str, Any]) -> tuple[Completion, Usage]:
         limit = self.settings.timeout
+        replied = False  # the reply's headers arrived: the endpoint is there, if slow
         try:
-            async with asyncio.timeout(limit):  # the whole attempt: httpx's timeouts are per read
-                response = await self._client.post(url, json=body, headers=self.headers())
+            async with (
+                asyncio.timeout(limit),  # the whole attempt: httpx's timeouts are per read
+                self._client.stream("POST", url, json=body, headers=self.headers()) as response,
+            ):
+                replied = True
+                await response.aread()
         except (httpx.LocalProtocolError, UnicodeEncodeError):
             # h11 quotes the offending header, the key included: never pass its text on
             raise RunAborted(_BAD_HEADER) from None
@@ -253,8 +258,11 @@ class OpenAICompatibleProvider:
                 f"--base-url {self.settings.base_url}: not an http(s) URL ({exc})"
             ) from None
         except TimeoutError:
+            seen = "the reply had started" if replied else "not a byte of a reply arrived"
             raise Failure(
-                f"no complete reply within --timeout {limit:g}s", FailureKind.TIMEOUT
+                f"no complete reply within --timeout {limit:g}s ({seen})",
+                FailureKind.TIMEOUT,
+                silent=not replied,
             ) from None
         except httpx.ConnectTimeout as exc:
             raise Failure(
@@ -262,7 +270,9 @@ class OpenAICompatibleProvider:
                 FailureKind.UNREACHABLE,
             ) from exc
         except httpx.TimeoutException as exc:
-            raise Failure(f"timeout ({type(exc).__name__})", FailureKind.TIMEOUT) from exc
+            raise Failure(
+                f"timeout ({type(exc).__name__})", FailureKind.TIMEOUT, silent=not replied
+            ) from exc
         except httpx.ConnectError as exc:  # refused, DNS, TLS
             raise Failure(
                 f"could not connect ({type(exc).__name__}: {exc})", FailureKind.UNREACHABLE
