@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from secbench_tui.core import numbers
+from secbench_tui.core.models import Case
 from secbench_tui.core.run.catalog import Catalog
-from secbench_tui.core.run.engine import RunSpec
+from secbench_tui.core.run.engine import RunSpec, adopted_answers
 from secbench_tui.core.run.providers.baselines import is_baseline
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import inert_line
@@ -143,7 +144,16 @@ async def _left(spec: RunSpec, store: Store | None) -> list[tuple[int, int]]:
         return wanted
     hashes = {i: spec.request_hash(spec.cases[i]) for i, _ in wanted}
     paid = await store.reusable(list(set(hashes.values())))
-    return [(i, r) for i, r in wanted if (hashes[i], r) not in paid]
+    wanted = [(i, r) for i, r in wanted if (hashes[i], r) not in paid]
+    # answers an adopted database of the original evaluator holds for the same request
+    work = [_Asked(spec.cases[i]) for i in dict.fromkeys(i for i, _ in wanted)]
+    adopted = await adopted_answers(spec, None, store, work)
+    return [(i, r) for i, r in wanted if (spec.cases[i].case_id, r) not in adopted]
+
+
+@dataclass(frozen=True)
+class _Asked:
+    case: Case
 
 
 def _price(tokens_in: int, tokens_out: int, model: str, catalog: Catalog) -> float | None:
