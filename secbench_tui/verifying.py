@@ -5,7 +5,6 @@ Case files and database messages are suite text: every line goes through `inert_
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from secbench_tui.core.suites.verify.judge import witness_line
@@ -17,6 +16,7 @@ from secbench_tui.core.suites.verify.models import (
     VerifyReport,
 )
 from secbench_tui.core.untrusted import inert_line, redact_url
+from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 _LABEL = {Proof.PROVEN: "proven", Proof.FAILED: "FAILED", Proof.NOT_VERIFIABLE: "not verifiable"}
@@ -115,10 +115,8 @@ def verify_main(
         from secbench_tui.core.suites.verify.runner import verify_suite
         from secbench_tui.core.suites.verify.server import ServerError
     except ImportError as exc:
-        print(
-            f"secbench-tui: error: --verify needs the verify extra ({exc}): "
-            "pip install 'secbench-tui[verify]'",
-            file=sys.stderr,
+        say_error(
+            f"--verify needs the verify extra ({exc}): pip install 'secbench-tui[verify]'",
         )
         return EXIT_USAGE
 
@@ -130,7 +128,7 @@ def verify_main(
     try:
         report = verify_suite(cases_dir, apps, pg_url, progress, mutants=mutants)
     except (SuiteError, ServerError) as exc:
-        print(f"secbench-tui: error: {inert_line(exc)}", file=sys.stderr)
+        say_error(inert_line(exc))
         return EXIT_USAGE
     print(inert_line(f"ran on {report.engine}"))  # the server says what it is
     print("\n".join(summary_lines(report)))
