@@ -39,6 +39,10 @@ def open_terminal(tmp_path: Path, command: str) -> tuple[list[str], str, Callabl
         "TERM": "xterm-256color",
     }
     env.pop("OPENROUTER_API_KEY", None)
+    # the pane's size must rule: pytest-xdist's workers set COLUMNS=80 and LINES=24, which the
+    # app would otherwise take for the terminal's size (and hide its side panes)
+    env.pop("COLUMNS", None)
+    env.pop("LINES", None)
     subprocess.run(
         [
             *tmux,
@@ -138,9 +142,9 @@ def test_hostile_replies_leave_the_window_title_alone(tmp_path: Path) -> None:
             wait_for(screen, "Model", "^r Run")  # the footer names the key: it is bound
             assert title() == "title-before"
             screen("C-r")
-            # the explanation, shown inert; each wait names all the screen must show, so a
-            # frame read half drawn is read again
-            wait_for(screen, "Run 1 completed", "r Results", "\\x1b]0;pwned-title\\x07")
+            # a case named with a title sequence, shown inert; each wait names all the screen
+            # must show, so a frame read half drawn is read again
+            wait_for(screen, "Run 1 completed", "r Results", "pwned-title\\x07")
             assert title() == "title-before"
             screen("r")  # the results: the first result in full, raw reply included
             shown = wait_for(screen, "raw reply", "\\x1b]0;pwned-title")
