@@ -300,3 +300,21 @@ $$;
 CREATE FUNCTION verify_rank(p_role text) RETURNS int LANGUAGE sql IMMUTABLE AS $$
   SELECT coalesce(array_position(ARRAY['viewer', 'picker', 'clerk', 'supervisor', 'manager'], p_role), 0)
 $$;
+
+-- The rule a caller's access to a facility breaks (NULL when none): 1 another company's
+-- facility, 8 a deleted facility, 2 no membership there, 3 a revoked or expired one, 4 a rank
+-- below p_min (1 viewer .. 5 manager). Properties name it in their `rule` column.
+CREATE FUNCTION verify_rule(p_user bigint, p_facility bigint, p_company bigint, p_min int) RETURNS text
+LANGUAGE sql STABLE AS $$
+  SELECT CASE
+    WHEN f.id IS NULL THEN 'Rule 2'
+    WHEN f.company_id <> p_company THEN 'Rule 1'
+    WHEN f.deleted_at IS NOT NULL THEN 'Rule 8'
+    WHEN m.id IS NULL THEN 'Rule 2'
+    WHEN m.revoked_at IS NOT NULL OR m.expires_at <= now() THEN 'Rule 3'
+    WHEN verify_rank(m.role) < p_min THEN 'Rule 4'
+  END
+  FROM (SELECT 1) AS one
+  LEFT JOIN facilities f ON f.id = p_facility
+  LEFT JOIN facility_memberships m ON m.facility_id = p_facility AND m.user_id = p_user
+$$;
