@@ -255,3 +255,15 @@ LANGUAGE sql STABLE AS $$
                   WHERE po.id = p_po AND po.org_id = p_org AND po.deleted_at IS NULL
                     AND (p_role <> 'requester' OR po.created_by = p_user))
 $$;
+
+-- The rule a row of purchase order p_po breaks for this caller (NULL when none): 1 another
+-- organization's, 7 a deleted PO, 3 a requester's view of a PO they did not create.
+CREATE FUNCTION verify_po_rule(p_po uuid, p_org uuid, p_user uuid, p_role text) RETURNS text
+LANGUAGE sql STABLE AS $$
+  SELECT CASE
+    WHEN po.id IS NULL OR po.org_id <> p_org THEN 'Rule 1'
+    WHEN po.deleted_at IS NOT NULL THEN 'Rule 7'
+    WHEN p_role = 'requester' AND po.created_by <> p_user THEN 'Rule 3'
+  END
+  FROM (SELECT 1) AS one LEFT JOIN purchase_orders po ON po.id = p_po
+$$;
