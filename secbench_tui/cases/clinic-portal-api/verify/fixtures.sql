@@ -90,6 +90,10 @@ INSERT INTO password_reset_tokens (user_id, token_hash, expires_at, used_at) VAL
   (3, encode(sha256('valid-token'), 'hex'), now() + interval '1 hour', NULL),
   (3, encode(sha256('expired-token'), 'hex'), now() - interval '1 hour', NULL),
   (2, encode(sha256('used-token'), 'hex'), now() + interval '1 hour', now() - interval '5 minutes');
+-- A second overdue invoice in clinic 2, so that a count leaking clinic 2's overdue invoices
+-- exceeds every count clinic 1's own invoices (deleted ones included) could give.
+INSERT INTO invoices (id, clinic_id, patient_id, amount_cents, status, issued_at, due_date, created_by) VALUES
+  (7, 2, 4, 7000, 'issued', now() - interval '30 days', current_date - 5, 7);
 -- More rows than a page (`--verify --mutants`): invoices of clinic 1 and released lab results of patient 1.
 INSERT INTO invoices (id, clinic_id, patient_id, amount_cents, status, issued_at, due_date, created_by)
 SELECT 100 + n, 1, 2, 100 + n, 'paid', now() - interval '20 days', current_date + 10, 5 FROM generate_series(1, 110) n;
