@@ -262,6 +262,12 @@ class Options(BaseModel):
         return self.request_style == security_bench.STYLE
 
     @property
+    def attempt_timeout(self) -> float:
+        """Seconds for one whole attempt: `--timeout`, else the default (one run's own may be
+        longer, for a model that reasons: `RunSettings.attempt_timeout`)."""
+        return self.timeout if self.timeout is not None else DEFAULT_TIMEOUT
+
+    @property
     def sent_max_tokens(self) -> int:
         """The max_tokens every request carries."""
         if self.original_request:

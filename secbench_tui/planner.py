@@ -12,7 +12,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from secbench_tui.config import DEFAULT_TIMEOUT, Options, RunSettings, Settings
+from secbench_tui.config import Options, RunSettings, Settings
 from secbench_tui.core.models import Case, Completion, SuiteKind
 from secbench_tui.core.run.engine import RunSpec
 from secbench_tui.core.run.matrix import PlannedRun
@@ -76,13 +76,16 @@ def load_suite(settings: RunSettings) -> LoadedSuite:
         prompt_name = vdb_prompt_name(settings.method)
         kind = SuiteKind.VULDETECTBENCH
     else:
-        prompt = settings.prompt or default_prompt()
+        try:
+            prompt = settings.prompt or default_prompt()
+        except PromptError as exc:
+            raise UsageError(str(exc)) from exc
         try:
             text = prompt.text if settings.original_request else prompt.normalised
             suite = load_markdown_suite(root, settings.apps, text, settings.request_style)
         except SuiteError as exc:
             raise UsageError(str(exc)) from exc
-        cases, skipped = suite.cases, [str(s) for s in suite.skipped]
+        cases, skipped = suite.cases, [*prompt.notes, *(str(s) for s in suite.skipped)]
         prompt_hash, prompt_name = prompt.sha256, prompt.name
         kind = SuiteKind.MARKDOWN
     if settings.filters:
@@ -291,7 +294,7 @@ async def resolve_matrix_defaults(
     cells = {model: settings.run(model) for model in settings.models}
     asked = [m for m in cells if not is_baseline(m)]
     decided = settings.original_request or settings.max_tokens is not None
-    timeout = min(settings.timeout or DEFAULT_TIMEOUT, 10.0)
+    timeout = min(settings.attempt_timeout, 10.0)
     entries = (
         {}
         if decided or not asked
@@ -350,9 +353,12 @@ def plan_matrix(
     if resolved:
         cells = [_with_defaults(one, resolved.get(one.model)) for one in cells]
     suites: dict[tuple[str | None, str | None], LoadedSuite] = {}
+    notes = list(dict.fromkeys(note for one in cells if one.prompt for note in one.prompt.notes))
     for one in cells:
         if _suite_key(one) not in suites:
-            suites[_suite_key(one)] = load_suite(one)
+            suite = suites[_suite_key(one)] = load_suite(one)
+            # every prompt folder's skipped files, said with whichever run starts first
+            suite.skipped = [*notes, *(s for s in suite.skipped if s not in notes)]
     providers: dict[str, Provider] = {}
     for one in cells:
         if one.model not in providers:  # a missing key raises before any request is made
