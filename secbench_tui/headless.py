@@ -38,7 +38,8 @@ from secbench_tui.core.run.events import (
 from secbench_tui.core.run.matrix import Matrix
 from secbench_tui.core.run.providers.baselines import is_baseline
 from secbench_tui.core.store.database import Store, StoreError
-from secbench_tui.core.untrusted import inert, inert_line, redact_url
+from secbench_tui.core.untrusted import inert_line, redact_url
+from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import (
     EXIT_ABORTED,
     EXIT_BROKEN_PIPE,
@@ -243,12 +244,12 @@ async def print_plan(settings: Settings, out: TextIO) -> int:
         # what each model's catalog entry decides (a reasoning model's max_tokens), as a run
         plan = plan_matrix(settings, False, catalog_defaults(settings, catalog))
     except UsageError as exc:
-        print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
+        say_error(exc)
         return EXIT_USAGE
     try:
         store = await Store.open(settings.db) if settings.db.exists() else None
     except StoreError as exc:
-        print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
+        say_error(exc)
         return EXIT_ABORTED
     try:
         est = await estimate([r.spec for r in plan.runs], settings.sent_max_tokens, catalog, store)
@@ -271,10 +272,9 @@ async def print_plan(settings: Settings, out: TextIO) -> int:
 
 async def _run(settings: Settings) -> int:
     if settings.summary_json is not None and not settings.summary_json.parent.is_dir():
-        print(
-            f"secbench-tui: error: --summary-json {settings.summary_json}: folder "
-            f"{settings.summary_json.parent} does not exist",
-            file=sys.stderr,
+        say_error(
+            f"--summary-json {settings.summary_json}: folder "
+            f"{settings.summary_json.parent} does not exist"
         )
         return EXIT_USAGE
     if settings.dry_run:
@@ -283,13 +283,13 @@ async def _run(settings: Settings) -> int:
         resolved = await resolve_matrix_defaults(settings)
         plan = plan_matrix(settings, resolved=resolved)
     except UsageError as exc:
-        print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
+        say_error(exc)
         return EXIT_USAGE
     try:
         store = await Store.open(settings.db)
     except StoreError as exc:
         await plan.aclose()
-        print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
+        say_error(exc)
         return EXIT_ABORTED
     if settings.max_cost is not None and not all(r.provider.reports_cost for r in plan.runs):
         print(
@@ -327,7 +327,7 @@ async def _run(settings: Settings) -> int:
     try:
         by_slot = await consume_matrix(matrix, sys.stdout, sys.stderr, reader)
     except Exception as exc:  # a run could not even start (the database, most likely)
-        print(f"secbench-tui: error: {type(exc).__name__}: {inert(exc)}", file=sys.stderr)
+        say_error(f"{type(exc).__name__}: {exc}")
         return EXIT_ABORTED
     finally:
         await plan.aclose()
@@ -349,10 +349,9 @@ async def _run(settings: Settings) -> int:
         except OSError as exc:
             unwritten = True
             reason = "it is a folder" if settings.summary_json.is_dir() else exc.strerror or exc
-            print(
-                f"secbench-tui: error: --summary-json {settings.summary_json}: cannot write it "
-                f"({inert_line(reason)}); the results are in {settings.db}, pick another path",
-                file=sys.stderr,
+            say_error(
+                f"--summary-json {settings.summary_json}: cannot write it "
+                f"({inert_line(reason)}); the results are in {settings.db}, pick another path"
             )
     codes = []
     for done in finished:

@@ -5,12 +5,27 @@ Case files and database messages are suite text: every line goes through `inert_
 
 from __future__ import annotations
 
-import sys
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from secbench_tui.core.suites.verify.models import CaseProof, Proof, VerifyReport
-from secbench_tui.core.untrusted import inert_line, redact_url
-from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from secbench_tui.core.suites.verify.models import (
+    CaseProof,
+    MutantOutcome,
+    MutantResult,
+    Proof,
+    VerifyReport,
+)
+from secbench_tui.core.untrusted import inert_line
+from secbench_tui.errors import say_error
+from secbench_tui.exit_codes import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+)
 
 _LABEL = {Proof.PROVEN: "proven", Proof.FAILED: "FAILED", Proof.NOT_VERIFIABLE: "not verifiable"}
 
@@ -22,7 +37,7 @@ def proof_line(proof: CaseProof) -> str:
     return inert_line(text)
 
 
-def summary_lines(report: VerifyReport) -> list[str]:
+def summary_lines(report: VerifyReport, allow_unverified: bool = False) -> list[str]:
     lines = []
     for app in sorted({c.app for c in report.cases}):
         cases = [c for c in report.cases if c.app == app]
@@ -31,41 +46,154 @@ def summary_lines(report: VerifyReport) -> list[str]:
     counts = ", ".join(f"{report.count(p)} {p.value}" for p in Proof)
     lines.append(f"{len(report.cases)} cases: {counts} in {report.seconds:.1f} s")
     failed = [c for c in report.cases if c.proof is Proof.FAILED]
+    unverified = report.count(Proof.NOT_VERIFIABLE)
     if failed:
         lines.append(
             f"FAIL: {len(failed)} cases failed: " + inert_line(", ".join(c.case_id for c in failed))
         )
     elif report.count(Proof.PROVEN) == 0:
         lines.append("FAIL: no case carries verification data (see README, Verifying labels)")
+    elif unverified and not allow_unverified:
+        lines.append(
+            f"FAIL: {unverified} cases are not verifiable (each line above says why); "
+            "--allow-unverified accepts them"
+        )
+    elif unverified:
+        lines.append(f"OK: every verifiable case is proven ({unverified} not verifiable, allowed)")
     else:
-        lines.append("OK: every verifiable case is proven")
+        lines.append("OK: every case is proven")
     return lines
 
 
-def verify_main(cases_dir: Path, apps: list[str] | None, pg_url: str | None) -> int:
+def passed(report: VerifyReport, allow_unverified: bool = False) -> bool:
+    """The exit status's verdict: every case proven (not verifiable ones only if allowed)."""
+    return report.ok and (allow_unverified or report.count(Proof.NOT_VERIFIABLE) == 0)
+
+
+def _share(results: list[MutantResult]) -> str:
+    caught = sum(1 for m in results if m.outcome is MutantOutcome.CAUGHT)
+    real = caught + sum(1 for m in results if m.outcome is MutantOutcome.SURVIVED)
+    pct = f"{100 * caught / real:.0f}%" if real else "n/a"
+    extra = [
+        f"{n} {o.value}"
+        for o in (MutantOutcome.EQUIVALENT, MutantOutcome.BROKEN)
+        if (n := sum(1 for m in results if m.outcome is o))
+    ]
+    more = f" ({', '.join(extra)})" if extra else ""
+    return f"{caught} of {real} real-flaw mutants caught, {pct}{more}"
+
+
+def mutant_line(result: MutantResult) -> str:
+    """One surviving (or broken) mutant: where to add data, on one line."""
+    where = f"{result.case_id}:{result.file_line}" if result.file_line else result.case_id
+    detail = f": {result.detail}" if result.detail else ""
+    return inert_line(
+        f"{result.outcome.value:<9} {where} {result.kind}: {result.description}{detail}"
+    )
+
+
+def mutation_lines(report: VerifyReport) -> list[str]:
+    """The mutation score per app and per scenario, then every survivor with case and line."""
+    results = report.mutants
+    lines = [f"mutants: {len(results)} made in {report.mutants_seconds:.1f} s"]
+    for app in sorted({m.app for m in results}):
+        mine = [m for m in results if m.app == app]
+        lines.append(inert_line(f"{app}: {_share(mine)}"))
+        for scenario in sorted({m.scenario for m in mine}):
+            those = [m for m in mine if m.scenario == scenario]
+            lines.append(inert_line(f"  {scenario}: {_share(those)}"))
+    lines.append(f"all apps: {_share(results)}")
+    for m in results:
+        if m.outcome in (MutantOutcome.SURVIVED, MutantOutcome.BROKEN):
+            lines.append(mutant_line(m))
+    return lines
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is so that every `finally` runs on the way out."""
+
+
+@contextmanager
+def _stops() -> Iterator[None]:
+    """Ctrl+C and SIGTERM become exceptions once; later ones are ignored while we clean up."""
+
+    def stop(signum: int, _frame: object) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+def _is_bundled(cases_dir: Path) -> bool:
+    from secbench_tui.config import bundled_cases_dir
+
+    try:
+        return cases_dir.resolve() == bundled_cases_dir().resolve()
+    except OSError:
+        return False
+
+
+SUITE_CODE_NOTICE = (
+    "note: verify executes this suite's SQL (as an unprivileged PostgreSQL role, under a "
+    "deadline) and its Python (in a child process, as you, with your network access): "
+    "run it only on suites you are willing to execute (README: Verifying labels, The sandbox)"
+)
+
+
+def verify_main(
+    cases_dir: Path,
+    apps: list[str] | None,
+    pg_url: str | None,
+    mutants: bool = False,
+    allow_unverified: bool = False,
+    deadline: float = 10.0,
+) -> int:
     from secbench_tui.core.suites.markdown import SuiteError
 
     try:
         from secbench_tui.core.suites.verify.runner import verify_suite
-        from secbench_tui.core.suites.verify.server import ServerError
+        from secbench_tui.core.suites.verify.sandbox import Limits
+        from secbench_tui.core.suites.verify.server import Redactor, ServerError
     except ImportError as exc:
-        print(
-            f"secbench-tui: error: --verify needs the verify extra ({exc}): "
-            "pip install 'secbench-tui[verify]'",
-            file=sys.stderr,
+        say_error(
+            f"--verify needs the verify extra ({exc}): pip install 'secbench-tui[verify]'",
         )
         return EXIT_USAGE
+    redactor = Redactor(pg_url)
+
+    def say(line: str) -> None:
+        print(redactor.scrub(line), flush=True)
 
     def progress(proof: CaseProof) -> None:
-        print(proof_line(proof), flush=True)
+        say(proof_line(proof))
 
-    where = redact_url(pg_url) if pg_url else "the embedded PostgreSQL (pgserver)"
-    print(inert_line(f"verify {cases_dir} on {where}"), flush=True)
+    where = redactor.shown if pg_url else "the embedded PostgreSQL (pgserver)"
+    say(inert_line(f"verify {cases_dir} on {where}"))
+    if not _is_bundled(cases_dir):
+        say(SUITE_CODE_NOTICE)
+    limits = Limits(deadline=deadline)
     try:
-        report = verify_suite(cases_dir, apps, pg_url, progress)
+        with _stops():
+            report = verify_suite(cases_dir, apps, pg_url, progress, limits, mutants=mutants)
     except (SuiteError, ServerError) as exc:
-        print(f"secbench-tui: error: {inert_line(exc)}", file=sys.stderr)
+        say_error(redactor.scrub(inert_line(exc)))
         return EXIT_USAGE
-    print(inert_line(f"ran on {report.engine}"))  # the server says what it is
-    print("\n".join(summary_lines(report)))
-    return EXIT_OK if report.ok else EXIT_FAILED
+    except Terminated:
+        say_error("verify stopped by SIGTERM; its databases, roles and server are removed")
+        return EXIT_TERMINATED
+    except KeyboardInterrupt:
+        say_error("verify interrupted; its databases, roles and server are removed")
+        return EXIT_INTERRUPTED
+    say(inert_line(f"ran on {report.engine}"))  # the server says what it is
+    for line in summary_lines(report, allow_unverified):
+        say(line)
+    if mutants:
+        for line in mutation_lines(report):
+            say(line)
+    return EXIT_OK if passed(report, allow_unverified) else EXIT_FAILED

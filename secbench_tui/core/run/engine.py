@@ -272,7 +272,8 @@ class Engine:
         self._cost = 0.0
         self._answered = 0  # cases asked in this run that came back (not reused ones)
         self._halted = False  # the stop's grace is over: requests in flight are cancelled
-        self._requests: set[asyncio.Future[Completion]] = set()
+        self._requests: set[asyncio.Task[Any]] = set()  # case tasks awaiting a reply
+        self._halting: set[asyncio.Task[Any]] = set()  # those `_halt` cancelled
         self._grace: asyncio.TimerHandle | None = None
 
     def stop(self, message: str | None = None, grace: bool = True) -> None:
@@ -290,8 +291,9 @@ class Engine:
 
     def _halt(self) -> None:
         self._halted = True
-        for request in list(self._requests):
-            request.cancel()
+        for task in list(self._requests):
+            self._halting.add(task)
+            task.cancel()
 
     def _check_budget(self) -> None:
         if self.spec.max_cost is not None and self._cost >= self.spec.max_cost:
@@ -413,6 +415,7 @@ class Engine:
                 reused.append(await self._reuse(run_id, item, row))
             else:
                 pending.append(replace(item, seq=len(pending)))
+        await self.store.remember_texts([item.case for item in pending])
         total = len(spec.cases) * spec.repeats
         done = total - len(pending) - len(reused)
         yield RunStarted(
@@ -554,20 +557,27 @@ class Engine:
             await slot.give_back(success)
 
     async def _request(self, ask: Awaitable[Completion]) -> Completion:
-        """One request to the provider, cancelled (as `_Abandoned`) when a stop's grace ends."""
+        """One request to the provider, cancelled (as `_Abandoned`) when a stop's grace ends.
+
+        The request runs in its case's own task (a task of its own would cost every case
+        another trip through the event loop): `_halt` cancels the tasks waiting here, and a
+        cancellation that came from `_halt` alone becomes `_Abandoned`.
+        """
         if self._halted:
             raise _Abandoned
-        request = asyncio.ensure_future(ask)
-        self._requests.add(request)
+        task = asyncio.current_task()
+        assert task is not None, "a request is always awaited inside a task"
+        self._requests.add(task)
         try:
-            return await request
+            return await ask
         except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if request.cancelled() and self._halted and not (current and current.cancelling()):
-                raise _Abandoned from None
+            if task in self._halting:
+                self._halting.discard(task)
+                if task.uncancel() == 0:  # nobody else asked this task to stop
+                    raise _Abandoned from None
             raise
         finally:
-            self._requests.discard(request)
+            self._requests.discard(task)
 
     async def _complete(self, run_id: int, case: Case, slot: _Slot) -> Completion:
         """The provider's answer, its retries driven here so a waiting case holds no slot."""

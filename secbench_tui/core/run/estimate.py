@@ -35,7 +35,6 @@ class RunEstimate:
     left: int  # requests that would be sent
     input_tokens: int
     output_tokens: int
-    output_ceiling: int  # every reply at --max-tokens
     cost: float | None  # None: price unknown
     cost_ceiling: float | None
 
@@ -137,7 +136,6 @@ async def estimate(
                 left=len(left),
                 input_tokens=tokens_in,
                 output_tokens=reply * len(left),
-                output_ceiling=ceiling * len(left),
                 cost=_price(tokens_in, reply * len(left), spec.model, catalog),
                 cost_ceiling=_price(tokens_in, ceiling * len(left), spec.model, catalog),
             )

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
-from secbench_tui.core.models import Evaluation, RunStatus
+from secbench_tui.core.models import Case, Evaluation, RunStatus
 from secbench_tui.core.store import stored_values as stored
 from secbench_tui.core.store.comparison import (
     FlipCounts,
@@ -606,6 +606,26 @@ class Store:
             for row in await cursor.fetchall():
                 found[(row["request_hash"], row["repeat"])] = stored.evaluation_row(dict(row))
         return found
+
+    async def remember_texts(self, cases: Sequence[Case]) -> None:
+        """Write the code and description of every case a run is about to ask, in one call.
+
+        `record` then writes only each result's row: one statement and a commit per case,
+        instead of two statements (each a hop to the database thread) and a commit. The texts
+        are committed with the first result (rows of the content-addressed text table, so
+        one written for a case a stopped run never asked is harmless).
+        """
+        rows: dict[str, tuple[str, Any, Any]] = {}
+        for case in cases:
+            case_hash = text_hash(case.code, case.description)
+            if case_hash not in self._known_texts:
+                rows[case_hash] = (case_hash, storable(case.code), storable(case.description))
+        if rows:
+            await self.db.executemany(
+                "INSERT OR IGNORE INTO case_texts (hash, code, description) VALUES (?, ?, ?)",
+                list(rows.values()),
+            )
+            self._known_texts.update(rows)
 
     async def record(
         self, evaluation: Evaluation, request_hash: str, reused_from: int | None = None

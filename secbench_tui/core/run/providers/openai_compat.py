@@ -24,6 +24,7 @@ import httpx
 
 from secbench_tui import __version__
 from secbench_tui.core.models import Case, Completion
+from secbench_tui.core.run.http import async_client
 from secbench_tui.core.run.providers import shallow_json
 from secbench_tui.core.run.providers.base import RetryCallback, RetryNotice, RunAborted
 from secbench_tui.core.run.providers.retry import (
@@ -174,7 +175,7 @@ class OpenAICompatibleProvider:
             retry_after_max=settings.retry_after_max,
             rng=rng or random.Random(),
         )
-        self._client = client or httpx.AsyncClient(
+        self._client = client or async_client(
             timeout=httpx.Timeout(settings.timeout, connect=min(settings.timeout, 15.0)),
             limits=httpx.Limits(
                 max_connections=max(settings.concurrency, 1),
@@ -391,7 +392,6 @@ class OpenAICompatibleProvider:
             text=text,
             status=200,
             finish_reason=finish,
-            generation_id=data.get("id") if isinstance(data.get("id"), str) else None,
             reasoning=reasoning.text,
             reasoning_tokens=reasoning.tokens,
         )

@@ -28,8 +28,6 @@ from secbench_tui.core.suites.verify.execution import Execution, dumps, json_val
 from secbench_tui.core.suites.verify.sandbox import Watchdog
 from secbench_tui.core.suites.verify.sql import Checker, CodeError, RowCapExceeded
 
-REQUEST_KEYS = ("as_user", "method", "path", "json", "query", "form", "files", "headers")
-
 
 @dataclass
 class RequestState:

@@ -39,8 +39,8 @@ def _preload() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import fastapi  # noqa: F401
-        import pglast.parser  # noqa: F401
         import fastapi.testclient  # noqa: F401
+        import pglast.parser  # noqa: F401
         import sqlalchemy  # noqa: F401
         import sqlalchemy.orm  # noqa: F401
 
