@@ -42,7 +42,7 @@ class Redactor:
         if not url:
             return ""
         if "://" in url:
-            return self.scrub(redact_url(url))
+            return self._hide(redact_url(url))
         try:
             params = conninfo_to_dict(url)
         except psycopg.Error:
@@ -53,9 +53,12 @@ class Redactor:
         out = str(text)
         if self.pg_url and "://" in self.pg_url:
             out = out.replace(self.pg_url, self.shown)
+        return self._hide(out)
+
+    def _hide(self, text: str) -> str:
         for secret in self.secrets:
-            out = out.replace(secret, _HIDDEN)
-        return out
+            text = text.replace(secret, _HIDDEN)
+        return text
 
 
 def _secrets(url: str) -> set[str]:
@@ -73,8 +76,7 @@ def _secrets(url: str) -> set[str]:
         authority = rest.split("/", 1)[0].split("?", 1)[0]
         if "@" in authority:
             userinfo = authority.rsplit("@", 1)[0]
-            found.add(userinfo)
-            if ":" in userinfo:
+            if ":" in userinfo:  # user:password (a user name alone is no secret)
                 found.add(userinfo.split(":", 1)[1])
         for pair in rest.split("?", 1)[1].split("&") if "?" in rest else ():
             name, _, value = pair.partition("=")
