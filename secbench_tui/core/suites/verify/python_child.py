@@ -153,6 +153,7 @@ def _relay(harness: ModuleType, job: dict[str, Any]) -> None:
     """Fork for `job`, pass its lines on, and enforce the deadline of each parameter set."""
     count, deadline = job["count"], job["deadline"] + job["grace"]
     pid, read_fd = _fork(harness, job)
+    _say({"fork": pid})  # the parent kills its group should we die before reaping it
     done, buffer = 0, b""
     reason = None
     limit = time.monotonic() + deadline + job["startup"]
@@ -240,6 +241,7 @@ class PythonChild:
         self.folder = tempfile.TemporaryDirectory(prefix="secbench-verify-py-")
         self.proc: Any = None
         self._buffer = b""
+        self._fork: int | None = None
 
     def start(self) -> None:
         import subprocess
@@ -305,7 +307,11 @@ class PythonChild:
                 message = json.loads(line)
             except ValueError:
                 message = {"error": "the Python child process answered nonsense"}
+            if "fork" in message:
+                self._fork = int(message["fork"])
+                continue
             if message.get("done"):
+                self._fork = None  # reaped by the child
                 break
             if len(results) < count:
                 results.append(_execution(message, len(results)))
@@ -320,6 +326,12 @@ class PythonChild:
             except OSError:
                 pass
             self.proc.wait()
+            if self._fork is not None:  # a case's process the child had no time to reap
+                try:
+                    os.killpg(self._fork, signal.SIGKILL)
+                except OSError:
+                    pass
+                self._fork = None
             for stream in (self.proc.stdin, self.proc.stdout):
                 try:
                     stream.close()

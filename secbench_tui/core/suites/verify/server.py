@@ -109,6 +109,8 @@ def postgres(pg_url: str | None) -> Iterator[tuple[str, str]]:
             "--verify needs PostgreSQL: install the verify extra (pip install "
             "'secbench-tui[verify]') or give --pg-url postgresql://..."
         ) from None
+    except Exception as exc:  # platformdirs refuses a TMPDIR others may write to, for one
+        raise ServerError(f"the embedded PostgreSQL (pgserver) cannot start: {exc}") from None
     with tempfile.TemporaryDirectory(prefix="secbench-verify-") as tmp:
         server: Any = None
         try:

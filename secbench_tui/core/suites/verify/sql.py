@@ -35,7 +35,6 @@ from secbench_tui.core.suites.verify.sandbox import (
     Watchdog,
 )
 
-REFUSALS = {"P0001", "42501"}
 # The original security-bench's test for a statement that changes data (not SELECT ... FOR UPDATE)
 MODIFIES = re.compile(r"INSERT\s+INTO|DELETE\s+FROM|^\s*UPDATE\s+\w+", re.I | re.M)
 _PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
@@ -218,6 +217,16 @@ class Checker:
         )
 
 
+def refused(exc: psycopg.Error, scenario: Scenario) -> bool:
+    """Did the case refuse on purpose? A RAISE (P0001, or 42501 raised by plpgsql) or a
+    SQLSTATE of the scenario's `# Refusals`. The sandbox's own "permission denied" (42501
+    raised by the server, not by the case's code) is an error: the case tried what the case
+    role may not do, and it fails with the server's words."""
+    if exc.sqlstate in scenario.refusals or exc.sqlstate == "P0001":
+        return True
+    return exc.sqlstate == "42501" and exc.diag.source_file == "pl_exec.c"
+
+
 def _error(exc: psycopg.Error) -> str:
     diag = exc.diag.message_primary or str(exc)
     return f"{exc.sqlstate or 'error'}: {diag}".strip()
@@ -307,7 +316,7 @@ def run_case(
             if run_found:
                 out.rows, out.affected = run_statements(conn, run_found, watchdog)
         except psycopg.Error as exc:
-            if exc.sqlstate in REFUSALS or exc.sqlstate in scenario.refusals:
+            if refused(exc, scenario):
                 out.refused, out.rows, out.affected = True, [], 0
             else:
                 out.error = _error(exc)
