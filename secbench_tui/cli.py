@@ -35,7 +35,7 @@ from secbench_tui.config import (  # noqa: E402
     describe_error,
 )
 from secbench_tui.errors import PROG, say_error  # noqa: E402
-from secbench_tui.exit_codes import EXIT_USAGE  # noqa: E402
+from secbench_tui.exit_codes import EXIT_CODES, EXIT_USAGE  # noqa: E402
 
 GROUPS = (MODE, RUN, ENDPOINT, SELECTION)  # the order --help lists them in
 
@@ -115,11 +115,20 @@ def add_flag(group: Any, name: str, info: FieldInfo, flag: Flag) -> None:
     group.add_argument(option, **kwargs)
 
 
+def exit_codes_help() -> str:
+    """The exit codes, for the end of `--help` (with several runs, the worst of them)."""
+    lines = ["exit codes (with several runs, the worst of them):"]
+    lines += [f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES]
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog=PROG,
         description="Measure how well language models find security flaws in code.",
-        epilog="Without --no-ui, --report, --export or --lint the terminal app opens.",
+        epilog="Without --no-ui, --report, --export or --lint the terminal app opens.\n\n"
+        + exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     groups = {title: p.add_argument_group(title) for title in GROUPS}

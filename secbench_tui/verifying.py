@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from secbench_tui.core.suites.verify.judge import witness_line
 from secbench_tui.core.suites.verify.models import (
     CaseProof,
     MutantOutcome,
@@ -31,8 +32,13 @@ _LABEL = {Proof.PROVEN: "proven", Proof.FAILED: "FAILED", Proof.NOT_VERIFIABLE: 
 
 
 def proof_line(proof: CaseProof) -> str:
+    """One case on one line; a proven bad case with its witness (set, rule, rows)."""
     text = f"{_LABEL[proof.proof]:<15} {proof.case_id} ({proof.expected})"
-    if proof.detail and proof.proof is not Proof.PROVEN:
+    if proof.proof is Proof.PROVEN and proof.witness is not None:
+        if proof.other_rule:
+            text += f" [by another rule than its rule {proof.rule}]"
+        text += f": {witness_line(proof.witness)}"
+    elif proof.detail and proof.proof is not Proof.PROVEN:
         text += f": {proof.detail}"
     return inert_line(text)
 
@@ -45,6 +51,19 @@ def summary_lines(report: VerifyReport, allow_unverified: bool = False) -> list[
         lines.append(inert_line(f"{app}: {len(cases)} cases: {counts}"))
     counts = ", ".join(f"{report.count(p)} {p.value}" for p in Proof)
     lines.append(f"{len(report.cases)} cases: {counts} in {report.seconds:.1f} s")
+    other = [c for c in report.cases if c.other_rule]
+    if other:
+        lines.append(
+            f"note: {len(other)} bad cases are proven only by another rule than the one they are"
+            " written to break: "
+            + inert_line(", ".join(f"{c.case_id} (rule {c.rule})" for c in other))
+        )
+    unverifiable = [c for c in report.cases if c.proof is Proof.NOT_VERIFIABLE]
+    if unverifiable:
+        lines.append(
+            f"{len(unverifiable)} cases are not verifiable (no proof either way): "
+            + inert_line(", ".join(c.case_id for c in unverifiable))
+        )
     failed = [c for c in report.cases if c.proof is Proof.FAILED]
     unverified = report.count(Proof.NOT_VERIFIABLE)
     if failed:

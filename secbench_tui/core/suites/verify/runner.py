@@ -20,7 +20,7 @@ from secbench_tui.core.suites.markdown import load_markdown_suite
 from secbench_tui.core.suites.verify import sql
 from secbench_tui.core.suites.verify.data import AppData, Scenario, load_app_data, scenario_of
 from secbench_tui.core.suites.verify.execution import Execution
-from secbench_tui.core.suites.verify.judge import CaseRun, judge
+from secbench_tui.core.suites.verify.judge import CaseRun, case_rule, judge
 from secbench_tui.core.suites.verify.models import CaseProof, Proof, VerifyReport
 from secbench_tui.core.suites.verify.mutants import Mutation
 from secbench_tui.core.suites.verify.python_child import ChildError, PythonChild
@@ -129,7 +129,9 @@ def _run_groups(
 ) -> None:
     for name, group in groups.items():
         scenario = data.scenarios[name]
-        runs = [CaseRun(c.app, c.case_id, c.expected, execute(c, scenario)) for c in group]
+        runs = [
+            CaseRun(c.app, c.case_id, c.expected, execute(c, scenario), case_rule(c)) for c in group
+        ]
         for proof in judge(runs, scenario):
             emit(proof)
         if mutation is not None:
