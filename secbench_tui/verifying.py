@@ -159,7 +159,7 @@ def _is_bundled(cases_dir: Path) -> bool:
 
 
 SUITE_CODE_NOTICE = (
-    "note: verify executes this suite's SQL (as an unprivileged PostgreSQL role, under a "
+    "caution: verify executes this suite's SQL (as an unprivileged PostgreSQL role, under a "
     "deadline) and its Python (in a child process, as you, with your network access): "
     "run it only on suites you are willing to execute (README: Verifying labels, The sandbox)"
 )
