@@ -388,8 +388,9 @@ def is_whole(run: RunRecord) -> bool:
 def narrowed_by(run: RunRecord) -> str:
     """Why a run covers only part of its suite, in the words of the command line."""
     settings, parts = run.settings, []
-    if settings.get("apps"):
-        parts.append("--apps " + ",".join(map(str, settings["apps"])))
+    apps = settings.get("apps")
+    if apps:
+        parts.append("--apps " + ",".join(map(str, apps)))
     if settings.get("limit") is not None:
         parts.append(f"--limit {settings['limit']}")
     tasks = settings.get("tasks")
