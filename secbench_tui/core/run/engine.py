@@ -472,7 +472,7 @@ class Engine:
             summary_error: str | None = f"could not read the results back: {exc}"
         else:
             summary_error = None
-        figures = summarize(rows)
+        figures: dict[str, object] = {**summarize(rows)}  # the summary's fields, by name
         vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
         if vdb_rows:
             from secbench_tui.core.vuldetectbench.scoring import (
