@@ -40,7 +40,7 @@ from secbench_tui.core.run.events import (
 )
 from secbench_tui.core.run.matrix import Matrix, PlannedRun
 from secbench_tui.core.untrusted import inert, inert_line
-from secbench_tui.planner import plan_matrix, resolve_matrix_defaults
+from secbench_tui.planner import context_refusals, plan_matrix, resolve_matrix_defaults
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.inflight import InFlight
 from secbench_tui.tui.messages import (
@@ -198,6 +198,14 @@ class RunScreen(BaseScreen):
         except Exception as exc:
             self.post_message(RunFailed(describe_error(exc)))
             return
+        if not settings.force:  # a prompt larger than the model's context is not sent
+            refused = await context_refusals(
+                settings, plan, self.secbench.cache_dir, fetch=not self.secbench.offline_catalog
+            )
+            if refused:
+                await plan.aclose()
+                self.post_message(RunFailed("; ".join(o.message() for o in refused)))
+                return
         try:
             store = await self.secbench.store()
         except Exception as exc:
