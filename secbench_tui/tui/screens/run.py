@@ -40,6 +40,7 @@ from secbench_tui.core.run.events import (
 from secbench_tui.core.run.matrix import PlannedRun
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.lifecycle import MatrixRun
+from secbench_tui.planner import context_refusals
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.inflight import InFlight
 from secbench_tui.tui.messages import (
@@ -203,6 +204,14 @@ class RunScreen(BaseScreen):
             await run.aclose()
             self.post_message(RunFailed(describe_error(exc)))
             return
+        if not self.settings.force:  # a prompt larger than the model's context is not sent
+            refused = await context_refusals(
+                self.settings, plan, run.cache_dir, fetch=run.fetch_catalog
+            )
+            if refused:
+                await run.aclose()
+                self.post_message(RunFailed("; ".join(o.message() for o in refused)))
+                return
         self.planned = plan.runs
         self._draw_matrix()
         async for tagged in run.events():
