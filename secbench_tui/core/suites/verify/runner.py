@@ -101,7 +101,7 @@ def _python_executor(db: AppDatabase, fixtures: str, harness: Path) -> Iterator[
             "token": db.token,
             "case_id": case.case_id,
             "code": case.code,
-            "scenario": str(scenario.path),
+            "scenario": str(scenario.path.resolve()),  # the child runs in another folder
         }
         runs = child.run(job, len(scenario.parameters))
         db.end_sessions(db.roles.case)  # a killed child's session may still hold locks
