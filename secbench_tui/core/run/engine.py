@@ -28,6 +28,7 @@ from typing import Any
 
 from secbench_tui import __version__
 from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, RunStatus, SuiteKind
+from secbench_tui.core.results.figures import run_figures
 from secbench_tui.core.results.metrics import summarize, usage_stats
 from secbench_tui.core.results.scoring import score_completion
 from secbench_tui.core.results.summary import RunSummary
@@ -441,7 +442,7 @@ class Engine:
             summary_error: str | None = f"could not read the results back: {exc}"
         else:
             summary_error = None
-        figures = summarize(rows)
+        figures = {**summarize(rows), **run_figures(rows)}
         vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
         if vdb_rows:
             from secbench_tui.core.vuldetectbench.scoring import (

@@ -30,13 +30,13 @@ from secbench_tui.core.store.comparison import (
     flip_of,
 )
 from secbench_tui.core.store.stored_values import BELIEVABLE_COST_SQL
-from secbench_tui.core.store.values import now_iso, storable, text_hash
+from secbench_tui.core.store.values import gold_json, now_iso, storable, text_hash
 from secbench_tui.core.untrusted import redact_url
 
 if TYPE_CHECKING:
     from secbench_tui.core.store.original import WriteLayout
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -132,6 +132,9 @@ _EVAL_COLUMNS = (
     "reasoning",
     "reasoning_tokens",
     "notes",
+    "gold",
+    "reasons",
+    "scoring_version",
 )
 # What reads of whole rows select: a table adopted from the original evaluator also holds its
 # `request` and `response` bodies, which no read of ours needs.
@@ -243,6 +246,16 @@ async def _add_case_index(db: aiosqlite.Connection) -> None:
     )
 
 
+async def _add_reasons(db: aiosqlite.Connection) -> None:
+    """Version 6 -> 7: why a bad case is bad (`gold`: its right rules and lines, JSON), why the
+    model said what it said (`reasons`: the violations cited, scored, JSON) and the version of
+    the scoring that wrote the row's scores (`scoring_version`; NULL: before versions were kept,
+    which `--rescore` brings up to date from the raw replies)."""
+    await db.execute("ALTER TABLE evaluations ADD COLUMN gold TEXT")
+    await db.execute("ALTER TABLE evaluations ADD COLUMN reasons TEXT")
+    await db.execute("ALTER TABLE evaluations ADD COLUMN scoring_version INTEGER")
+
+
 # MIGRATIONS[n] brings a file at version n to version n + 1.
 MIGRATIONS: dict[int, Migration] = {
     0: _migrate_legacy,
@@ -251,6 +264,7 @@ MIGRATIONS: dict[int, Migration] = {
     3: _add_reasoning,
     4: _add_notes,
     5: _add_case_index,
+    6: _add_reasons,
 }
 
 
@@ -653,6 +667,9 @@ class Store:
                 completion.reasoning,
                 completion.reasoning_tokens,
                 completion.notes,
+                gold_json(case),
+                scored.reason.model_dump_json() if scored.reason is not None else None,
+                scored.scoring_version or None,
             )
         )
         columns: Sequence[str] = _EVAL_COLUMNS
@@ -741,7 +758,8 @@ class Store:
             if with_text
             else "e.id, e.app, e.case_id, e.case_index, e.repeat, e.suite_kind, e.outcome,"
             " e.expected_result, e.actual_result, e.prompt_tokens, e.completion_tokens, e.cost,"
-            " e.latency_ms, e.reused_from, e.scores, e.explanation, e.reasoning_tokens"
+            " e.latency_ms, e.reused_from, e.scores, e.explanation, e.reasoning_tokens,"
+            " e.gold, e.reasons, e.scoring_version"
         )
         join = " LEFT JOIN case_texts c ON c.hash = e.case_hash" if with_text else ""
         cursor = await self.db.execute(
