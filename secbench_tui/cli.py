@@ -67,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mode.add_argument("--lint", action="store_true", help="check a suite and exit")
     mode.add_argument(
+        "--rescore",
+        action="store_true",
+        help="score the stored replies again with this version's scoring (no request); "
+        "--runs picks runs",
+    )
+    mode.add_argument(
         "--verify", action="store_true", help="prove the suite's labels on PostgreSQL and exit"
     )
     mode.add_argument("--pg-url", help="PostgreSQL for --verify (default: embedded pgserver)")
@@ -173,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def uses_key(args: argparse.Namespace) -> bool:
     """Only runs send the API key: linting, reports, exports and --verify never read it."""
-    return not (args.lint or args.report or args.export or args.verify)
+    return not (args.lint or args.report or args.export or args.verify or args.rescore)
 
 
 def settings_from_args(args: argparse.Namespace, env: dict[str, str]):  # type: ignore[no-untyped-def]
@@ -242,6 +248,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from secbench_tui.linting import lint_main
 
         return int(lint_main(settings.cases_dir))
+    if args.rescore:
+        from secbench_tui.rescoring import rescore_main
+
+        return rescore_main(settings.db, args.runs)
     if args.verify:
         from secbench_tui.verifying import verify_main
 

@@ -769,6 +769,40 @@ class Store:
         )
         return [stored.evaluation_row(dict(row)) for row in await cursor.fetchall()]
 
+    async def rescorable_page(
+        self, run_ids: Sequence[int] = (), after_id: int = 0, limit: int = 500
+    ) -> list[dict[str, Any]]:
+        """Markdown results whose reply arrived readable (no error), with what scoring reads:
+        the raw reply, the case's code, its label and gold. Keyset pages by id."""
+        where = "e.suite_kind = 'markdown' AND e.error IS NULL AND e.id > ?"
+        params: list[Any] = [after_id]
+        if run_ids:
+            where += f" AND e.run_id IN ({', '.join('?' * len(run_ids))})"
+            params.extend(run_ids)
+        if self._adopted is not None:
+            where += " AND e.run_id IS NOT NULL"
+        cursor = await self.db.execute(
+            "SELECT e.id, e.run_id, e.app, e.case_id, e.test_file, e.expected_result,"
+            " e.actual_result, e.outcome, e.explanation, e.raw_reply, e.gold, e.reasons,"
+            " e.scoring_version, c.code AS code FROM evaluations e"
+            f" LEFT JOIN case_texts c ON c.hash = e.case_hash WHERE {where} ORDER BY e.id LIMIT ?",
+            [*params, limit],
+        )
+        return [stored.evaluation_row(dict(row)) for row in await cursor.fetchall()]
+
+    async def update_scores(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Write rescored results: (outcome, actual_result, explanation, reasons, gold,
+        scoring_version, id) each, in one transaction."""
+        required = self._adopted.required if self._adopted is not None else frozenset()
+        if "actual_result" in required:  # the original's NOT NULL column: "" for no verdict
+            rows = [(r[0], "" if r[1] is None else r[1], *r[2:]) for r in rows]
+        await self.db.executemany(
+            "UPDATE evaluations SET outcome=?, actual_result=?, explanation=?, reasons=?,"
+            " gold=?, scoring_version=? WHERE id=?",
+            [tuple(storable(v) for v in row) for row in rows],
+        )
+        await self.db.commit()
+
     async def spent(self, run_id: int) -> float:
         """What a run's own requests cost (results reused from earlier runs cost nothing)."""
         cursor = await self.db.execute(

@@ -320,3 +320,23 @@ def load_markdown_suite(
                 )
             )
     return suite
+
+
+def gold_from_file(
+    path: Path, code: str | None
+) -> tuple[int | None, tuple[int, ...], tuple[int, ...]]:
+    """(rule, also acceptable, gold lines) of the case file at `path` as it is now, for a result
+    recorded before results kept them; nothing when the file is gone or its code has changed
+    since (its gold would belong to another question)."""
+    parsed = read_case(path) if path.is_file() else "gone"
+    if isinstance(parsed, str) or parsed.gold.rule is None or parsed.expected != "bad":
+        return None, (), ()
+    if code is not None and parsed.code != code:
+        return None, (), ()
+    siblings: dict[str, ParsedCase] = {}
+    scenario = scenario_of(path.name)
+    for other in sorted(path.parent.glob("*-good.md")):
+        if scenario_of(other.name) == scenario and not isinstance(read := read_case(other), str):
+            siblings[other.name] = read
+    lines = gold_lines_of(parsed, path.name, good_codes_by_scenario(siblings))
+    return parsed.gold.rule, parsed.gold.also, lines
