@@ -43,6 +43,16 @@ def reason_summary(figures: ReasonFigures) -> ReasonSummary:
         right_rule_and_line_cases=figures.right_rule_and_line,
         wrong_rule=figures.wrong_rule,
         wrong_verdict=figures.wrong_verdict,
+        per_rule={
+            str(rule): {
+                "bad_cases": row.bad_cases,
+                "right": row.right,
+                "cited": row.cited,
+                "cited_right": row.cited_right,
+                "false_alarms": row.false_alarms,
+            }
+            for rule, row in figures.per_rule.items()
+        },
     )
 
 

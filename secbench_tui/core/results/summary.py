@@ -72,6 +72,8 @@ class ReasonSummary(BaseModel):
     right_rule_and_line_cases: int = 0
     wrong_rule: int = 0  # answered bad citing no right rule
     wrong_verdict: int = 0  # answered good, or not answered
+    # by SPEC rule number: bad_cases, right, cited, cited_right, false_alarms (on good cases)
+    per_rule: dict[str, dict[str, int]] = Field(default_factory=dict)
 
 
 class ScenarioSummary(BaseModel):
