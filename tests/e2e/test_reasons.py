@@ -211,7 +211,9 @@ def _close(a: object, b: object) -> bool:
     return a == b
 
 
-def run_and_check(server: LoopbackServer, tmp_path: Path, seed: int) -> tuple[Path, dict]:
+def run_and_check(
+    server: LoopbackServer, tmp_path: Path, seed: int
+) -> tuple[Path, dict, list[Written]]:
     cases = write_reason_suite(tmp_path / "suite")
     script_answers(server, cases, seed)
     db = tmp_path / "results.db"
@@ -241,7 +243,7 @@ def run_and_check(server: LoopbackServer, tmp_path: Path, seed: int) -> tuple[Pa
         row["false_alarms"] == want["false_alarms"].get(int(rule), 0)  # type: ignore[union-attr]
         for rule, row in per_rule.items()
     )
-    return db, summary
+    return db, summary, cases
 
 
 def test_every_reason_and_pair_figure_matches_counts_made_independently(
@@ -270,7 +272,7 @@ def test_a_reply_that_breaks_schema_2_is_unparsed_and_says_why(
 def test_rescore_changes_stored_scores_after_a_scoring_change_without_a_request(
     server: LoopbackServer, tmp_path: Path
 ) -> None:
-    db, summary = run_and_check(server, tmp_path, seed=4)
+    db, summary, cases = run_and_check(server, tmp_path, seed=4)
     asked = len(server.completions())
     before = {r["id"]: r for r in rows(db)}
     # The database as the scoring before version 2 left it: no reasons, no gold, no version,
@@ -300,6 +302,19 @@ def test_rescore_changes_stored_scores_after_a_scoring_change_without_a_request(
     suite = tmp_path / "suite"
     done = run_cli(server.base_url, db, suite, "--export", "json", "--out", str(report))
     assert done.returncode == 0, done.stderr
+    exported = json.loads(report.read_text())
+    assert exported["runs"][0]["summary"]["pairwise"]["p_c"] == summary["pairwise"]["p_c"]
+    results = {r["case_id"]: r for r in exported["results"]}
+    for case in cases:  # the rules cited and the quotes, as the server sent them
+        assert results[case.case_id]["rules_cited"] == [rule for rule, _ in case.cited]
+        assert len(results[case.case_id]["quotes"]) == len(case.cited)
+        assert results[case.case_id]["gold_rules"] == (
+            sorted(case.gold, key=lambda r: r not in (1, 3)) if case.expected == "bad" else []
+        )
+    done = run_cli(server.base_url, db, suite, "--export", "csv", "--out", str(tmp_path / "r.csv"))
+    assert done.returncode == 0, done.stderr
+    header, *lines = (tmp_path / "r.csv").read_text().splitlines()
+    assert "rules_cited" in header.split(",") and "quotes" in header.split(",")
 
 
 def test_baselines_land_on_the_chance_levels(server: LoopbackServer, tmp_path: Path) -> None:
