@@ -270,3 +270,40 @@ def first_answers(rows: Iterable[Mapping[str, Any]]) -> list[Answer]:
         for row in rows
         if row.get("suite_kind", "markdown") == "markdown" and not row.get("repeat")
     ]
+
+
+def rule_text(reason: ReasonScore | None, width: int = 10) -> str:
+    """The rules a reply cited, marked right (✓) or wrong (✗) when the case has a gold rule:
+    `4 ✓`, `2,7 ✗`; `-` for none. One renderer for every front end."""
+    if reason is None or not reason.citations:
+        return "-" if reason is None or reason.right_rule is None else "- ✗"
+    rules = ",".join(map(str, reason.rules))
+    if len(rules) > width - 2:
+        rules = rules[: width - 3] + "…"
+    if reason.right_rule is None:
+        return rules
+    return f"{rules} {'✓' if reason.right_rule else '✗'}"
+
+
+def reason_summary_text(reason: ReasonScore | None, gold: Sequence[int]) -> list[str]:
+    """A result's reason in words, line by line: the gold rule, each rule cited with its quote
+    and where the quote is, and whether the rule and the line are right."""
+    lines = []
+    if gold:
+        also = f" (also acceptable: {', '.join(map(str, gold[1:]))})" if gold[1:] else ""
+        lines.append(f"breaks rule {gold[0]}{also}")
+    if reason is None:
+        return lines
+    if reason.problem:
+        lines.append(f"breaks verdict schema 2: {reason.problem}")
+    if not reason.given and not reason.problem:
+        lines.append("no violations listed (a verdict without its reason: schema 1)")
+    for c in reason.citations:
+        where = f"lines {', '.join(map(str, c.lines))}" if c.lines else "not found in the code"
+        mark = "" if not gold else (" (right rule)" if c.rule in gold else " (not this case's)")
+        lines.append(f"cites rule {c.rule}{mark}: {c.quote!r} ({where})")
+    if reason.right_rule is not None:
+        verdict = "right rule" if reason.right_rule else "wrong rule or verdict"
+        line = "; quote on the flawed lines" if reason.right_line else ""
+        lines.append(verdict + line)
+    return lines

@@ -731,7 +731,7 @@ class Store:
             else (
                 "e.id, e.timestamp, e.model_name, e.run_id, e.app, e.case_id, e.expected_result,"
                 " e.actual_result, e.outcome, e.latency_ms, e.cost, e.prompt_tokens,"
-                " e.completion_tokens, e.repeat, e.suite_kind"
+                " e.completion_tokens, e.repeat, e.suite_kind, e.reasons"
             )
         )
         join = " LEFT JOIN case_texts c ON c.hash = e.case_hash" if with_text else ""
@@ -983,7 +983,7 @@ class Store:
         cursor = await self.db.execute(
             "SELECT e.id, e.timestamp, e.model_name, e.run_id, e.app, e.case_id,"
             " e.expected_result, e.actual_result, e.outcome, e.latency_ms, e.cost,"
-            " e.prompt_tokens, e.completion_tokens, e.repeat, e.suite_kind"
+            " e.prompt_tokens, e.completion_tokens, e.repeat, e.suite_kind, e.reasons"
             f" FROM evaluations e{where} ORDER BY {column}{way}, e.id{way} LIMIT ?",
             [*params, limit],
         )
