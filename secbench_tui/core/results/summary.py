@@ -313,13 +313,22 @@ def _vuldetectbench_lines(s: RunSummary) -> list[Line]:
 
 def matrix_lines(ended: Sequence[tuple[RunStatus | str, str | None, RunSummary]]) -> list[Line]:
     """Several runs, one line each: model x prompt, accuracy, CI, balanced, cost, status."""
-    lines = [_line(Segment("Matrix (accuracy, 95% CI, balanced accuracy):", "heading"))]
+    lines = [
+        _line(
+            Segment(
+                "Matrix (P-C and right reason where the suite has pairs and rules;"
+                " accuracy, 95% CI, balanced accuracy):",
+                "heading",
+            )
+        )
+    ]
     for status, message, s in ended:
         figure = numbers.EMPTY
         if s.accuracy is not None:
             low, high = s.accuracy_ci or (None, None)
+            lead = _matrix_lead(s)
             figure = (
-                f"{numbers.pct(s.accuracy)} ({numbers.pct(low)}-{numbers.pct(high)})"
+                f"{lead}{numbers.pct(s.accuracy)} ({numbers.pct(low)}-{numbers.pct(high)})"
                 f"  balanced {numbers.pct(s.balanced_accuracy)}"
             )
         lines.append(
@@ -332,3 +341,13 @@ def matrix_lines(ended: Sequence[tuple[RunStatus | str, str | None, RunSummary]]
         if message:
             lines.append(_line(Segment(f"    {inert_line(message)}", "dim")))
     return lines
+
+
+def _matrix_lead(s: RunSummary) -> str:
+    """`P-C 45.0%  right reason 40.8%  ` before a matrix run's accuracy, where they apply."""
+    parts = []
+    if s.pairwise is not None and s.pairwise.pairs:
+        parts.append(f"P-C {numbers.pct(s.pairwise.p_c)}")
+    if s.reason is not None and s.reason.bad_cases:
+        parts.append(f"right reason {numbers.pct(s.reason.right_rule)}")
+    return "".join(f"{part}  " for part in parts) + ("accuracy " if parts else "")
