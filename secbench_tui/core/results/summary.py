@@ -316,8 +316,8 @@ def matrix_lines(ended: Sequence[tuple[RunStatus | str, str | None, RunSummary]]
     lines = [
         _line(
             Segment(
-                "Matrix (P-C and right reason where the suite has pairs and rules;"
-                " accuracy, 95% CI, balanced accuracy):",
+                "Matrix (accuracy, 95% CI, balanced accuracy; led by P-C and the right-reason"
+                " rate where the suite has pairs and rules):",
                 "heading",
             )
         )

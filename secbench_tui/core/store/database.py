@@ -251,9 +251,11 @@ async def _add_reasons(db: aiosqlite.Connection) -> None:
     model said what it said (`reasons`: the violations cited, scored, JSON) and the version of
     the scoring that wrote the row's scores (`scoring_version`; NULL: before versions were kept,
     which `--rescore` brings up to date from the raw replies)."""
-    await db.execute("ALTER TABLE evaluations ADD COLUMN gold TEXT")
-    await db.execute("ALTER TABLE evaluations ADD COLUMN reasons TEXT")
-    await db.execute("ALTER TABLE evaluations ADD COLUMN scoring_version INTEGER")
+    cursor = await db.execute("PRAGMA table_info(evaluations)")
+    have = {row[1] for row in await cursor.fetchall()}
+    for column, kind in (("gold", "TEXT"), ("reasons", "TEXT"), ("scoring_version", "INTEGER")):
+        if column not in have:
+            await db.execute(f"ALTER TABLE evaluations ADD COLUMN {column} {kind}")
 
 
 # MIGRATIONS[n] brings a file at version n to version n + 1.
