@@ -91,6 +91,7 @@ _OPTIONAL_KEYS = (
     "pairwise",
     "reason",
     "scenarios",
+    "no_answer",
 )
 
 
@@ -119,6 +120,8 @@ class RunSummary(VerdictStats):
     pairwise: PairwiseSummary | None = None
     reason: ReasonSummary | None = None
     scenarios: ScenarioSummary | None = None
+    # Set when no case got an answer: the commonest error, and how many cases it ended
+    no_answer: str | None = None
 
     @property
     def cost_is_partial(self) -> bool:
@@ -196,6 +199,8 @@ def summary_lines(
         lines.append(
             _line(f"  accuracy {numbers.EMPTY} (no case was answered: every request failed)")
         )
+        if s.no_answer:
+            lines.append(_line("  ", Segment(inert_line(s.no_answer), "warning")))
     elif s.accuracy is not None:
         lines.extend(reason_lines(s))
         low, high = s.accuracy_ci or (None, None)
