@@ -355,3 +355,47 @@ def test_baselines_land_on_the_chance_levels(server: LoopbackServer, tmp_path: P
         cited = {c["rule"] for c in reason["citations"]}
         assert cited <= rules[row["app"]]
         assert bool(cited) == (row["actual_result"] == "bad")
+
+
+def test_the_report_compares_two_models_on_scenarios_solved(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    """Two models, two sets of answers: the report's scenario McNemar table counts the
+    scenarios each solved as counted here, and its per-model rows lead with P-C."""
+    import html
+    import re
+
+    suite = tmp_path / "suite"
+    cases = write_reason_suite(suite)
+    db = tmp_path / "results.db"
+    solved: dict[str, set[int]] = {}
+    for seed, model in ((5, "openai/gpt-4o-mini"), (6, "anthropic/claude-3.5-haiku")):
+        server.reset()
+        for case in cases:
+            case.verdict, case.cited = None, []
+        # mostly right answers, so that some scenarios are solved
+        rng = random.Random(seed)
+        for case in cases:
+            right = rng.random() < 0.8
+            case.verdict = case.expected if right else ("good" if case.expected == "bad" else "bad")
+            violations = [{"rule": 1, "quote": "x"}] if case.verdict == "bad" else []
+            body = {"explanation": "e", "assessment": case.verdict, "violations": violations}
+            server.always(case.code, reply(json.dumps(body)))
+        done = run_cli(server.base_url, db, suite, model=model)
+        assert done.returncode == 0, done.stderr
+        solved[model] = {
+            s
+            for s in range(SCENARIOS)
+            if all(c.verdict == c.expected for c in cases if c.scenario == s)
+        }
+    out = tmp_path / "report.html"
+    done = run_cli(server.base_url, db, suite, "--report", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    page = out.read_text()
+    table = page.split('id="scenario-pairs"', 1)[1].split("</table>", 1)[0]
+    cells = [html.unescape(c) for c in re.findall(r'<td class="n">([^<]*)</td>', table)]
+    first, second = (html.unescape(c) for c in re.findall(r"<td>([^<]*)</td>", table)[:2])
+    a, b = solved[first], solved[second]  # the report's order (A, B)
+    assert {first, second} == set(solved)
+    assert cells[:4] == [str(SCENARIOS), str(len(a & b)), str(len(a - b)), str(len(b - a))]
+    assert 'id="reasons-table"' in page and "P-C" in page
