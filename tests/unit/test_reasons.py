@@ -203,3 +203,21 @@ def test_lint_reports_missing_unknown_and_misplaced_rules(tmp_path: Path) -> Non
     assert any("a-02-bad.md" in m and "rule 7 is not in the SPEC" in m for m in messages)
     assert any("b-02-bad.md" in m and "without '# Rule'" in m for m in messages)
     assert not any(f.fails for f in lint_suite(BUNDLED).findings if f.check == "rule")
+
+
+def test_the_bootstrap_resamples_scenarios_and_agrees_with_the_clustered_interval() -> None:
+    from secbench_tui.core.results.pairwise import bootstrap_interval, clustered_interval
+
+    tallies = [PairTally(pairs=4, p_c=i % 5, scenarios=1, solved=i % 2) for i in range(49)]
+    boot = bootstrap_interval(tallies, "p_c")
+    assert boot is not None and boot == bootstrap_interval(tallies, "p_c")  # seeded
+    clustered = clustered_interval([(t.p_c, t.pairs) for t in tallies])
+    assert clustered is not None
+    assert abs(boot[0] - clustered[0]) < 0.02 and abs(boot[1] - clustered[1]) < 0.02
+    p_c = sum(t.p_c for t in tallies) / sum(t.pairs for t in tallies)
+    assert boot[0] < p_c < boot[1]
+    # pairs of one scenario move together: wider than if the 196 pairs were independent
+    from secbench_tui.core.results.metrics import proportion_interval
+
+    low, high = proportion_interval(p_c, 196)
+    assert boot[1] - boot[0] > high - low

@@ -27,6 +27,7 @@ from secbench_tui.core.results.reasons import Answer
 
 BOOTSTRAP_SAMPLES = 2000
 BOOTSTRAP_SEED = 20240501  # fixed: the same results give the same interval every time
+BOOTSTRAP_WORK = 400_000  # scenario draws at most; beyond, the clustered normal interval
 
 
 @dataclass(frozen=True)
@@ -122,18 +123,42 @@ def bootstrap_interval(
     samples: int = BOOTSTRAP_SAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, float] | None:
-    """95% percentile-bootstrap interval of `rate(name)`, resampling whole scenarios."""
+    """95% percentile-bootstrap interval of `rate(name)`, resampling whole scenarios.
+
+    Past `BOOTSTRAP_WORK` draws (thousands of scenarios) the interval is the normal one with the
+    cluster-robust (linearised) variance of a ratio, which the bootstrap converges to, so a
+    large suite's summary does not take seconds."""
     if not tallies:
         return None
+    over = "scenarios" if name == "solved" else "pairs"
+    parts = [(getattr(t, name), getattr(t, over)) for t in tallies]
+    n = len(parts)
+    if n * samples > BOOTSTRAP_WORK:
+        return clustered_interval(parts)
     rng = random.Random(seed)
     values = []
     for _ in range(samples):
-        total = sum((rng.choice(tallies) for _ in tallies), PairTally())
-        value = total.rate(name)
-        if value is not None:
-            values.append(value)
+        hits = total = 0
+        for i in rng.choices(range(n), k=n):
+            hits += parts[i][0]
+            total += parts[i][1]
+        if total:
+            values.append(hits / total)
     low, high = percentile(values, 2.5), percentile(values, 97.5)
     return None if low is None or high is None else (low, high)
+
+
+def clustered_interval(parts: Sequence[tuple[int, int]]) -> tuple[float, float] | None:
+    """95% normal interval of sum(hits) / sum(total) over clusters (scenarios), with the
+    linearised cluster-robust variance n/(n-1) * sum((h - p t)^2) / (sum t)^2."""
+    total = sum(t for _, t in parts)
+    n = len(parts)
+    if not total or n < 2:
+        return None
+    p = sum(h for h, _ in parts) / total
+    variance = n / (n - 1) * sum((h - p * t) ** 2 for h, t in parts) / total**2
+    half = 1.959963984540054 * variance**0.5
+    return max(0.0, p - half), min(1.0, p + half)
 
 
 @dataclass(frozen=True)
