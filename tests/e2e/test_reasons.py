@@ -399,3 +399,19 @@ def test_the_report_compares_two_models_on_scenarios_solved(
     assert {first, second} == set(solved)
     assert cells[:4] == [str(SCENARIOS), str(len(a & b)), str(len(a - b)), str(len(b - a))]
     assert 'id="reasons-table"' in page and "P-C" in page
+
+
+def test_a_suite_without_rules_shows_reasons_as_not_available(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    from tests.e2e.harness import write_suite
+
+    write_suite(tmp_path / "suite", {"shop": ["good", "bad", "good", "bad"]})
+    out = tmp_path / "summary.json"
+    db = tmp_path / "results.db"
+    done = run_cli(server.base_url, db, tmp_path / "suite", "--summary-json", str(out))
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(out.read_text())
+    assert summary["reason"]["bad_cases"] == 0 and summary["reason"]["right_rule"] is None
+    assert summary["accuracy"] == 1.0  # the verdicts still count (schema 1 replies)
+    assert "right reason n/a (the suite names no rules)" in done.stdout
