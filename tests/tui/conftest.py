@@ -91,6 +91,27 @@ async def settle(pilot: Pilot[Any]) -> None:
     assert not getattr(pilot.app, "errors", []), pilot.app.errors  # type: ignore[attr-defined]
 
 
+async def search_palette(pilot: Pilot[Any], query: str) -> list[str]:
+    """Open ctrl+p, put `query` in its input as typing does (inserted at the cursor, at once
+    rather than key by key), and wait for the search to finish; returns the hits, best first.
+    """
+    from textual.command import CommandInput, CommandList, CommandPalette, Hit
+
+    await pilot.press("ctrl+p")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, CommandPalette))
+    palette = pilot.app.screen
+    palette.query_one(CommandInput).insert_text_at_cursor(query)
+    hits = palette.query_one(CommandList)
+
+    def searched() -> bool:  # the list holds search hits, no longer what it shows on opening
+        options = [hits.get_option_at_index(i) for i in range(hits.option_count)]
+        return bool(options) and all(isinstance(getattr(o, "hit", None), Hit) for o in options)
+
+    await wait_until(pilot, searched)
+    await settle(pilot)  # the search's worker has finished: every hit is in
+    return [str(hits.get_option_at_index(i).hit.text) for i in range(hits.option_count)]  # type: ignore[attr-defined]
+
+
 async def record_run(settings: Settings) -> int:
     """Run an evaluation the headless way (same session and engine) into settings.db."""
     import io
@@ -98,14 +119,15 @@ async def record_run(settings: Settings) -> int:
     from secbench_tui.core.run.engine import Engine
     from secbench_tui.core.store.database import Store
     from secbench_tui.headless import consume
-    from secbench_tui.planner import build_spec, load_suite, make_provider
+    from secbench_tui.planner import build_spec, load_suite, make_provider, plan_settings
 
-    suite = load_suite(settings)
-    provider = make_provider(settings)
+    (one,) = plan_settings(settings)  # one model, one prompt: one run
+    suite = load_suite(one)
+    provider = make_provider(one)
     store = await Store.open(settings.db)
     try:
         finished = await consume(
-            Engine(build_spec(settings, suite), provider, store), io.StringIO(), io.StringIO()
+            Engine(build_spec(one, suite), provider, store), io.StringIO(), io.StringIO()
         )
     finally:
         await provider.aclose()

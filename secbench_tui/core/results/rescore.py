@@ -13,12 +13,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from secbench_tui.core.models import Case, SuiteKind
 from secbench_tui.core.results.reasons import stored_gold
 from secbench_tui.core.results.scoring import SCORING_VERSION, score_markdown
 from secbench_tui.core.store.database import Store
+from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.suites.markdown import gold_from_file
 
 
@@ -39,12 +39,12 @@ class RescoreReport:
         )
 
 
-def _gold_of(row: dict[str, Any]) -> tuple[int | None, tuple[int, ...], tuple[int, ...], bool]:
+def _gold_of(row: ResultRow) -> tuple[int | None, tuple[int, ...], tuple[int, ...], bool]:
     """(rule, also, lines, whether it came from the case file) for a stored result."""
     rules = stored_gold(row.get("gold"))
     if rules:
         try:
-            lines = json.loads(row["gold"]).get("lines", [])
+            lines = json.loads(row.get("gold") or "{}").get("lines", [])
         except (ValueError, AttributeError):
             lines = []
         kept = tuple(n for n in lines if isinstance(n, int) and not isinstance(n, bool))
@@ -55,7 +55,7 @@ def _gold_of(row: dict[str, Any]) -> tuple[int | None, tuple[int, ...], tuple[in
     return rule, also, lines, rule is not None
 
 
-def case_of(row: dict[str, Any]) -> tuple[Case, bool]:
+def case_of(row: ResultRow) -> tuple[Case, bool]:
     """The case a stored result answered, as scoring needs it."""
     rule, also, lines, from_file = _gold_of(row)
     case = Case(

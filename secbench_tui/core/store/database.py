@@ -9,13 +9,15 @@ written by the original security-bench evaluator (the seven columns and nothing 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
+import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import aiosqlite
 
@@ -29,6 +31,7 @@ from secbench_tui.core.store.comparison import (
     Verdict,
     flip_of,
 )
+from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.stored_values import BELIEVABLE_COST_SQL
 from secbench_tui.core.store.values import gold_json, now_iso, storable, text_hash
 from secbench_tui.core.untrusted import redact_url
@@ -139,6 +142,31 @@ _EVAL_COLUMNS = (
 # What reads of whole rows select: a table adopted from the original evaluator also holds its
 # `request` and `response` bodies, which no read of ours needs.
 _ROW = "e.id, " + ", ".join(f"e.{column}" for column in _EVAL_COLUMNS)
+
+
+BUSY_TIMEOUT_S = 5.0  # how long an open or a write waits for another process's lock
+
+
+async def _use_wal(db: aiosqlite.Connection) -> None:
+    """Switch the file to WAL (a no-op once it is), waiting as long as the busy timeout.
+
+    SQLite switches by upgrading a read lock to a write lock, and never waits for such an
+    upgrade (two connections waiting on each other would deadlock), so the busy timeout does
+    not cover it: while another process is switching the same new file or reading it, the
+    switch fails at once with SQLITE_BUSY. It is retried here instead, with a short backoff.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + BUSY_TIMEOUT_S
+    delay = 0.001
+    while True:
+        try:
+            await db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or loop.time() > deadline:
+                raise
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 class StoreError(Exception):
@@ -420,20 +448,14 @@ class Store:
         store = cls(db, path)
         try:
             db.row_factory = aiosqlite.Row
-            await db.execute("PRAGMA busy_timeout=5000")
-            if await original.unadopted(db):
-                try:  # before the first change, even to the journal mode
-                    store.backup = await original.back_up(db, path)
-                except OSError as exc:
-                    raise StoreError(
-                        f"--db {path}: written by the original security-bench; cannot write a "
-                        f"copy of it beside it before adopting it ({exc}); make the folder "
-                        "writable, or copy the file and use the copy"
-                    ) from exc
-            await db.execute("PRAGMA journal_mode=WAL")
-            await db.execute("PRAGMA synchronous=NORMAL")
+            await db.execute(f"PRAGMA busy_timeout={round(BUSY_TIMEOUT_S * 1000)}")
             await db.execute("PRAGMA foreign_keys=ON")
+            # Migrate (and copy an original's file) before switching to WAL: the copy must be
+            # of the file as it was, and a new file's schema is written under a lock the busy
+            # timeout waits for, which the switch to WAL is not (`_use_wal`).
             await store._migrate()
+            await _use_wal(db)
+            await db.execute("PRAGMA synchronous=NORMAL")
             store._adopted = await original.write_layout(db)
         except Exception as exc:
             await db.close()
@@ -459,6 +481,18 @@ class Store:
     async def close(self) -> None:
         await self.db.close()
 
+    async def _back_up_original(self) -> Path:
+        from secbench_tui.core.store import original
+
+        try:
+            return await original.back_up(self.db, self.path)
+        except OSError as exc:
+            raise StoreError(
+                f"--db {self.path}: written by the original security-bench; cannot write a "
+                f"copy of it beside it before adopting it ({exc}); make the folder "
+                "writable, or copy the file and use the copy"
+            ) from exc
+
     async def _user_version(self) -> int:
         cursor = await self.db.execute("PRAGMA user_version")
         row = await cursor.fetchone()
@@ -482,13 +516,11 @@ class Store:
             # Read again under the write lock: another process opening the same new file
             # at the same moment may have migrated it while this one waited for the lock.
             version = await self._user_version()
-            if version == 0:
-                cursor = await self.db.execute(
-                    "SELECT name FROM sqlite_master WHERE type='table' AND name='evaluations'"
-                )
-                if await cursor.fetchone() is None:
-                    await _create_v1(self.db)
-                    version = 1
+            if await original.unadopted(self.db):  # decided under the lock: one copy, made first
+                self.backup = await self._back_up_original()
+            elif version == 0:  # a new file
+                await _create_v1(self.db)
+                version = 1
             while version < SCHEMA_VERSION:
                 await MIGRATIONS[version](self.db)
                 version += 1
@@ -606,11 +638,9 @@ class Store:
         cursor = await self.db.execute(sql, (run_id,))
         return {(row[0], row[1]) for row in await cursor.fetchall()}
 
-    async def reusable(
-        self, request_hashes: Sequence[str]
-    ) -> dict[tuple[str, int], dict[str, Any]]:
+    async def reusable(self, request_hashes: Sequence[str]) -> dict[tuple[str, int], ResultRow]:
         """The latest complete (non-error) result of each request, by (request hash, repeat)."""
-        found: dict[tuple[str, int], dict[str, Any]] = {}
+        found: dict[tuple[str, int], ResultRow] = {}
         unique = sorted(set(request_hashes))
         for start in range(0, len(unique), 500):
             chunk = unique[start : start + 500]
@@ -630,13 +660,13 @@ class Store:
 
     async def adopted_answers(
         self, model: str, bodies: dict[str, dict[str, Any]]
-    ) -> dict[tuple[str, int], dict[str, Any]]:
+    ) -> dict[tuple[str, int], ResultRow]:
         """Answers the original evaluator recorded for exactly these requests: rows of its
         imported runs of `model` whose stored request body is the one given for their case id.
         Keyed by (case id, n): the n-th such row of the case, in the order they were written."""
         from secbench_tui.core.store.original import same_request
 
-        found: dict[tuple[str, int], dict[str, Any]] = {}
+        found: dict[tuple[str, int], ResultRow] = {}
         if not self.adopted_requests or not bodies:
             return found
         taken: dict[str, int] = {}
@@ -787,7 +817,7 @@ class Store:
         limit: int = 200,
         with_text: bool = False,
         newest_first: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ResultRow]:
         """One page of results in id order (keyset pagination: pass the last id seen)."""
         where, params = self._where(flt)
         if after_id is not None:
@@ -812,7 +842,7 @@ class Store:
         )
         return [stored.evaluation_row(dict(row)) for row in await cursor.fetchall()]
 
-    async def result(self, evaluation_id: int) -> dict[str, Any] | None:
+    async def result(self, evaluation_id: int) -> ResultRow | None:
         cursor = await self.db.execute(
             f"SELECT {_ROW}, c.code AS code, c.description AS description FROM evaluations e"
             " LEFT JOIN case_texts c ON c.hash = e.case_hash WHERE e.id=?",
@@ -821,7 +851,7 @@ class Store:
         row = await cursor.fetchone()
         return stored.evaluation_row(dict(row)) if row else None
 
-    async def run_results(self, run_id: int, with_text: bool = True) -> list[dict[str, Any]]:
+    async def run_results(self, run_id: int, with_text: bool = True) -> list[ResultRow]:
         """A run's results in case order; without text, only what figures are made of."""
         columns = (
             f"{_ROW}, c.code AS code, c.description AS description"
@@ -841,7 +871,7 @@ class Store:
 
     async def rescorable_page(
         self, run_ids: Sequence[int] = (), after_id: int = 0, limit: int = 500
-    ) -> list[dict[str, Any]]:
+    ) -> list[ResultRow]:
         """Markdown results whose reply arrived readable (no error), with what scoring reads:
         the raw reply, the case's code, its label and gold. Keyset pages by id."""
         where = "e.suite_kind = 'markdown' AND e.error IS NULL AND e.id > ?"
@@ -950,7 +980,7 @@ class Store:
         row = await cursor.fetchone()
         return GridCounts(int(row[0]), int(row[1])) if row else GridCounts(0, 0)
 
-    async def case_answers(self, run_ids: Sequence[int], case_id: str) -> list[dict[str, Any]]:
+    async def case_answers(self, run_ids: Sequence[int], case_id: str) -> list[ResultRow]:
         """Each run's full first answer to one case, in the order of `run_ids`."""
         if not run_ids:
             return []
@@ -961,7 +991,7 @@ class Store:
             " AND e.repeat = 0",
             [*run_ids, case_id],
         )
-        found = {row["run_id"]: dict(row) for row in await cursor.fetchall()}
+        found = {row["run_id"]: cast(ResultRow, dict(row)) for row in await cursor.fetchall()}
         return [found[r] for r in run_ids if r in found]
 
     async def flips_page(
@@ -1038,7 +1068,7 @@ class Store:
         after: tuple[Any, int] | None = None,
         limit: int = 200,
         descending: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ResultRow]:
         """One page of results ordered by `sort` ("case", "outcome", "run"), then id.
 
         Keyset pagination on (that column, id): pass the last row's pair as `after`."""
@@ -1057,7 +1087,7 @@ class Store:
             f" FROM evaluations e{where} ORDER BY {column}{way}, e.id{way} LIMIT ?",
             [*params, limit],
         )
-        return [dict(row) for row in await cursor.fetchall()]
+        return [cast(ResultRow, dict(row)) for row in await cursor.fetchall()]
 
 
 # The columns the results browser sorts by (`Store.results_page_sorted`), by the row key.

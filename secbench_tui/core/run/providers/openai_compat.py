@@ -69,8 +69,9 @@ class ClientSettings:
     response_format: str = "json_schema"
     reasoning_effort: str | None = None  # sent as reasoning.effort when set
     request_style: str = "secbench-tui"  # "security-bench": the original evaluator's body
-    max_retries: int = 5
-    timeout: float = 120.0
+    # what every run sets from its settings (config.Options declares them, with their defaults)
+    max_retries: int = field(kw_only=True)
+    timeout: float = field(kw_only=True)  # seconds for one whole attempt
     backoff_base: float = 0.5
     backoff_max: float = 30.0
     retry_after_max: float = 300.0
@@ -190,6 +191,8 @@ class OpenAICompatibleProvider:
             "X-Title": TITLE,
             "User-Agent": f"secbench-tui/{__version__}",
         }
+        if self.settings.request_style == security_bench.STYLE:
+            headers.update(security_bench.HEADERS)  # how the original names itself
         if self.settings.api_key:
             if not _header_safe(self.settings.api_key):
                 raise RunAborted(_BAD_HEADER)
