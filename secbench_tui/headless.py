@@ -55,7 +55,6 @@ from secbench_tui.planner import (
     Plan,
     UsageError,
     catalog_defaults,
-    context_refusals,
     plan_matrix,
     plan_settings,
 )
@@ -293,13 +292,12 @@ async def _run(settings: Settings) -> int:
         await matrix.aclose()
         say_error(exc)
         return EXIT_USAGE
-    if not settings.force:
-        overflows = await context_refusals(settings, plan)
-        if overflows:
-            await matrix.aclose()
-            for overflow in overflows:
-                say_error(overflow.message())
-            return EXIT_USAGE
+    overflows = await matrix.refusals()
+    if overflows:
+        await matrix.aclose()
+        for overflow in overflows:
+            say_error(overflow.message())
+        return EXIT_USAGE
     if settings.resume and not settings.db.exists():
         await matrix.aclose()
         print(f"nothing to resume: {settings.db} holds no run yet", file=sys.stderr)

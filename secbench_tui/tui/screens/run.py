@@ -40,7 +40,6 @@ from secbench_tui.core.run.events import (
 from secbench_tui.core.run.matrix import PlannedRun
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.lifecycle import MatrixRun
-from secbench_tui.planner import context_refusals
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.inflight import InFlight
 from secbench_tui.tui.messages import (
@@ -199,19 +198,17 @@ class RunScreen(BaseScreen):
             run.stop()
         try:
             plan = await run.plan()
-            await run.open_store()
+            refused = await run.refusals()  # a prompt larger than the model's context
+            if not refused:
+                await run.open_store()
         except Exception as exc:
             await run.aclose()
             self.post_message(RunFailed(describe_error(exc)))
             return
-        if not self.settings.force:  # a prompt larger than the model's context is not sent
-            refused = await context_refusals(
-                self.settings, plan, run.cache_dir, fetch=run.fetch_catalog
-            )
-            if refused:
-                await run.aclose()
-                self.post_message(RunFailed("; ".join(o.message() for o in refused)))
-                return
+        if refused:
+            await run.aclose()
+            self.post_message(RunFailed("; ".join(o.message() for o in refused)))
+            return
         self.planned = plan.runs
         self._draw_matrix()
         async for tagged in run.events():
