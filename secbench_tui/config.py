@@ -427,6 +427,14 @@ class Command(BaseModel):
         ),
     ] = None
     lint: Annotated[bool, Flag("check a suite and exit", group=MODE)] = False
+    rescore: Annotated[
+        bool,
+        Flag(
+            "score the stored replies again with this version's scoring, without a request"
+            " (--runs picks runs), and exit",
+            group=MODE,
+        ),
+    ] = False
     verify: Annotated[bool, Flag("prove the suite's labels on PostgreSQL and exit", group=MODE)] = (
         False
     )
@@ -470,8 +478,9 @@ class Command(BaseModel):
 
     @property
     def uses_key(self) -> bool:
-        """Only runs send the API key: linting, reports, exports and --verify never read it."""
-        return not (self.lint or self.report or self.export or self.verify)
+        """Only runs send the API key: linting, reports, exports, --rescore and --verify never
+        read it."""
+        return not (self.lint or self.report or self.export or self.verify or self.rescore)
 
 
 def declared(model: type[BaseModel], kind: type[Any]) -> dict[str, Any]:
@@ -513,6 +522,14 @@ def describe_error(exc: ValidationError, model: type[BaseModel] = Settings) -> s
 def bundled_cases_dir() -> Path:
     """The suite shipped inside the package, from any working directory or install."""
     return Path(str(resources.files("secbench_tui") / "cases"))
+
+
+def is_bundled_suite(cases_dir: Path) -> bool:
+    """Is `cases_dir` the suite shipped with the tool (whose code verify runs unasked)?"""
+    try:
+        return cases_dir.resolve() == bundled_cases_dir().resolve()
+    except OSError:
+        return False
 
 
 def load_env(dotenv_path: Path | None = None) -> dict[str, str]:
