@@ -21,13 +21,22 @@ import contextlib
 import json
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 from secbench_tui import __version__
-from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, RunStatus, SuiteKind
+from secbench_tui.core.models import (
+    Case,
+    Completion,
+    Evaluation,
+    Outcome,
+    RecordedSettings,
+    RunStatus,
+    SuiteKind,
+)
+from secbench_tui.core.results.figures import run_figures
 from secbench_tui.core.results.metrics import summarize, usage_stats
 from secbench_tui.core.results.scoring import score_completion
 from secbench_tui.core.results.summary import RunSummary
@@ -57,6 +66,7 @@ from secbench_tui.core.run.providers.retry import (
     unreachable_message,
 )
 from secbench_tui.core.store.database import Store, prompt_keyed
+from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.values import now_iso, text_hash
 from secbench_tui.core.suites import security_bench
 
@@ -75,7 +85,7 @@ class RunSpec:
     cases: Sequence[Case]
     suite_kind: str
     suite_path: str
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: RecordedSettings = field(default_factory=lambda: RecordedSettings())
     prompt_hash: str = ""
     prompt_name: str = ""  # the evaluation prompt's name: part of the reuse and resume keys
     repeats: int = 1
@@ -119,12 +129,13 @@ class RunSpec:
         return prompt_keyed(base, self.prompt_name)
 
     def _request_settings(self) -> dict[str, Any]:
-        request = {k: self.settings.get(k) for k in REQUEST_SETTINGS}
+        recorded = cast(Mapping[str, Any], self.settings)  # read by name, as stored
+        request = {k: recorded.get(k) for k in REQUEST_SETTINGS}
         endpoint = request["base_url"] if self.base_url is None else self.base_url
         request["base_url"] = str(endpoint or "").rstrip("/")
         for key, unset in OPTIONAL_REQUEST_SETTINGS.items():
-            if self.settings.get(key, unset) != unset:
-                request[key] = self.settings[key]
+            if recorded.get(key, unset) != unset:
+                request[key] = recorded[key]
         return request
 
     def request_hash(self, case: Case) -> str:
@@ -339,7 +350,7 @@ class Engine:
         )
         return run_id, False
 
-    async def _reuse(self, run_id: int, work: _Work, row: dict[str, Any]) -> Evaluation:
+    async def _reuse(self, run_id: int, work: _Work, row: ResultRow) -> Evaluation:
         completion = Completion(
             text=row["raw_reply"],
             status=row["http_status"],
@@ -462,7 +473,8 @@ class Engine:
             summary_error: str | None = f"could not read the results back: {exc}"
         else:
             summary_error = None
-        figures = summarize(rows)
+        # the summary's fields, by name
+        figures: dict[str, object] = {**summarize(rows), **run_figures(rows)}
         vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
         if vdb_rows:
             from secbench_tui.core.vuldetectbench.scoring import (
@@ -666,7 +678,7 @@ def request_body(spec: RunSpec, provider: object, case: Case) -> dict[str, Any] 
 
 async def adopted_answers(
     spec: RunSpec, provider: object, store: Store, work: Sequence[Any]
-) -> dict[tuple[str, int], dict[str, Any]]:
+) -> dict[tuple[str, int], ResultRow]:
     """Answers the original evaluator recorded (in a database it wrote, adopted) for exactly
     the requests `work` would send, by (case id, repeat)."""
     if not work or not store.adopted_requests:
@@ -679,7 +691,7 @@ async def adopted_answers(
     return await store.adopted_answers(spec.model, bodies)
 
 
-def no_answer(rows: Sequence[dict[str, Any]]) -> str | None:
+def no_answer(rows: Sequence[ResultRow]) -> str | None:
     """When no case of a run got an answer, why: its commonest error and how many it ended."""
     if not rows or any(row["outcome"] != Outcome.ERROR.value for row in rows):
         return None

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, cast
 
 from secbench_tui.core import believable
+from secbench_tui.core.store.rows import ResultRow
 
 _TEXT = (
     "timestamp", "test_file", "model_name", "expected_result", "actual_result", "explanation",
     "suite_kind", "app", "case_id", "outcome", "raw_reply", "error", "finish_reason",
     "served_model", "provider", "case_hash", "request_hash", "notes", "code", "description",
-    "reasoning",
+    "reasoning", "gold", "reasons",
 )  # fmt: skip
 _REQUIRED_TEXT = frozenset(
     ("timestamp", "test_file", "model_name", "expected_result", "suite_kind", "app", "case_id")
@@ -77,7 +78,7 @@ def scores(value: Any) -> str:
     return json.dumps(kept, sort_keys=True)
 
 
-def evaluation_row(row: dict[str, Any]) -> dict[str, Any]:
+def evaluation_row(row: dict[str, Any]) -> ResultRow:
     """One `evaluations` row (possibly joined with `case_texts`) with believable values."""
     clean = dict(row)
     for name in _TEXT:
@@ -95,6 +96,8 @@ def evaluation_row(row: dict[str, Any]) -> dict[str, Any]:
         clean["latency_ms"] = duration_ms(clean["latency_ms"])
     if "attempts" in clean:
         clean["attempts"] = whole(clean["attempts"], 1, MAX_INDEX) or 1
+    if "scoring_version" in clean:
+        clean["scoring_version"] = whole(clean["scoring_version"], 0, MAX_INDEX)
     if "http_status" in clean:
         clean["http_status"] = whole(clean["http_status"], 100, 999)
     for name in ("id", "run_id", "reused_from"):
@@ -102,7 +105,7 @@ def evaluation_row(row: dict[str, Any]) -> dict[str, Any]:
             clean[name] = whole(clean[name], -(2**63), 2**63 - 1)
     if "scores" in clean:
         clean["scores"] = scores(clean["scores"])
-    return clean
+    return cast(ResultRow, clean)
 
 
 # SQL for a believable cost, for sums made in the database (budgets, per-run totals).

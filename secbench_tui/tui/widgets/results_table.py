@@ -16,7 +16,10 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
+from secbench_tui.core.results.reasons import rule_text, stored_reason
 from secbench_tui.core.store.database import SORT_COLUMNS, ResultFilter, Store
+from secbench_tui.core.store.rows import ResultRow
+from secbench_tui.core.store.rows import column as row_column
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.errors import Guarded
@@ -32,6 +35,7 @@ COLUMNS = (
     ("case_id", "case"),
     ("expected", "expected"),
     ("actual", "actual"),
+    ("rule", "rule"),
     ("outcome", "outcome"),
 )
 SORTS = ("id", *SORT_COLUMNS)  # what `s` cycles through, by column key
@@ -62,7 +66,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         self.case_width = 12
         self.sort_key = "id"  # a column key of SORTS; `newest_first` reverses the order
         self._others = 0  # cells the columns other than the case take
-        self._rows: list[dict[str, Any]] = []  # what is shown, to draw again at a new width
+        self._rows: list[ResultRow] = []  # what is shown, to draw again at a new width
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
@@ -79,11 +83,11 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         self._require_update_dimensions = True
         self.refresh()
 
-    async def _page(self, store: Store, after: dict[str, Any] | None) -> list[dict[str, Any]]:
+    async def _page(self, store: Store, after: ResultRow | None) -> list[ResultRow]:
         if self.sort_key == "id":
             last = int(after["id"]) if after else None
             return await store.results_page(self.filter, last, PAGE, newest_first=self.newest_first)
-        key = (after[self.sort_key], int(after["id"])) if after else None
+        key = (row_column(after, self.sort_key), int(after["id"])) if after else None
         return await store.results_page_sorted(
             self.filter, self.sort_key, key, PAGE, descending=self.newest_first
         )
@@ -134,13 +138,15 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         return not self.exhausted and self.cursor_row >= self.row_count - PREFETCH
 
     @staticmethod
-    def _other_widths(rows: list[dict[str, Any]], sort_key: str = "id") -> int:
+    def _other_widths(rows: list[ResultRow], sort_key: str = "id") -> int:
         """Cells the columns other than the case need for `rows` (the first page)."""
         keys = {"id": "id", "run_id": "run_id", "expected_result": "expected"}
         keys.update({"actual_result": "actual", "outcome": "outcome"})
 
         def widest(key: str, header: str, cap: int = 100) -> int:
-            shown = (str("-" if r[key] is None else r[key])[:cap] for r in rows)
+            shown = (
+                str("-" if row_column(r, key) is None else row_column(r, key))[:cap] for r in rows
+            )
             arrow = 2 if keys.get(key) == sort_key else 0  # the sorted column's " ▲"
             return max([len(header) + arrow, *(len(v) for v in shown)])
 
@@ -149,8 +155,9 @@ class ResultsTable(Guarded, DataTable[Text | str]):
             + widest("run_id", "run")
             + widest("expected_result", "expected", VERDICT_WIDTH)
             + widest("actual_result", "actual", VERDICT_WIDTH)
+            + max([4, *(len(_rule(r)) for r in rows)])
             + widest("outcome", "unparsed")
-            + 6 * 2  # a cell of padding each side of each column
+            + 7 * 2  # a cell of padding each side of each column
             + 2  # the scrollbar
         )  # fmt: skip
 
@@ -168,14 +175,14 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         self._draw(rows)
         self.move_cursor(row=cursor, animate=False)
 
-    def _append(self, rows: list[dict[str, Any]]) -> None:
+    def _append(self, rows: list[ResultRow]) -> None:
         if len(rows) < PAGE:
             self.exhausted = True
         if rows:
             self.last_id = int(rows[-1]["id"])
         self._draw(rows)
 
-    def _draw(self, rows: list[dict[str, Any]]) -> None:
+    def _draw(self, rows: list[ResultRow]) -> None:
         self._rows.extend(rows)
         for row in rows:
             self.add_row(*self._cells(row, self.case_width), key=str(row["id"]))
@@ -196,7 +203,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         return int(key) if key is not None else None
 
     @staticmethod
-    def _cells(row: dict[str, Any], case_width: int = CASE_WIDTH) -> tuple[str | Text, ...]:
+    def _cells(row: ResultRow, case_width: int = CASE_WIDTH) -> tuple[str | Text, ...]:
         outcome = str(row["outcome"])
         repeat = f" #{row['repeat'] + 1}" if row.get("repeat") else ""
         return (
@@ -205,5 +212,14 @@ class ResultsTable(Guarded, DataTable[Text | str]):
             plain_line(fmt.tail(inert_line(row["case_id"]) + repeat, case_width)),
             plain_line(inert_line(row["expected_result"])[:VERDICT_WIDTH]),
             plain_line(inert_line(row["actual_result"] or "-")[:VERDICT_WIDTH]),
+            Text(_rule(row), style=_RULE_STYLES.get(_rule(row)[-1:], "")),
             Text(outcome, style=fmt.OUTCOME_STYLES.get(outcome, "")),
         )
+
+
+_RULE_STYLES = {"✓": "green", "✗": "red"}
+
+
+def _rule(row: ResultRow) -> str:
+    """The rules the reply cited, ✓ or ✗ (`core.results.reasons.rule_text`)."""
+    return rule_text(stored_reason(row.get("reasons")))
