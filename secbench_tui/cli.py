@@ -217,6 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             mutants=command.mutants,
             allow_unverified=command.allow_unverified,
             deadline=command.verify_deadline,
+            only=settings.filters,
         )
     if command.report or command.export:
         from secbench_tui.reporting import export_main
