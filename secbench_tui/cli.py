@@ -48,6 +48,19 @@ def _run_ids(value: str) -> list[int]:
         raise argparse.ArgumentTypeError("takes run ids, e.g. 3,4") from None
 
 
+def _relations(value: str | None) -> list[str]:
+    """`--rewrites a,b` or `all`: the relation names, checked (sqlglot and libcst load only
+    when the flag is given)."""
+    if value is None:
+        return []
+    from secbench_tui.core.suites.rewrites.relations import RelationError, parse_relations
+
+    try:
+        return list(parse_relations(value))
+    except RelationError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--rewrites {value}: ")) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="secbench-tui",
@@ -125,6 +138,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="re-ask only the cases of the last run that ended in an error",
     )
     run.add_argument("--max-cost", type=float, help="stop when the reported cost reaches USD")
+    run.add_argument(
+        "--rewrites",
+        type=_relations,
+        metavar="NAME[,NAME]",
+        help="add meaning-preserving variants of every case, each proven equivalent on "
+        "PostgreSQL before it is sent: relation names, or all",
+    )
+    run.add_argument(
+        "--unproven-rewrites",
+        action="store_true",
+        help="also send variants that cannot be proven (no verification data or no PostgreSQL)",
+    )
 
     api = p.add_argument_group("the endpoint")
     api.add_argument(
@@ -209,6 +234,9 @@ def settings_from_args(args: argparse.Namespace, env: dict[str, str]):  # type: 
         "methods": [None if m == VDB_PLAIN else m for m in _flat(args.method)],
         "vdb_scoring": args.vdb_scoring,
         "summary_json": args.summary_json,
+        "rewrites": args.rewrites or [],
+        "unproven_rewrites": args.unproven_rewrites,
+        "pg_url": args.pg_url,
     }
     if args.tasks is not None:
         fields["tasks"] = args.tasks

@@ -68,6 +68,9 @@ class Settings(BaseModel):
     reports_dir: Path = Path("reports")
     filters: list[str] = Field(default_factory=list)  # glob patterns on case ids
     dry_run: bool = False
+    rewrites: list[str] = Field(default_factory=list)  # relation names (--rewrites)
+    unproven_rewrites: bool = False  # send variants the gate could not prove
+    pg_url: str | None = None  # PostgreSQL for --verify and the rewrites' gate
 
     @model_validator(mode="after")
     def _matrix(self) -> Settings:

@@ -245,6 +245,9 @@ async def print_plan(settings: Settings, out: TextIO) -> int:
     except UsageError as exc:
         print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
         return EXIT_USAGE
+    if plan.rewrites is not None:
+        for line in plan.rewrites.lines():
+            print(inert_line(line), file=out)
     try:
         store = await Store.open(settings.db) if settings.db.exists() else None
     except StoreError as exc:
@@ -285,6 +288,9 @@ async def _run(settings: Settings) -> int:
     except UsageError as exc:
         print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
         return EXIT_USAGE
+    if plan.rewrites is not None:
+        for line in plan.rewrites.lines():
+            print(inert_line(line), file=sys.stderr)
     try:
         store = await Store.open(settings.db)
     except StoreError as exc:

@@ -29,6 +29,7 @@ from typing import Any
 from secbench_tui import __version__
 from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, RunStatus, SuiteKind
 from secbench_tui.core.results.metrics import summarize, usage_stats
+from secbench_tui.core.results.robustness import originals_only, robustness
 from secbench_tui.core.results.scoring import score_completion
 from secbench_tui.core.results.summary import RunSummary
 from secbench_tui.core.run.events import (
@@ -441,7 +442,15 @@ class Engine:
             summary_error: str | None = f"could not read the results back: {exc}"
         else:
             summary_error = None
-        figures = summarize(rows)
+        originals = originals_only(rows)
+        figures = summarize(originals)  # a run's accuracy is its originals', never blended
+        rewrites = self.spec.settings.get("rewrites")
+        if len(originals) != len(rows) or rewrites:
+            figures.update(usage_stats(rows))  # what the variants cost counts
+            rewrites = rewrites if isinstance(rewrites, dict) else {}
+            figures["robustness"] = robustness(
+                rows, rewrites.get("dropped"), rewrites.get("kinds"), self.spec.repeats
+            )
         vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
         if vdb_rows:
             from secbench_tui.core.vuldetectbench.scoring import (

@@ -36,7 +36,7 @@ from secbench_tui.core.untrusted import redact_url
 if TYPE_CHECKING:
     from secbench_tui.core.store.original import WriteLayout
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -132,6 +132,7 @@ _EVAL_COLUMNS = (
     "reasoning",
     "reasoning_tokens",
     "notes",
+    "variant",
 )
 # What reads of whole rows select: a table adopted from the original evaluator also holds its
 # `request` and `response` bodies, which no read of ours needs.
@@ -243,6 +244,13 @@ async def _add_case_index(db: aiosqlite.Connection) -> None:
     )
 
 
+async def _add_variant(db: aiosqlite.Connection) -> None:
+    """Version 6 -> 7: a rewritten case's identity (`--rewrites`): its original case, the
+    relation, seed and code hash, and whether the equivalence gate proved it; NULL for an
+    original case."""
+    await db.execute("ALTER TABLE evaluations ADD COLUMN variant TEXT")
+
+
 # MIGRATIONS[n] brings a file at version n to version n + 1.
 MIGRATIONS: dict[int, Migration] = {
     0: _migrate_legacy,
@@ -251,6 +259,7 @@ MIGRATIONS: dict[int, Migration] = {
     3: _add_reasoning,
     4: _add_notes,
     5: _add_case_index,
+    6: _add_variant,
 }
 
 
@@ -262,6 +271,10 @@ def _process_alive(pid: int) -> bool:
     except PermissionError:  # someone else's process: alive
         return True
     return True
+
+
+def _variant_text(value: Any) -> str | None:
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else None
 
 
 def recorded_settings(text: str | None) -> dict[str, Any]:
@@ -653,6 +666,7 @@ class Store:
                 completion.reasoning,
                 completion.reasoning_tokens,
                 completion.notes,
+                _variant_text(case.meta.get("variant")),
             )
         )
         columns: Sequence[str] = _EVAL_COLUMNS
@@ -741,7 +755,7 @@ class Store:
             if with_text
             else "e.id, e.app, e.case_id, e.case_index, e.repeat, e.suite_kind, e.outcome,"
             " e.expected_result, e.actual_result, e.prompt_tokens, e.completion_tokens, e.cost,"
-            " e.latency_ms, e.reused_from, e.scores, e.explanation, e.reasoning_tokens"
+            " e.latency_ms, e.reused_from, e.scores, e.explanation, e.reasoning_tokens, e.variant"
         )
         join = " LEFT JOIN case_texts c ON c.hash = e.case_hash" if with_text else ""
         cursor = await self.db.execute(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import psycopg
@@ -99,6 +99,14 @@ def _python_executor(conninfo: str, harness_path: Path) -> Iterator[Executor]:
         engine.dispose()
 
 
+def executor_for(conninfo: str, data: AppData) -> AbstractContextManager[Executor]:
+    """Runs a case of this app on every parameter set of a scenario, on the app's database
+    at `conninfo` (fixtures loaded). Raises Unverifiable when the app's harness cannot load."""
+    if data.harness is not None:
+        return _python_executor(conninfo, data.harness)
+    return _sql_executor(conninfo)
+
+
 def _run_groups(
     execute: Executor, data: AppData, groups: dict[str, list[Case]], emit: Progress
 ) -> None:
@@ -129,12 +137,7 @@ def _verify_app(uri: str, data: AppData, cases: Sequence[Case], emit: Progress) 
                     sql.load_fixtures(conn, data.fixtures.read_text(encoding="utf-8"))
             except (psycopg.Error, OSError, UnicodeDecodeError) as exc:
                 raise Unverifiable(Proof.FAILED, f"{data.fixtures} does not load: {exc}") from exc
-            executor = (
-                _python_executor(conninfo, data.harness)
-                if data.harness is not None
-                else _sql_executor(conninfo)
-            )
-            with executor as execute:
+            with executor_for(conninfo, data) as execute:
                 _run_groups(execute, data, groups, emit)
     except Unverifiable as exc:
         for proof in _proofs(waiting, exc.proof, str(exc)):
