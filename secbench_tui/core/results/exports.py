@@ -56,7 +56,21 @@ RESULT_COLUMNS = (
     "reused_from",
     "scores",
     "notes",
+    # --rewrites: a variant's original case, relation, seed, code hash, proof and code
+    "variant_of",
+    "relation",
+    "rewrite_seed",
+    "code_hash",
+    "proven",
+    "variant_code",
 )
+_VARIANT_KEYS = {
+    "variant_of": "original",
+    "relation": "relation",
+    "rewrite_seed": "seed",
+    "code_hash": "code_hash",
+    "proven": "proven",
+}
 
 # XML 1.0 cannot carry most control characters, whatever the escaping; model output can.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -67,6 +81,11 @@ _C1 = re.compile("[\x7f-\x9f]")
 def _result(row: dict[str, Any]) -> dict[str, Any]:
     record = {column: row.get(column) for column in RESULT_COLUMNS}
     record["scores"] = json.loads(row.get("scores") or "{}")
+    variant = row.get("variant")
+    if isinstance(variant, dict):
+        for column, key in _VARIANT_KEYS.items():
+            record[column] = variant.get(key)
+        record["variant_code"] = row.get("code")
     return record
 
 
@@ -125,7 +144,8 @@ def to_csv(data: ReportData) -> str:
     writer.writerow(RESULT_COLUMNS)
     for c in data.runs:
         for row in c.rows:
-            writer.writerow([_csv_value(row.get(k)) for k in RESULT_COLUMNS])
+            record = {**_result(row), "scores": row.get("scores")}
+            writer.writerow([_csv_value(record.get(k)) for k in RESULT_COLUMNS])
     return buffer.getvalue()
 
 
