@@ -175,10 +175,8 @@ def first_cases(cases: list[Case], limit: int, per_app: bool) -> list[Case]:
     return kept
 
 
-async def resolve_request_defaults(
-    settings: Settings, cache: Path | None = None, fetch: bool = True
-) -> Settings:
-    """Settings with what the catalog says about the model, where it decides what is sent.
+def request_defaults(settings: Settings, info: ModelInfo | None) -> Settings:
+    """Settings with what the model's catalog entry decides about what is sent.
 
     Reasoning models spend reply tokens on thinking before they answer, so 1024 leaves many
     of them with no answer at all: when `--max-tokens` is not given and the model's catalog
@@ -187,21 +185,6 @@ async def resolve_request_defaults(
     records the values sent and `reasoning_model`; `--max-cost` stays the guard on spend. A
     model the catalog does not list keeps the plain defaults.
     """
-    model = settings.model
-    if not model or is_baseline(model) or settings.original_request:
-        return settings
-    if settings.max_tokens is not None:
-        return settings
-    from secbench_tui.core.run.catalog import lookup_model
-
-    info = await lookup_model(
-        settings.base_url, model, cache, min(settings.attempt_timeout, 10.0), fetch
-    )
-    return request_defaults(settings, info)
-
-
-def request_defaults(settings: Settings, info: ModelInfo | None) -> Settings:
-    """Settings with what one catalog entry decides (see `resolve_request_defaults`)."""
     model = settings.model
     if not model or is_baseline(model) or settings.original_request:
         return settings
@@ -418,7 +401,7 @@ def _with_defaults(one: Settings, model: Settings | None) -> Settings:
 async def resolve_matrix_defaults(
     settings: Settings, cache: Path | None = None, fetch: bool = True
 ) -> dict[str, Settings]:
-    """`resolve_request_defaults` for every model of the matrix, by model id."""
+    """`request_defaults` for every model of the matrix, by model id."""
     from secbench_tui.core.run.catalog import lookup_models
 
     models = settings.models or ([settings.model] if settings.model else [])

@@ -116,7 +116,11 @@ def test_a_budget_too_small_to_answer_stays_an_error_with_advice_and_keeps_the_t
             env=_env(tmp_path),
         )
         assert [r.body["max_tokens"] for r in server.completions()] == [1024]
-    assert result.returncode == 0, result.stderr
+    # every case was cut off: no answer at all is not a completed measurement (issue 22)
+    assert result.returncode == 4, result.stderr
+    (said,) = [line for line in result.stderr.splitlines() if "no case got an answer" in line]
+    assert "1 of 1 cases ended with reply truncated at max_tokens=1024" in said
+    assert "raise --max-tokens" in said
     (row,) = by_case(db).values()
     assert row["outcome"] == "error"
     assert "truncated at max_tokens=1024 while the model was still reasoning" in row["error"]

@@ -54,6 +54,7 @@ _OPTIONAL_KEYS = (
     "vuldetectbench_counts",
     "vdb_scoring",
     "robustness",
+    "no_answer",
 )
 
 
@@ -80,6 +81,8 @@ class RunSummary(VerdictStats):
     vuldetectbench_counts: dict[str, dict[str, int]] | None = None
     vdb_scoring: str | None = None
     robustness: Robustness | None = None  # --rewrites: flips, robust accuracy, agreement
+    # Set when no case got an answer: the commonest error, and how many cases it ended
+    no_answer: str | None = None
 
     @property
     def cost_is_partial(self) -> bool:
@@ -157,6 +160,8 @@ def summary_lines(
         lines.append(
             _line(f"  accuracy {numbers.EMPTY} (no case was answered: every request failed)")
         )
+        if s.no_answer:
+            lines.append(_line("  ", Segment(inert_line(s.no_answer), "warning")))
     elif s.accuracy is not None:
         low, high = s.accuracy_ci or (None, None)
         lines.append(

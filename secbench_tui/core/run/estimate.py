@@ -35,7 +35,6 @@ class RunEstimate:
     left: int  # requests that would be sent
     input_tokens: int
     output_tokens: int
-    output_ceiling: int  # every reply at --max-tokens
     cost: float | None  # None: price unknown
     cost_ceiling: float | None
 
@@ -93,12 +92,14 @@ async def _left(spec: RunSpec, store: Store | None) -> list[tuple[int, int]]:
     """(case index, repeat) of the requests this run would send."""
     wanted = [(i, r) for i in range(len(spec.cases)) for r in range(spec.repeats)]
     if store is None:
-        return wanted
+        return [] if spec.resume else wanted
     done: set[tuple[str, int]] = set()
     if spec.resume or spec.retry_errors:
         run_id = await store.latest_run(spec.fingerprint, unfinished=not spec.retry_errors)
         if run_id is not None:
             done = await store.finished_keys(run_id, include_errors=not spec.retry_errors)
+        elif spec.resume:  # nothing to resume: the run leaves this cell alone
+            return []
     wanted = [(i, r) for i, r in wanted if (spec.cases[i].case_id, r) not in done]
     if spec.force:
         return wanted
@@ -137,7 +138,6 @@ async def estimate(
                 left=len(left),
                 input_tokens=tokens_in,
                 output_tokens=reply * len(left),
-                output_ceiling=ceiling * len(left),
                 cost=_price(tokens_in, reply * len(left), spec.model, catalog),
                 cost_ceiling=_price(tokens_in, ceiling * len(left), spec.model, catalog),
             )

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
-from secbench_tui.core.models import Evaluation, RunStatus
+from secbench_tui.core.models import Case, Evaluation, RunStatus
 from secbench_tui.core.store import stored_values as stored
 from secbench_tui.core.store.comparison import (
     FlipCounts,
@@ -620,6 +620,74 @@ class Store:
                 found[(row["request_hash"], row["repeat"])] = stored.evaluation_row(dict(row))
         return found
 
+    @property
+    def adopted_requests(self) -> bool:
+        """Whether this is the original evaluator's table with the request bodies it sent."""
+        return self._adopted is not None and self._adopted.request
+
+    async def adopted_answers(
+        self, model: str, bodies: dict[str, dict[str, Any]]
+    ) -> dict[tuple[str, int], dict[str, Any]]:
+        """Answers the original evaluator recorded for exactly these requests: rows of its
+        imported runs of `model` whose stored request body is the one given for their case id.
+        Keyed by (case id, n): the n-th such row of the case, in the order they were written."""
+        from secbench_tui.core.store.original import same_request
+
+        found: dict[tuple[str, int], dict[str, Any]] = {}
+        if not self.adopted_requests or not bodies:
+            return found
+        taken: dict[str, int] = {}
+        case_ids = sorted(bodies)
+        for start in range(0, len(case_ids), 500):
+            chunk = case_ids[start : start + 500]
+            cursor = await self.db.execute(
+                "SELECT e.* FROM evaluations e JOIN runs r ON r.id = e.run_id"
+                " WHERE r.status = 'imported' AND e.model_name = ? AND e.outcome != 'error'"
+                f" AND e.case_id IN ({', '.join('?' * len(chunk))}) ORDER BY e.id",
+                [model, *chunk],
+            )
+            for row in await cursor.fetchall():
+                case_id = row["case_id"]
+                if same_request(row["request"], bodies[case_id]):
+                    n = taken.get(case_id, 0)
+                    taken[case_id] = n + 1
+                    found[(case_id, n)] = stored.evaluation_row(dict(row))
+        return found
+
+    async def claim_imported(
+        self, run_ids: Sequence[int], suite_kind: str, suite_path: str
+    ) -> None:
+        """Imported runs whose answers a run of a known suite reused are that suite's runs:
+        the report lists them with it, not as a suite of their own."""
+        if not run_ids:
+            return
+        await self.db.execute(
+            f"UPDATE runs SET suite_kind=?, suite_path=? WHERE status='imported'"
+            f" AND suite_path='' AND id IN ({', '.join('?' * len(run_ids))})",
+            [suite_kind, suite_path, *run_ids],
+        )
+        await self.db.commit()
+
+    async def remember_texts(self, cases: Sequence[Case]) -> None:
+        """Write the code and description of every case a run is about to ask, in one call.
+
+        `record` then writes only each result's row: one statement and a commit per case,
+        instead of two statements (each a hop to the database thread) and a commit. The texts
+        are committed with the first result (rows of the content-addressed text table, so
+        one written for a case a stopped run never asked is harmless).
+        """
+        rows: dict[str, tuple[str, Any, Any]] = {}
+        for case in cases:
+            case_hash = text_hash(case.code, case.description)
+            if case_hash not in self._known_texts:
+                rows[case_hash] = (case_hash, storable(case.code), storable(case.description))
+        if rows:
+            await self.db.executemany(
+                "INSERT OR IGNORE INTO case_texts (hash, code, description) VALUES (?, ?, ?)",
+                list(rows.values()),
+            )
+            self._known_texts.update(rows)
+
     async def record(
         self, evaluation: Evaluation, request_hash: str, reused_from: int | None = None
     ) -> int:
@@ -755,7 +823,8 @@ class Store:
             if with_text
             else "e.id, e.app, e.case_id, e.case_index, e.repeat, e.suite_kind, e.outcome,"
             " e.expected_result, e.actual_result, e.prompt_tokens, e.completion_tokens, e.cost,"
-            " e.latency_ms, e.reused_from, e.scores, e.explanation, e.reasoning_tokens, e.variant"
+            " e.latency_ms, e.reused_from, e.scores, e.explanation, e.reasoning_tokens, e.error,"
+            " e.variant"
         )
         join = " LEFT JOIN case_texts c ON c.hash = e.case_hash" if with_text else ""
         cursor = await self.db.execute(

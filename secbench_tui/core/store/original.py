@@ -439,6 +439,7 @@ class WriteLayout:
 
     required: frozenset[str] = frozenset()
     eval_prompt: bool = False
+    request: bool = False  # the original's final version kept each request's body
 
     def row(
         self, columns: Sequence[str], values: Sequence[Any], prompt_name: str | None
@@ -465,4 +466,13 @@ async def write_layout(db: aiosqlite.Connection) -> WriteLayout | None:
     required = frozenset(
         name for name, (not_null, default) in have.items() if not_null and default is None
     ) - {"id"}
-    return WriteLayout(required=required, eval_prompt="eval_prompt" in have)
+    return WriteLayout(
+        required=required, eval_prompt="eval_prompt" in have, request="request" in have
+    )
+
+
+def same_request(stored: Any, body: dict[str, Any]) -> bool:
+    """Whether a row's stored `request` is `body`: the same model, messages and parameters
+    (compared as JSON values, so key order and spacing do not count)."""
+    sent, why = _json(stored)
+    return why is None and sent == body

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -30,7 +30,7 @@ VERDICT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-RESPONSE_FORMATS = ("json_schema", "json_object", "none")
+ResponseFormat = Literal["json_schema", "json_object", "none"]
 
 
 def build_markdown_prefix(app_prompt: str, evaluation_prompt: str) -> str:
@@ -156,13 +156,6 @@ def _resolve_one(spec: str) -> list[EvaluationPrompt]:
         f"--prompt {spec}: no such file or folder, and not a bundled prompt; "
         f"bundled: {', '.join(names)} (or all)"
     )
-
-
-def load_evaluation_prompt(path: Path | None, exact: bool = False) -> tuple[str, str]:
-    """(text, source) of one evaluation prompt file, or of the default prompt; `exact` keeps
-    the file's line endings (what `--request-style security-bench` sends)."""
-    prompt = prompt_file(path) if path is not None else default_prompt()
-    return (prompt.text if exact else prompt.normalised), prompt.source
 
 
 def sha256_text(text: str) -> str:

@@ -11,12 +11,12 @@ reader does, since a difference of one space would make it a different question.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from secbench_tui.core.models import Message
 
 STYLE = "security-bench"
-STYLES = ("secbench-tui", STYLE)  # ours first: the default
+RequestStyle = Literal["secbench-tui", "security-bench"]
 
 SYSTEM_PROMPT = (
     "You are a security expert evaluating code for vulnerabilities. You will be given a "

@@ -106,8 +106,7 @@ def parse_relations(value: str) -> tuple[str, ...]:
     if unknown or not names:
         known = ", ".join(r.name for r in RELATIONS)
         raise RelationError(
-            f"--rewrites {value}: unknown relation {', '.join(unknown) or '(none)'}; "
-            f"choose from {known}, or all"
+            f"unknown relation {', '.join(unknown) or '(none)'}; choose from {known}, or all"
         )
     return tuple(dict.fromkeys(names))
 
