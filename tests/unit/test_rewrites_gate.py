@@ -51,21 +51,6 @@ def _cases() -> list[Case]:
     return [c for c in suite.cases if c.case_id.rsplit("-", 2)[0] in SCENARIOS]
 
 
-class _DropCondition(cst.CSTTransformer):
-    """The first `.where(...)` call disappears, with every condition in it (one condition may
-    be one that the scenario's data never exercises: dropping the lot always shows)."""
-
-    def __init__(self) -> None:
-        self.done = False
-
-    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        func = updated_node.func
-        if self.done or not (isinstance(func, cst.Attribute) and func.attr.value == "where"):
-            return updated_node
-        self.done = True
-        return func.value
-
-
 class _Unreturn(cst.CSTTransformer):
     """The first `return x` becomes `return []`: a handler that answers otherwise."""
 
@@ -81,17 +66,17 @@ class _Unreturn(cst.CSTTransformer):
 
 def plant(code: str, language: str) -> str:
     """A change of meaning: SQL's first WHERE gets `AND FALSE`; a handler's first
-    `.where(...)` is dropped (or, without one, its first return answers `[]`)."""
+    `return x` answers `[]` instead."""
     if language == "sql":
         statements = sql.parse(code)
         where = next(s.find(sql.exp.Where) for s in statements if s.find(sql.exp.Where))
         assert where is not None
         where.set("this", sql.exp.and_(where.this, sql.exp.false()))
         return sql.render(statements)
-    dropper = _DropCondition()
-    planted = cst.parse_module(code).visit(dropper).code
-    if dropper.done:
-        return planted
+    unreturn = _Unreturn()
+    planted = cst.parse_module(code).visit(unreturn).code
+    assert unreturn.done
+    return planted
     unreturn = _Unreturn()  # a handler that writes its SQL as text(): answer nothing
     planted = cst.parse_module(code).visit(unreturn).code
     assert unreturn.done

@@ -78,6 +78,11 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _C1 = re.compile("[\x7f-\x9f]")
 
 
+def _rows_of(c: Any) -> list[dict[str, Any]]:
+    """A run's results: its originals, then its variants (`--rewrites`) when it has some."""
+    return list(getattr(c, "all_rows", c.rows))
+
+
 def _result(row: dict[str, Any]) -> dict[str, Any]:
     record = {column: row.get(column) for column in RESULT_COLUMNS}
     record["scores"] = json.loads(row.get("scores") or "{}")
@@ -132,7 +137,7 @@ def to_json(data: ReportData) -> str:
         "generated_at": data.generated_at.isoformat(timespec="seconds"),
         "database": data.database,
         "runs": [_run_summary(c) for c in data.runs],
-        "results": [_result(row) for c in data.runs for row in c.rows],
+        "results": [_result(row) for c in data.runs for row in _rows_of(c)],
     }
     text = json.dumps(document, indent=1, ensure_ascii=False)
     return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
@@ -143,7 +148,7 @@ def to_csv(data: ReportData) -> str:
     writer = csv.writer(buffer)
     writer.writerow(RESULT_COLUMNS)
     for c in data.runs:
-        for row in c.rows:
+        for row in _rows_of(c):
             record = {**_result(row), "scores": row.get("scores")}
             writer.writerow([_csv_value(record.get(k)) for k in RESULT_COLUMNS])
     return buffer.getvalue()
