@@ -206,7 +206,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from secbench_tui.verifying import verify_main
 
         return verify_main(
-            settings.cases_dir, settings.apps, command.pg_url, mutants=command.mutants
+            settings.cases_dir,
+            settings.apps,
+            command.pg_url,
+            mutants=command.mutants,
+            allow_unverified=command.allow_unverified,
+            deadline=command.verify_deadline,
         )
     if command.report or command.export:
         from secbench_tui.reporting import export_main

@@ -75,6 +75,16 @@ class Record:
     sent: str | None = None
 
 
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number of seconds") from None
+    if not 0 < seconds <= 3600:
+        raise ValueError(f"{value!r}: give a number of seconds above 0 and at most 3600")
+    return seconds
+
+
 def _csv(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
@@ -433,6 +443,24 @@ class Command(BaseModel):
             group=MODE,
         ),
     ] = False
+    allow_unverified: Annotated[
+        bool,
+        Flag(
+            "with --verify: exit 0 even when some cases are not verifiable (no verification"
+            " data); failed cases still fail",
+            group=MODE,
+        ),
+    ] = False
+    verify_deadline: Annotated[
+        float,
+        Flag(
+            "with --verify: seconds each statement of suite code may run (fixtures included)"
+            " before it is stopped, and each parameter set of a Python case",
+            group=MODE,
+            metavar="SECONDS",
+            parse=_positive_seconds,
+        ),
+    ] = 10.0
     runs: Annotated[
         list[int] | None, Flag("run ids, comma separated", group=SELECTION, parse=_run_ids)
     ] = None

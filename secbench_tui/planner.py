@@ -81,7 +81,7 @@ def load_suite(settings: Settings, prompt: EvaluationPrompt | None = None) -> Lo
             suite = load_markdown_suite(root, settings.apps, text, settings.request_style)
         except SuiteError as exc:
             raise UsageError(str(exc)) from exc
-        cases, skipped = suite.cases, [str(s) for s in suite.skipped]
+        cases, skipped = suite.cases, [*prompt.notes, *(str(s) for s in suite.skipped)]
         prompt_hash, prompt_name = prompt.sha256, prompt.name
         kind = SuiteKind.MARKDOWN
     if settings.filters:
@@ -92,9 +92,9 @@ def load_suite(settings: Settings, prompt: EvaluationPrompt | None = None) -> Lo
 
 
 def _single_prompt(settings: Settings) -> EvaluationPrompt:
-    if settings.prompt is None:
-        return default_prompt()
     try:
+        if settings.prompt is None:
+            return default_prompt()
         return resolve_prompts([settings.prompt])[0]
     except PromptError as exc:
         raise UsageError(str(exc)) from exc
@@ -482,10 +482,13 @@ def plan_matrix(
     if resolved:
         cells = [(_with_defaults(one, resolved.get(str(one.model))), p) for one, p in cells]
     suites: dict[tuple[str | None, str | None], LoadedSuite] = {}
+    notes = list(dict.fromkeys(note for _, prompt in cells if prompt for note in prompt.notes))
     for one, prompt in cells:
         key = (prompt.name if prompt else None, one.method)
         if key not in suites:
             suites[key] = load_suite(one, prompt)
+            # every prompt folder's skipped files, said with whichever run starts first
+            suites[key].skipped = [*notes, *(s for s in suites[key].skipped if s not in notes)]
     rewrites: Rewrites | None = None
     if settings.rewrites and suites:
         first = next(iter(suites.values()))

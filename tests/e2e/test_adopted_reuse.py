@@ -84,6 +84,14 @@ def test_a_run_over_adopted_results_sends_only_what_is_not_stored(tmp_path: Path
 
     server = LoopbackServer().start()
     try:
+        plan = run_cli(
+            server.base_url,
+            db,
+            suite,
+            *("--request-style", "security-bench", "--prompt", str(prompt), "--dry-run"),
+        )
+        assert plan.returncode == 0, plan.stderr
+        assert f"prompt default: {len(cases)} cases, 1 of {len(cases)} requests" in plan.stdout
         result = run_cli(
             server.base_url,
             db,

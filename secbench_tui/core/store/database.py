@@ -9,9 +9,11 @@ written by the original security-bench evaluator (the seven columns and nothing 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
+import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,6 +139,31 @@ _EVAL_COLUMNS = (
 # What reads of whole rows select: a table adopted from the original evaluator also holds its
 # `request` and `response` bodies, which no read of ours needs.
 _ROW = "e.id, " + ", ".join(f"e.{column}" for column in _EVAL_COLUMNS)
+
+
+BUSY_TIMEOUT_S = 5.0  # how long an open or a write waits for another process's lock
+
+
+async def _use_wal(db: aiosqlite.Connection) -> None:
+    """Switch the file to WAL (a no-op once it is), waiting as long as the busy timeout.
+
+    SQLite switches by upgrading a read lock to a write lock, and never waits for such an
+    upgrade (two connections waiting on each other would deadlock), so the busy timeout does
+    not cover it: while another process is switching the same new file or reading it, the
+    switch fails at once with SQLITE_BUSY. It is retried here instead, with a short backoff.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + BUSY_TIMEOUT_S
+    delay = 0.001
+    while True:
+        try:
+            await db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or loop.time() > deadline:
+                raise
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 class StoreError(Exception):
@@ -417,20 +444,14 @@ class Store:
         store = cls(db, path)
         try:
             db.row_factory = aiosqlite.Row
-            await db.execute("PRAGMA busy_timeout=5000")
-            if await original.unadopted(db):
-                try:  # before the first change, even to the journal mode
-                    store.backup = await original.back_up(db, path)
-                except OSError as exc:
-                    raise StoreError(
-                        f"--db {path}: written by the original security-bench; cannot write a "
-                        f"copy of it beside it before adopting it ({exc}); make the folder "
-                        "writable, or copy the file and use the copy"
-                    ) from exc
-            await db.execute("PRAGMA journal_mode=WAL")
-            await db.execute("PRAGMA synchronous=NORMAL")
+            await db.execute(f"PRAGMA busy_timeout={round(BUSY_TIMEOUT_S * 1000)}")
             await db.execute("PRAGMA foreign_keys=ON")
+            # Migrate (and copy an original's file) before switching to WAL: the copy must be
+            # of the file as it was, and a new file's schema is written under a lock the busy
+            # timeout waits for, which the switch to WAL is not (`_use_wal`).
             await store._migrate()
+            await _use_wal(db)
+            await db.execute("PRAGMA synchronous=NORMAL")
             store._adopted = await original.write_layout(db)
         except Exception as exc:
             await db.close()
@@ -456,6 +477,18 @@ class Store:
     async def close(self) -> None:
         await self.db.close()
 
+    async def _back_up_original(self) -> Path:
+        from secbench_tui.core.store import original
+
+        try:
+            return await original.back_up(self.db, self.path)
+        except OSError as exc:
+            raise StoreError(
+                f"--db {self.path}: written by the original security-bench; cannot write a "
+                f"copy of it beside it before adopting it ({exc}); make the folder "
+                "writable, or copy the file and use the copy"
+            ) from exc
+
     async def _user_version(self) -> int:
         cursor = await self.db.execute("PRAGMA user_version")
         row = await cursor.fetchone()
@@ -479,13 +512,11 @@ class Store:
             # Read again under the write lock: another process opening the same new file
             # at the same moment may have migrated it while this one waited for the lock.
             version = await self._user_version()
-            if version == 0:
-                cursor = await self.db.execute(
-                    "SELECT name FROM sqlite_master WHERE type='table' AND name='evaluations'"
-                )
-                if await cursor.fetchone() is None:
-                    await _create_v1(self.db)
-                    version = 1
+            if await original.unadopted(self.db):  # decided under the lock: one copy, made first
+                self.backup = await self._back_up_original()
+            elif version == 0:  # a new file
+                await _create_v1(self.db)
+                version = 1
             while version < SCHEMA_VERSION:
                 await MIGRATIONS[version](self.db)
                 version += 1

@@ -210,7 +210,10 @@ def _original_messages(
     except (OSError, UnicodeDecodeError) as exc:
         return (), f"cannot read ({exc})"
     if code is None:
-        return (), "no ``` block after '# Code' as the original evaluator finds it"
+        return (), (
+            "the original evaluator would skip it: its pattern needs '# Code' (any case) followed,"
+            " past blank lines only, by a ``` or ```sql fence and a closing ``` line"
+        )
     return security_bench.messages(spec, evaluation_prompt, code), None
 
 

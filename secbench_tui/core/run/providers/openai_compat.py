@@ -190,6 +190,8 @@ class OpenAICompatibleProvider:
             "X-Title": TITLE,
             "User-Agent": f"secbench-tui/{__version__}",
         }
+        if self.settings.request_style == security_bench.STYLE:
+            headers.update(security_bench.HEADERS)  # how the original names itself
         if self.settings.api_key:
             if not _header_safe(self.settings.api_key):
                 raise RunAborted(_BAD_HEADER)

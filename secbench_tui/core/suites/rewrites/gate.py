@@ -17,25 +17,33 @@ from __future__ import annotations
 
 import ast
 import json
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import make_conninfo
 
 from secbench_tui.core.models import Case
 from secbench_tui.core.suites.rewrites import sql as sql_relations
 from secbench_tui.core.suites.rewrites.relations import Variant, language_of
-from secbench_tui.core.suites.verify import sql
-from secbench_tui.core.suites.verify.data import AppData, Scenario, load_app_data, scenario_of
+from secbench_tui.core.suites.verify.data import (
+    AppData,
+    Scenario,
+    load_app_data,
+    parse_scenario,
+    scenario_of,
+)
 from secbench_tui.core.suites.verify.execution import Execution, dumps
-from secbench_tui.core.suites.verify.judge import CaseRun, judge
+from secbench_tui.core.suites.verify.judge import CaseRun, case_rule, judge
 from secbench_tui.core.suites.verify.models import Proof
-from secbench_tui.core.suites.verify.runner import Executor, Unverifiable, executor_for
-from secbench_tui.core.suites.verify.server import app_database, postgres
+from secbench_tui.core.suites.verify.runner import Executor, Unverifiable, app_session
+from secbench_tui.core.suites.verify.sandbox import Limits, Roles, Watchdog, sandbox_roles
+from secbench_tui.core.suites.verify.server import postgres
 
 # Tables a case's executor fills for the property to read, besides the app's own.
 SQL_RESULT_TABLES = ("result",)
@@ -126,11 +134,24 @@ def _snapshot(conninfo: str) -> tuple[list[str], list[tuple[str, int, bool]]]:
     return tables, sequences
 
 
-def _with_setup(scenario: Scenario, reset: str) -> Scenario:
-    if not reset:
-        return scenario
-    setup = f"{reset};\n{scenario.setup}" if scenario.setup else reset
-    return replace(scenario, setup=setup)
+def _fenced(title: str, code: str | None) -> str:
+    return f"# {title}\n```sql\n{code}\n```\n\n" if code else ""
+
+
+def _scenario_file(scenario: Scenario, folder: Path, setup: str, prop: str | None) -> Scenario:
+    """The scenario with another `# Setup` and `# Property`, written where the verify
+    machinery reads it (a Python app's child process reads the file, not the object)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    params = "\n".join(json.dumps(p, sort_keys=True) for p in scenario.parameters)
+    text = f"# Parameters\n```json\n{params}\n```\n\n"
+    text += _fenced("Setup", setup) + _fenced("Run", scenario.run)
+    text += "".join(_fenced(f"Run {n}", code) for n, code in scenario.runs)
+    text += _fenced("Verify", scenario.verify) + _fenced("Property", prop)
+    if scenario.refusals:
+        text += "# Refusals\n" + " ".join(scenario.refusals) + "\n"
+    path = folder / f"{scenario.name}.md"
+    path.write_text(text, encoding="utf-8")
+    return parse_scenario(path)
 
 
 Tables = dict[str, str]  # table name -> its rows as canonical JSON text
@@ -238,7 +259,9 @@ def _prove_scenario(
         if case.case_id in needed:
             compared[case.case_id] = (first, execute(case, state))
         labelled[case.case_id] = execute(case, scenario) if scenario.property_sql else first
-    runs = [CaseRun(c.app, c.case_id, c.expected, labelled[c.case_id]) for c in originals]
+    runs = [
+        CaseRun(c.app, c.case_id, c.expected, labelled[c.case_id], case_rule(c)) for c in originals
+    ]
     for variant in variants:
         original = variant.original
         mine = execute(_as_run(original, variant.code), state)
@@ -250,7 +273,9 @@ def _prove_scenario(
                 if scenario.property_sql
                 else mine
             )
-            run = CaseRun(original.app, variant.case_id, original.expected, labelled_run)
+            run = CaseRun(
+                original.app, variant.case_id, original.expected, labelled_run, case_rule(original)
+            )
             proof = judge([*runs, run], scenario)[-1]
             if proof.proof is not Proof.PROVEN:
                 why = f"does not verify as {original.expected}: {proof.detail or proof.proof.value}"
@@ -261,7 +286,7 @@ def _prove_scenario(
 
 
 def _prove_app(
-    uri: str,
+    server: tuple[str, Roles, Watchdog],
     data: AppData,
     cases: Sequence[Case],
     variants: Sequence[Variant],
@@ -277,31 +302,30 @@ def _prove_app(
         by_scenario.setdefault(name, []).append(variant)
     if not by_scenario:
         return
-    assert data.fixtures is not None
     extra = PYTHON_RESULT_TABLES if data.harness is not None else SQL_RESULT_TABLES
-    with app_database(uri, f"rewrites_{data.name}") as conninfo:
-        try:
-            with psycopg.connect(conninfo) as conn:
-                sql.load_fixtures(conn, data.fixtures.read_text(encoding="utf-8"))
-        except (psycopg.Error, OSError, UnicodeDecodeError) as exc:
-            for group in by_scenario.values():
-                for variant in group:
-                    report.dropped.append(Dropped(variant, f"{data.fixtures} does not load: {exc}"))
-            return
-        tables, sequences = _snapshot(conninfo)
-        reset = _setup_sql(sequences)
-        try:
-            with executor_for(conninfo, data) as execute:
-                for name, group in by_scenario.items():
-                    scenario = _with_setup(data.scenarios[name], reset)
-                    state = replace(scenario, property_sql=_state_sql([*tables, *extra]))
-                    originals = [c for c in cases if scenario_of(c.case_id) == name]
-                    _prove_scenario(execute, scenario, state, originals, group, report)
-        except Unverifiable as exc:
-            for group in by_scenario.values():
-                for variant in group:
-                    if variant not in report.proven:
-                        _unverifiable(variant, str(exc), report, keep_unproven)
+    try:
+        with (
+            app_session(*server, data) as (db, execute),
+            tempfile.TemporaryDirectory(prefix="secbench-rewrites-") as tmp,
+        ):
+            tables, sequences = _snapshot(make_conninfo(db.admin_uri, dbname=db.name))
+            reset = _setup_sql(sequences)
+            for name, group in by_scenario.items():
+                original = data.scenarios[name]
+                setup = ";\n".join(s for s in (reset, original.setup) if s)
+                state_sql = _state_sql([*tables, *extra])
+                scenario = _scenario_file(
+                    original, Path(tmp) / "labelled", setup, original.property_sql
+                )
+                state = _scenario_file(original, Path(tmp) / "state", setup, state_sql)
+                originals = [c for c in cases if scenario_of(c.case_id) == name]
+                _prove_scenario(execute, scenario, state, originals, group, report)
+    except Unverifiable as exc:
+        decided = {id(v) for v in report.proven} | {id(d.variant) for d in report.dropped}
+        for group in by_scenario.values():
+            for variant in group:
+                if id(variant) not in decided:
+                    _unverifiable(variant, str(exc), report, keep_unproven)
 
 
 def _unverifiable(variant: Variant, why: str, report: GateReport, keep: bool) -> None:
@@ -327,15 +351,16 @@ def prove_variants(
     started = time.monotonic()
     report = GateReport()
     apps = sorted({v.original.app for v in variants})
-    with postgres(pg_url) as (uri, engine):
+    with postgres(pg_url) as (uri, engine), sandbox_roles(uri) as roles:
         report.engine = engine
+        server = (uri, roles, Watchdog(uri, Limits()))
         for app in apps:
             if progress is not None:
                 progress(app)
             data, _problems = load_app_data(app, root / app)
             mine = [v for v in variants if v.original.app == app]
             app_cases = [c for c in cases if c.app == app]
-            _prove_app(uri, data, app_cases, mine, report, keep_unproven)
+            _prove_app(server, data, app_cases, mine, report, keep_unproven)
     report.seconds = time.monotonic() - started
     return report
 
