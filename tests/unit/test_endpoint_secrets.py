@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from secbench_tui.config import Settings
+from secbench_tui.config import RunSettings as Settings
 from secbench_tui.core.models import Case, SuiteKind
 from secbench_tui.core.run.catalog import fetch_error, save_cache
 from secbench_tui.core.run.engine import RunSpec
