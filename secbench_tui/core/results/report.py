@@ -49,6 +49,7 @@ from secbench_tui.core.results.robustness import (
     robustness,
 )
 from secbench_tui.core.store.database import RunRecord, Store
+from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.untrusted import inert
 
 BASELINE_PREFIX = "baseline/"
@@ -86,7 +87,7 @@ ENDPOINT_SETTINGS = frozenset(
 VDB_ONLY_SETTINGS = frozenset({"tasks", "method", "vdb_scoring"})
 MARKDOWN_ONLY_SETTINGS = frozenset({"apps"})
 
-Row = dict[str, Any]
+Row = ResultRow
 
 
 class ReportError(Exception):
