@@ -17,11 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, cast, get_args
 from urllib.parse import urlparse
 
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from secbench_tui.core.models import RecordedSettings
 from secbench_tui.core.run.providers.openai_compat import OPENROUTER_URL
 from secbench_tui.core.suites import security_bench
 from secbench_tui.core.suites.prompts import EvaluationPrompt, ResponseFormat
@@ -411,7 +412,7 @@ class RunSettings(Options):
             return self.timeout
         return REASONING_TIMEOUT if self.reasoning_model else DEFAULT_TIMEOUT
 
-    def recorded(self, vuldetectbench: bool = False, baseline: bool = False) -> dict[str, Any]:
+    def recorded(self, vuldetectbench: bool = False, baseline: bool = False) -> RecordedSettings:
         """What a run records about how it was made (the fields declared with `Record`), as
         far as it applies: never the key, and the endpoint without credentials (`redact_url`;
         requests use the real one).
@@ -430,7 +431,7 @@ class RunSettings(Options):
                 recorded[name] = getattr(self, record.sent or name)
         if "base_url" in recorded:
             recorded["base_url"] = redact_url(recorded["base_url"])
-        return recorded
+        return cast(RecordedSettings, recorded)
 
 
 class Command(BaseModel):

@@ -7,7 +7,7 @@ the `Evaluation` recorded for it. Front ends and the store exchange these, never
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -109,6 +109,33 @@ class Evaluation(BaseModel):
     scored: Scored
     timestamp: str = ""
     reused: bool = False
+
+
+class RecordedSettings(TypedDict, total=False):
+    """How a run was made, as it records it: what `config.RunSettings.recorded` gives (the
+    fields declared with a `Record`), with `repeats`, `concurrency` and `vdb_scoring` added by
+    the engine. Read back from a database an older version wrote, a key may be missing."""
+
+    seed: int | None
+    limit: int | None
+    apps: list[str] | None
+    tasks: list[int]
+    method: str | None
+    base_url: str
+    temperature: float | None
+    max_tokens: int
+    max_retries: int
+    timeout: float
+    reasoning_effort: str | None
+    reasoning_model: bool | None
+    response_format: str
+    request_style: str
+    repeats: int
+    concurrency: int
+    vdb_scoring: str
+    api: str  # "python": recorded through the vuldetectbench library API
+    prompt_name: str  # where older versions recorded the prompt's name
+    rewrites: dict[str, Any]  # --rewrites: relations, kinds, seed, what the gate dropped and why
 
 
 class RunStatus(StrEnum):

@@ -34,6 +34,8 @@ from secbench_tui.core.models import Outcome, RunStatus, SuiteKind
 from secbench_tui.core.results.metrics import (
     CaseRepeats,
     PairComparison,
+    RepeatStats,
+    VerdictStats,
     case_interval,
     case_repeats,
     compare_pair,
@@ -97,6 +99,12 @@ class ReportError(Exception):
 # --- what the report is made of ----------------------------------------------------------
 
 
+class AppStats(VerdictStats):
+    """One app's verdict figures in a run, with how many distinct cases it has."""
+
+    distinct_cases: int
+
+
 @dataclass
 class Contender:
     """One selected run: a model on a suite, with every figure the report shows for it."""
@@ -107,9 +115,9 @@ class Contender:
     rows: list[Row]
     repeats: int = 1
     stats: dict[str, Any] = field(default_factory=dict)
-    apps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    apps: dict[str, AppStats] = field(default_factory=dict)
     confusion: dict[str, dict[str, int]] = field(default_factory=dict)
-    repeat: dict[str, Any] | None = None
+    repeat: RepeatStats | None = None
     by_case: dict[str, list[Row]] = field(default_factory=dict)
     vdb: dict[str, Any] = field(default_factory=dict)
     rank: int | None = None  # 1 = most accurate on its suite; None for references
@@ -284,7 +292,7 @@ class ReportData:
     apps: list[str]
     cases: list[CaseView]
     overall: dict[str, Any]
-    app_totals: dict[str, dict[str, Any]]
+    app_totals: dict[str, VerdictStats]
     pairs: list[Pair]
     hardest: list[CaseView]
     vdb_columns: list[tuple[str, str]]
@@ -403,8 +411,9 @@ def is_whole(run: RunRecord) -> bool:
 def narrowed_by(run: RunRecord) -> str:
     """Why a run covers only part of its suite, in the words of the command line."""
     settings, parts = run.settings, []
-    if settings.get("apps"):
-        parts.append("--apps " + ",".join(map(str, settings["apps"])))
+    apps = settings.get("apps")
+    if apps:
+        parts.append("--apps " + ",".join(map(str, apps)))
     if settings.get("limit") is not None:
         parts.append(f"--limit {settings['limit']}")
     tasks = settings.get("tasks")
@@ -488,9 +497,10 @@ def _markdown_contender(index: int, run: RunRecord, label: str, rows: list[Row])
     for row in rows:
         by_app.setdefault(row["app"], []).append(row)
         contender.by_case.setdefault(case_key(row), []).append(row)
-    contender.apps = {app: verdict_stats(app_rows) for app, app_rows in by_app.items()}
-    for app, app_rows in by_app.items():
-        contender.apps[app]["distinct_cases"] = len({row["case_id"] for row in app_rows})
+    contender.apps = {
+        app: {**verdict_stats(app_rows), "distinct_cases": len({r["case_id"] for r in app_rows})}
+        for app, app_rows in by_app.items()
+    }
     contender.confusion = confusion_matrix(rows)
     contender.repeat = repeat_stats(rows, contender.repeats)
     stats = contender.stats

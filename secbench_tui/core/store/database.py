@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import aiosqlite
 
-from secbench_tui.core.models import Case, Evaluation, RunStatus
+from secbench_tui.core.models import Case, Evaluation, RecordedSettings, RunStatus
 from secbench_tui.core.store import stored_values as stored
 from secbench_tui.core.store.comparison import (
     FlipCounts,
@@ -305,13 +305,13 @@ def _variant_text(value: Any) -> str | None:
     return json.dumps(value, sort_keys=True) if isinstance(value, dict) else None
 
 
-def recorded_settings(text: str | None) -> dict[str, Any]:
+def recorded_settings(text: str | None) -> RecordedSettings:
     """A run's settings as read back: a `base_url` recorded with credentials (by a version
     that stored it whole) comes out redacted, so no report or export shows them."""
     settings = stored.json_object(text)
     if isinstance(settings.get("base_url"), str):
         settings["base_url"] = redact_url(settings["base_url"])
-    return settings
+    return cast(RecordedSettings, settings)
 
 
 def effective_status(status: str, pid: int | None, host: str | None) -> RunStatus:
@@ -370,7 +370,7 @@ class RunRecord:
     suite_path: str
     suite_hash: str | None
     prompt_hash: str | None
-    settings: dict[str, Any]
+    settings: RecordedSettings
     fingerprint: str
     tool_version: str | None
     started_at: str
@@ -538,7 +538,7 @@ class Store:
         suite_path: str,
         suite_hash: str,
         prompt_hash: str,
-        settings: dict[str, Any],
+        settings: RecordedSettings,
         fingerprint: str,
         tool_version: str,
         total_cases: int,
