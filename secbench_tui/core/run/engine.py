@@ -36,6 +36,7 @@ from secbench_tui.core.models import (
     RunStatus,
     SuiteKind,
 )
+from secbench_tui.core.results.figures import run_figures
 from secbench_tui.core.results.metrics import summarize, usage_stats
 from secbench_tui.core.results.robustness import originals_only, robustness
 from secbench_tui.core.results.scoring import score_completion
@@ -474,8 +475,9 @@ class Engine:
         else:
             summary_error = None
         originals = originals_only(rows)
-        # a run's accuracy is its originals', never blended with its variants'
-        figures: dict[str, object] = {**summarize(originals)}  # the summary's fields, by name
+        # the summary's fields, by name; a run's figures are its originals', never blended
+        # with its variants' (--rewrites), which have their own
+        figures: dict[str, object] = {**summarize(originals), **run_figures(originals)}
         rewrites = self.spec.settings.get("rewrites")
         if len(originals) != len(rows) or rewrites:
             figures.update(usage_stats(rows))  # what the variants cost counts

@@ -46,6 +46,9 @@ class ResultRow(TypedDict, total=False):
     reasoning: str | None
     reasoning_tokens: int | None
     notes: str | None
+    gold: str | None  # a bad case's right rules and gold lines, JSON (None: names no rule)
+    reasons: str | None  # the reply's violations, scored (`models.ReasonScore` as JSON)
+    scoring_version: int | None  # the scoring that wrote outcome and reasons (None: before 2)
     # --rewrites: a variant's original case, relation, seed, code hash and proof; None for
     # an original case
     variant: dict[str, Any] | None
