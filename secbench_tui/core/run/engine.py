@@ -42,6 +42,7 @@ from secbench_tui.core.results.summary import RunSummary
 from secbench_tui.core.run.events import (
     CaseFinished,
     CaseStarted,
+    Earlier,
     Event,
     Retrying,
     RunFinished,
@@ -406,7 +407,7 @@ class Engine:
         """Reuse what was paid for, then ask the rest; fills `pending` with what is asked."""
         spec = self.spec
         done_keys: set[tuple[str, int]] = set()
-        earlier: dict[str, Any] = {}
+        earlier: Earlier = {}
         if resumed:
             done_keys = await self.store.finished_keys(run_id, include_errors=not spec.retry_errors)
             self._cost = await self.store.spent(run_id)  # the budget covers the whole run
