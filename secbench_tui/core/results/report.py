@@ -49,6 +49,7 @@ from secbench_tui.core.results.metrics import (
 from secbench_tui.core.store.database import RunRecord, Store
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.untrusted import inert
+from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 
 if TYPE_CHECKING:
     from secbench_tui.core.vuldetectbench.scoring import TaskMetrics
@@ -516,7 +517,9 @@ def _vdb_contender(index: int, run: RunRecord, label: str, rows: list[Row]) -> C
         "errors": sum(1 for r in rows if r["outcome"] == Outcome.ERROR.value),
         **usage_stats(rows),
     }
-    contender.vdb = vuldetectbench_metrics(rows, str(run.settings.get("vdb_scoring", "correct")))
+    contender.vdb = vuldetectbench_metrics(
+        rows, str(run.settings.get("vdb_scoring", DEFAULT_SCORING))
+    )
     return contender
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from secbench_tui.core.models import Case, Completion, Outcome, Scored, SuiteKind
 from secbench_tui.core.results.parsing import parse_verdict
+from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 
 
 def score_markdown(case: Case, reply: str | None) -> Scored:
@@ -14,7 +15,9 @@ def score_markdown(case: Case, reply: str | None) -> Scored:
     return Scored(actual=verdict.assessment, outcome=outcome, explanation=verdict.explanation)
 
 
-def score_completion(case: Case, completion: Completion, vdb_scoring: str = "correct") -> Scored:
+def score_completion(
+    case: Case, completion: Completion, vdb_scoring: str = DEFAULT_SCORING
+) -> Scored:
     """Errors stay errors (never a verdict); a reply that could not be read is unparsed (no
     verdict is guessed from its raw text); anything else is scored by the case's suite.
 

@@ -44,10 +44,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from secbench_tui.core.models import Case, Outcome, Scored
+from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 from secbench_tui.core.vuldetectbench.loader import NO_VULNERABILITIES, options
 from secbench_tui.core.vuldetectbench.tokenize import word_tokenize
 
-SCORINGS: tuple[str, ...] = ("correct", "library")
+SCORINGS: tuple[str, ...] = (DEFAULT_SCORING, "library")
 METRIC_KEYS: dict[str, tuple[str, str]] = {
     "task1": ("accuracy", "f1"),
     "task2": ("se", "me"),
@@ -66,7 +67,7 @@ def check_scoring(scoring: str) -> str:
     return scoring
 
 
-def score_vuldetectbench(case: Case, reply: str | None, scoring: str = "correct") -> Scored:
+def score_vuldetectbench(case: Case, reply: str | None, scoring: str = DEFAULT_SCORING) -> Scored:
     """Score one reply; `reply=None` (no reply at all) gives an ERROR scored 0.
 
     Pass None rather than building the error yourself: task 1's F1 needs the gold
@@ -440,7 +441,7 @@ TaskMetrics = dict[str, dict[str, float]]
 
 
 def aggregate_vuldetectbench(
-    samples: Iterable[tuple[int, Scored]], scoring: str = "correct"
+    samples: Iterable[tuple[int, Scored]], scoring: str = DEFAULT_SCORING
 ) -> TaskMetrics:
     """Per-task metrics, as fractions in [0, 1], for the tasks present.
 
@@ -631,7 +632,9 @@ def crash_note(counts: Mapping[str, float]) -> str:
     )
 
 
-def aggregate_rows(rows: Iterable[Mapping[str, Any]], scoring: str = "correct") -> TaskMetrics:
+def aggregate_rows(
+    rows: Iterable[Mapping[str, Any]], scoring: str = DEFAULT_SCORING
+) -> TaskMetrics:
     """`aggregate_vuldetectbench` over results as the store returns them (app = "taskN").
 
     A row that is not a VulDetectBench result (another app, an unknown outcome: a database
