@@ -428,6 +428,14 @@ class Command(BaseModel):
         ),
     ] = None
     lint: Annotated[bool, Flag("check a suite and exit", group=MODE)] = False
+    rescore: Annotated[
+        bool,
+        Flag(
+            "score the stored replies again with this version's scoring, without a request"
+            " (--runs picks runs), and exit",
+            group=MODE,
+        ),
+    ] = False
     verify: Annotated[bool, Flag("prove the suite's labels on PostgreSQL and exit", group=MODE)] = (
         False
     )
@@ -471,8 +479,9 @@ class Command(BaseModel):
 
     @property
     def uses_key(self) -> bool:
-        """Only runs send the API key: linting, reports, exports and --verify never read it."""
-        return not (self.lint or self.report or self.export or self.verify)
+        """Only runs send the API key: linting, reports, exports, --rescore and --verify never
+        read it."""
+        return not (self.lint or self.report or self.export or self.verify or self.rescore)
 
 
 def declared(model: type[BaseModel], kind: type[Any]) -> dict[str, Any]:

@@ -75,6 +75,7 @@ async def test_hostile_text_is_drawn_literally(
             await _run(pilot, app)
             await _results(pilot, app)
             app.notify(HOSTILE, title=HOSTILE)
+            await pilot.pause()  # the notification is a message: let it arrive
             note = list(app._notifications)[-1]
             assert not note.markup and not CONTROL.search(note.message + note.title)
 

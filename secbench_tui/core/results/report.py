@@ -31,6 +31,7 @@ import jinja2
 from secbench_tui import __version__
 from secbench_tui.core import numbers
 from secbench_tui.core.models import Outcome, RunStatus, SuiteKind
+from secbench_tui.core.results.figures import answer_figures
 from secbench_tui.core.results.metrics import (
     CaseRepeats,
     PairComparison,
@@ -46,6 +47,13 @@ from secbench_tui.core.results.metrics import (
     usage_stats,
     verdict_stats,
 )
+from secbench_tui.core.results.pairwise import (
+    PairTally,
+    ScenarioComparison,
+    compare_scenarios,
+    scenario_tallies,
+)
+from secbench_tui.core.results.reasons import ReasonFigures, first_answers, reason_figures
 from secbench_tui.core.store.database import RunRecord, Store
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.untrusted import inert
@@ -125,6 +133,10 @@ class Contender:
     standing: str = ""  # against its suite's most accurate model: best, tied, behind, ahead
     vs_best: PairComparison | None = None
     settings: list[tuple[str, str]] = field(default_factory=list)  # shown, not common to all
+    # right for the right reason: pairwise, reason and scenario summaries; the per-rule table
+    figures: dict[str, Any] = field(default_factory=dict)
+    reasons: ReasonFigures | None = None
+    scenarios: dict[str, PairTally] = field(default_factory=dict)
 
     @property
     def model(self) -> str:
@@ -197,6 +209,7 @@ class Pair:
     b: Contender
     comparison: PairComparison
     differing: list[CaseView]
+    scenarios: ScenarioComparison | None = None  # McNemar on scenarios solved
 
     @property
     def better(self) -> Contender | None:
@@ -492,6 +505,10 @@ def _markdown_contender(index: int, run: RunRecord, label: str, rows: list[Row])
     }
     contender.confusion = confusion_matrix(rows)
     contender.repeat = repeat_stats(rows, contender.repeats)
+    answers = first_answers(rows)
+    contender.figures = answer_figures(answers)
+    contender.reasons = reason_figures(answers)
+    contender.scenarios = scenario_tallies(answers)
     stats = contender.stats
     if contender.repeats > 1:  # tries of one case are not independent: cases are the units
         stats["accuracy_ci"] = case_interval(rows)
@@ -582,7 +599,8 @@ def _pairs(contenders: Sequence[Contender], cases: dict[str, CaseView]) -> list[
         comparison = compare_pair(a.first_tries(), b.first_tries())
         if comparison.shared:
             differing = [cases[key] for key in comparison.differing[:DIFFERING_SHOWN]]
-            pairs.append(Pair(a, b, comparison, differing))
+            solved = compare_scenarios(a.scenarios, b.scenarios)
+            pairs.append(Pair(a, b, comparison, differing, solved if solved.scenarios else None))
     pairs.sort(key=lambda p: (p.a.baseline or p.b.baseline, p.a.index, p.b.index))
     return pairs
 

@@ -36,6 +36,7 @@ from secbench_tui.core.models import (
     RunStatus,
     SuiteKind,
 )
+from secbench_tui.core.results.figures import run_figures
 from secbench_tui.core.results.metrics import summarize, usage_stats
 from secbench_tui.core.results.scoring import score_completion
 from secbench_tui.core.results.summary import RunSummary
@@ -474,7 +475,8 @@ class Engine:
             summary_error: str | None = f"could not read the results back: {exc}"
         else:
             summary_error = None
-        figures: dict[str, object] = {**summarize(rows)}  # the summary's fields, by name
+        # the summary's fields, by name
+        figures: dict[str, object] = {**summarize(rows), **run_figures(rows)}
         vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
         if vdb_rows:
             from secbench_tui.core.vuldetectbench.scoring import (
