@@ -525,6 +525,14 @@ def bundled_cases_dir() -> Path:
     return Path(str(resources.files("secbench_tui") / "cases"))
 
 
+def is_bundled_suite(cases_dir: Path) -> bool:
+    """Is `cases_dir` the suite shipped with the tool (whose code verify runs unasked)?"""
+    try:
+        return cases_dir.resolve() == bundled_cases_dir().resolve()
+    except OSError:
+        return False
+
+
 def load_env(dotenv_path: Path | None = None) -> dict[str, str]:
     """The environment with `.env` (from the working directory) beneath it."""
     from dotenv import dotenv_values

@@ -65,10 +65,10 @@ RESULT_COLUMNS = (
     "quotes",
     "right_rule",
     "right_line",
+    "schema_problem",
     "scoring_version",
 )
-# Derived from the stored `gold` and `reasons` of a row (JSON keeps lists, CSV joins them).
-_REASON_COLUMNS = ("gold_rules", "rules_cited", "quotes", "right_rule", "right_line")
+
 
 # XML 1.0 cannot carry most control characters, whatever the escaping; model output can.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -86,6 +86,7 @@ def reason_fields(row: ResultRow) -> dict[str, Any]:
         "quotes": [c.quote for c in reason.citations] if reason else [],
         "right_rule": reason.right_rule if reason else None,
         "right_line": reason.right_line if reason else None,
+        "schema_problem": reason.problem if reason else None,  # how it broke schema 2
     }
 
 
@@ -214,9 +215,13 @@ def _testcase(row: ResultRow, repeats: int) -> tuple[ET.Element, str]:
         )
         failure.text = _xml_text(row.get("explanation"))
     elif outcome == Outcome.UNPARSED.value:
-        failure = ET.SubElement(
-            case, "failure", type="unparsed", message="the reply could not be read as a verdict"
+        problem = reason["schema_problem"]
+        message = (
+            f"the reply breaks verdict schema 2: {problem}"
+            if problem
+            else "the reply could not be read as a verdict"
         )
+        failure = ET.SubElement(case, "failure", type="unparsed", message=_xml_text(message))
         failure.text = _xml_text(row.get("raw_reply"))
     elif outcome == Outcome.ERROR.value:
         error = ET.SubElement(
