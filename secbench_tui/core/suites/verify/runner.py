@@ -102,10 +102,11 @@ def _python_executor(db: AppDatabase, fixtures: str, harness: Path) -> Iterator[
             "token": db.token,
             "case_id": case.case_id,
             "code": case.code,
-            "scenario": str(scenario.path),
+            "scenario": str(scenario.path.resolve()),  # the child runs in another folder
         }
         runs = child.run(job, len(scenario.parameters))
-        db.end_sessions(db.roles.case)  # a killed child's session may still hold locks
+        if any(r.error for r in runs):  # a killed case's session may still hold locks
+            db.end_sessions(db.roles.case)
         if db.fingerprint() != before:  # a handler committed: rows outlived the case
             reason = "the case's changes outlived its transaction (a COMMIT in the handler)"
             runs = [Execution(r.params_index, error=reason) for r in runs]
@@ -157,6 +158,21 @@ def _verify_app(
     waiting = [c for g in groups.values() for c in g]
     if not groups:
         return
+    try:
+        with app_session(uri, roles, watchdog, data) as (_db, execute):
+            _run_groups(execute, data, groups, emit, mutation)
+    except Unverifiable as exc:
+        for proof in _proofs(waiting, exc.proof, str(exc)):
+            emit(proof)
+
+
+@contextmanager
+def app_session(
+    uri: str, roles: Roles, watchdog: Watchdog, data: AppData
+) -> Iterator[tuple[AppDatabase, Executor]]:
+    """The app's database with its fixtures loaded, and an executor that runs a case of it on
+    every parameter set of a scenario; the database is dropped on exit. Raises Unverifiable
+    (no fixtures, fixtures that do not load, a harness that does not start) and ServerError."""
     db = AppDatabase(uri, roles, watchdog)
     try:
         if data.fixtures is None:
@@ -180,10 +196,7 @@ def _verify_app(
             else _sql_executor(db, fixtures)
         )
         with executor as execute:
-            _run_groups(execute, data, groups, emit, mutation)
-    except Unverifiable as exc:
-        for proof in _proofs(waiting, exc.proof, str(exc)):
-            emit(proof)
+            yield db, execute
     finally:
         db.drop()
 
