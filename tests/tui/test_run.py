@@ -79,7 +79,8 @@ async def test_stop_midway_keeps_every_finished_case(
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        assert any("the cases in flight finish first" in n.message for n in app._notifications)
+        notice = "the cases in flight finish first"
+        await wait_until(pilot, lambda: any(notice in n.message for n in app._notifications))
         await settle(pilot)
         assert run.state == "stopped"
         shown = table_cases(run)

@@ -523,6 +523,13 @@ class Store:
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
+    async def mark_started(self, run_id: int) -> None:
+        """The run's first request is being sent: that is its start. A run of a matrix may
+        wait for its model's earlier runs, and its time (JUnit's, the report's) counts from
+        its own first request, not from when the matrix opened it."""
+        await self.db.execute("UPDATE runs SET started_at=? WHERE id=?", (now_iso(), run_id))
+        await self.db.commit()
+
     async def reopen_run(self, run_id: int, total_cases: int) -> None:
         await self.db.execute(
             "UPDATE runs SET status='running', finished_at=NULL, message=NULL, total_cases=?,"

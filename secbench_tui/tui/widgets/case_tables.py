@@ -169,7 +169,7 @@ class GridTable(CaseTable):
 
     def cells(self, item: GridRow) -> tuple[Text, ...]:
         mark, style = ("≠ ", DISAGREE_STYLE) if item.disagree else ("  ", "")
-        case = Text(mark + fmt.tail(inert_line(item.case_id), self.case_width - 2), style=style)
+        case = Text(mark + fmt.case_id(inert_line(item.case_id), self.case_width - 2), style=style)
         expected = Text(inert_line(item.expected)[:VERDICT_WIDTH], style="dim")
         verdicts = [verdict_cell(item.verdicts.get(r)) for r in self.run_ids]
         if item.disagree:
@@ -204,7 +204,7 @@ class FlipTable(CaseTable):
     def cells(self, item: FlipRow) -> tuple[Text, ...]:
         flip = item.flip.value
         return (
-            Text(fmt.tail(inert_line(item.case_id), self.case_width)),
+            Text(fmt.case_id(inert_line(item.case_id), self.case_width)),
             Text(inert_line(item.expected)[:VERDICT_WIDTH], style="dim"),
             verdict_cell(item.before),
             verdict_cell(item.after),
