@@ -96,11 +96,9 @@ def render_result(row: dict[str, Any]) -> RenderableType:
         (inert_line(row.get("case_id")), "bold"),
         ("  ", ""),
         (inert_line(outcome.upper()), f"bold {fmt.OUTCOME_STYLES.get(outcome, '')}"),
-        (
-            f"\n{inert_line(row.get('model_name'))} · run {row.get('run_id')}"
-            f" · {inert_line(row.get('app'))}",
-            "dim",
-        ),
+        (f"\n{inert_line(row.get('model_name'))}", "dim"),
+        (f" · prompt {inert_line(row['prompt_name'])}" if row.get("prompt_name") else "", "dim"),
+        (f" · run {row.get('run_id')} · {inert_line(row.get('app'))}", "dim"),
     )
     if row.get("repeat"):
         head.append(f" · repeat {int(row['repeat']) + 1}", style="dim")
