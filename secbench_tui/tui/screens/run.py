@@ -640,13 +640,9 @@ class RunScreen(BaseScreen):
             )
         )
         summary.display = True
-        if event.status is RunStatus.ABORTED and len(self.ended) == 1:
-            self.notify(
-                event.message or "the run was aborted",
-                title="run aborted",
-                severity="error",
-                timeout=15,
-            )
+        # the summary says how each run ended (an abort with its reason): notifications
+        # still up from the run would cover it, so they go
+        self.app.clear_notifications()
         self._redraw_stats()
 
     def on_run_failed(self, message: RunFailed) -> None:
