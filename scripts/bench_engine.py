@@ -71,9 +71,10 @@ class Measure:
 class Server:
     """The loopback server in a child process."""
 
-    def __init__(self, delay: float) -> None:
+    def __init__(self, delay: float, keep_bodies: bool = False) -> None:
+        keep = ["--keep-bodies"] if keep_bodies else []
         self.proc = subprocess.Popen(
-            [sys.executable, str(SERVER), "--delay", str(delay), "--until-stdin-closes"],
+            [sys.executable, str(SERVER), "--delay", str(delay), "--until-stdin-closes", *keep],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

@@ -1,262 +1,242 @@
-"""Command line: parse flags, build `Settings`, then hand over to one front end.
+"""Command line: flags derived from the declarations in `config`, then one front end.
 
-Nothing here imports Textual unless the terminal app is what was asked for, so `--no-ui`,
-`--report`, `--export` and `--lint` start quickly and work where Textual cannot run.
+Each flag, its choices, its help and its default come from a field of `config.Settings` or
+`config.Command`; argparse passes on only the flags that were given, so the declared defaults
+are the only ones. Nothing here imports Textual unless the terminal app is what was asked for,
+so `--no-ui`, `--report`, `--export` and `--lint` start quickly and work where Textual cannot run.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-from pathlib import Path
+import types
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, NoReturn, Union, get_args, get_origin
 
-from pydantic import SecretStr, ValidationError
+# httpx imports its own command line (httpx._main) whenever click, pygments and rich are
+# installed, as they are beside Textual: about 40 ms of every start, for a command this
+# program never runs. A None entry makes that import fail, and httpx falls back to a stub.
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
-from secbench_tui import __version__
-from secbench_tui.config import REASONING_EFFORTS, VDB_PLAIN, VDB_SCORINGS
-from secbench_tui.core.suites import security_bench
-from secbench_tui.core.suites.prompts import RESPONSE_FORMATS
-from secbench_tui.exit_codes import EXIT_USAGE
+from pydantic import BaseModel, SecretStr, ValidationError  # noqa: E402
+from pydantic.fields import FieldInfo  # noqa: E402
 
+from secbench_tui import __version__  # noqa: E402
+from secbench_tui.config import (  # noqa: E402
+    ENDPOINT,
+    MODE,
+    RUN,
+    SELECTION,
+    Command,
+    Flag,
+    Settings,
+    declared,
+    describe_error,
+)
+from secbench_tui.errors import PROG, say_error  # noqa: E402
+from secbench_tui.exit_codes import EXIT_CODES, EXIT_USAGE  # noqa: E402
 
-def _csv(value: str) -> list[str]:
-    return [part.strip() for part in value.split(",") if part.strip()]
-
-
-def _flat(values: list[list[str]] | None) -> list[str]:
-    """A repeatable comma-separated flag, in the order given."""
-    return [part for value in values or [] for part in value]
-
-
-def _methods(value: str) -> list[str]:
-    """`--method a,b`; an empty value stays, for Settings to name the methods there are."""
-    return _csv(value) or [value]
-
-
-def _tasks(value: str) -> list[int]:
-    try:
-        return [int(part) for part in _csv(value)]
-    except ValueError:
-        raise argparse.ArgumentTypeError("takes task numbers 1-5, e.g. 1,3") from None
+GROUPS = (MODE, RUN, ENDPOINT, SELECTION)  # the order --help lists them in
 
 
-def _run_ids(value: str) -> list[int]:
-    try:
-        return [int(part) for part in _csv(value)]
-    except ValueError:
-        raise argparse.ArgumentTypeError("takes run ids, e.g. 3,4") from None
+class Parser(argparse.ArgumentParser):
+    """argparse, with its error line written where every other one is (`errors.say_error`)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        say_error(message)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _plain_type(annotation: Any) -> Any:
+    """`int | None` -> int: the type a flag's text is read as."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        rest = [a for a in get_args(annotation) if a is not type(None)]
+        return _plain_type(rest[0]) if len(rest) == 1 else str
+    if get_origin(annotation) is list:  # a repeated flag: each value one item
+        return _plain_type(get_args(annotation)[0])
+    return annotation
+
+
+def _choices(annotation: Any) -> tuple[str, ...] | None:
+    """The values a `Literal` field allows, to offer them as the flag's choices."""
+    plain = _plain_type(annotation)
+    return get_args(plain) if get_origin(plain) is Literal else None
+
+
+def _typed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """A declared parser whose ValueError argparse shows as the message it is."""
+
+    def read(value: str) -> Any:
+        try:
+            return parse(value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    read.__name__ = parse.__name__
+    return read
+
+
+def _default_words(info: FieldInfo, flag: Flag) -> str | None:
+    if flag.default is not None:
+        return flag.default
+    value = info.get_default(call_default_factory=True)
+    if value is None or value is False or value == []:
+        return None
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def add_flag(group: Any, name: str, info: FieldInfo, flag: Flag) -> None:
+    """One field as one flag: its name, type or choices, help and default, all declared."""
+    option = flag.name or "--" + name.replace("_", "-")
+    kwargs: dict[str, Any] = {"dest": name, "default": argparse.SUPPRESS}
+    if info.annotation is bool:
+        kwargs["action"] = "store_true"
+    else:
+        kwargs["metavar"] = flag.metavar or option.lstrip("-").upper().replace("-", "_")
+        choices = _choices(info.annotation)
+        if flag.parse is not None:
+            kwargs["type"] = _typed(flag.parse)
+        elif choices:
+            kwargs["choices"] = choices
+            kwargs["metavar"] = "{" + ",".join(choices) + "}"
+        else:
+            kwargs["type"] = _plain_type(info.annotation)
+        if flag.many:
+            kwargs["action"] = "append"
+    words = _default_words(info, flag)
+    default = f" (default: {words})" if words else ""
+    if flag.env:
+        default = f" (default: ${flag.env} or {words})" if words else f" (default: ${flag.env})"
+    kwargs["help"] = (flag.help + default).replace("%", "%%")
+    group.add_argument(option, **kwargs)
+
+
+def exit_codes_help() -> str:
+    """The exit codes, for the end of `--help` (with several runs, the worst of them)."""
+    lines = ["exit codes (with several runs, the worst of them):"]
+    lines += [f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES]
+    return "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="secbench-tui",
+    p = Parser(
+        prog=PROG,
         description="Measure how well language models find security flaws in code.",
-        epilog="Without --no-ui, --report, --export or --lint the terminal app opens.",
+        epilog="Without --no-ui, --report, --export or --lint the terminal app opens.\n\n"
+        + exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--version", action="version", version=f"secbench-tui {__version__}")
-    mode = p.add_argument_group("what to do")
-    mode.add_argument("--no-ui", action="store_true", help="run headless and print progress")
-    mode.add_argument("--report", action="store_true", help="write an HTML report and exit")
-    mode.add_argument("--export", choices=("json", "csv", "junit"), help="export results")
-    mode.add_argument(
-        "--out",
-        type=Path,
-        help="file for --export (default: stdout), or for --report alone"
-        " (default: reports/report_<time>.html)",
-    )
-    mode.add_argument("--lint", action="store_true", help="check a suite and exit")
-    mode.add_argument(
-        "--verify", action="store_true", help="prove the suite's labels on PostgreSQL and exit"
-    )
-    mode.add_argument("--pg-url", help="PostgreSQL for --verify (default: embedded pgserver)")
-
-    run = p.add_argument_group("the run")
-    run.add_argument(
-        "--model",
-        action="append",
-        type=_csv,
-        help="model id, e.g. openai/gpt-4o-mini or baseline/random; several: a,b or repeat",
-    )
-    run.add_argument("--cases", type=Path, help="suite folder (default: the bundled suite)")
-    run.add_argument("--apps", type=_csv, help="only these apps, comma separated")
-    run.add_argument(
-        "--limit", type=int, help="only the first N cases (of each task, for VulDetectBench)"
-    )
-    run.add_argument("--tasks", type=_tasks, help="VulDetectBench tasks, e.g. 1,3 (default all)")
-    run.add_argument(
-        "--method",
-        action="append",
-        type=_methods,
-        help="VulDetectBench prompting: plain, cot or few-shot; several: a,b or repeat",
-    )
-    run.add_argument(
-        "--vdb-scoring",
-        default="correct",
-        choices=VDB_SCORINGS,
-        help="VulDetectBench scoring: correct (default) or as library 0.0.5 does",
-    )
-    run.add_argument(
-        "--prompt",
-        action="append",
-        type=_csv,
-        help="evaluation prompt: a file, a folder of *.txt, a bundled name, or all; "
-        "several: a,b or repeat",
-    )
-    run.add_argument(
-        "--filter",
-        action="append",
-        metavar="GLOB",
-        help="only cases whose id (app/file.md) matches; repeat for several",
-    )
-    run.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the plan, requests and estimated cost; send nothing",
-    )
-    run.add_argument("--db", type=Path, default=Path("results.db"), help="SQLite database")
-    run.add_argument("--summary-json", type=Path, help="write the run's summary as JSON")
-    run.add_argument("--repeats", type=int, default=1, help="ask each case N times")
-    run.add_argument("--resume", action="store_true", help="continue the last unfinished run")
-    run.add_argument("--force", action="store_true", help="ask again even if a result exists")
-    run.add_argument(
-        "--retry-errors",
-        action="store_true",
-        help="re-ask only the cases of the last run that ended in an error",
-    )
-    run.add_argument("--max-cost", type=float, help="stop when the reported cost reaches USD")
-
-    api = p.add_argument_group("the endpoint")
-    api.add_argument(
-        "--base-url",
-        help="OpenAI-compatible API root "
-        "(default $OPENROUTER_BASE_URL or https://openrouter.ai/api/v1)",
-    )
-    api.add_argument("--temperature", type=float)
-    api.add_argument(
-        "--max-tokens",
-        type=int,
-        help="reply budget per request (default 1024, or 32768 for models that reason)",
-    )
-    api.add_argument(
-        "--reasoning-effort",
-        choices=REASONING_EFFORTS,
-        help="sent as reasoning.effort (OpenRouter); not sent by default",
-    )
-    api.add_argument(
-        "--request-style",
-        default="secbench-tui",
-        choices=security_bench.STYLES,
-        help="security-bench: send the original evaluator's request, byte for byte",
-    )
-    api.add_argument("--seed", type=int)
-    api.add_argument(
-        "--response-format",
-        default="json_schema",
-        choices=RESPONSE_FORMATS,
-        help="structured output to ask for (fall back for servers that reject it)",
-    )
-    api.add_argument("--max-retries", type=int, default=5)
-    api.add_argument(
-        "--timeout",
-        type=float,
-        help="seconds for each attempt, whole: connecting, the headers and every byte "
-        "(default 120, or 600 for a model whose catalog entry says it reasons)",
-    )
-    api.add_argument("--concurrency", type=int, default=1, help="requests in flight")
-
-    sel = p.add_argument_group("report and export selection")
-    sel.add_argument("--runs", type=_run_ids, help="run ids, comma separated")
-    sel.add_argument("--models", type=_csv, help="model names")
+    p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    groups = {title: p.add_argument_group(title) for title in GROUPS}
+    for model in (Command, Settings):
+        for name, flag in declared(model, Flag).items():
+            if flag.help:  # a setting with no help is read from the environment only
+                add_flag(groups[flag.group], name, model.model_fields[name], flag)
     return p
 
 
-def uses_key(args: argparse.Namespace) -> bool:
-    """Only runs send the API key: linting, reports, exports and --verify never read it."""
-    return not (args.lint or args.report or args.export or args.verify)
+def _given(args: argparse.Namespace, model: type[BaseModel]) -> dict[str, Any]:
+    """The flags given for `model`'s fields; a repeated flag's values in the order given."""
+    values: dict[str, Any] = {}
+    for name, flag in declared(model, Flag).items():
+        if hasattr(args, name):
+            value = getattr(args, name)
+            if flag.many:
+                value = [part for given in value for part in as_list(given)]
+            values[name] = value
+    return values
 
 
-def settings_from_args(args: argparse.Namespace, env: dict[str, str]):  # type: ignore[no-untyped-def]
-    from secbench_tui.config import Settings
-    from secbench_tui.core.run.providers.openai_compat import OPENROUTER_URL
-
-    key = (env.get("OPENROUTER_API_KEY") or None) if uses_key(args) else None
-    fields = {
-        "models": _flat(args.model),
-        "cases": args.cases,
-        "apps": args.apps,
-        "limit": args.limit,
-        "db": args.db,
-        "prompts": _flat(args.prompt),
-        "filters": args.filter or [],
-        "dry_run": args.dry_run,
-        "base_url": args.base_url or env.get("OPENROUTER_BASE_URL") or OPENROUTER_URL,
-        "api_key": SecretStr(key) if key else None,
-        "temperature": args.temperature,
-        "max_tokens": args.max_tokens,
-        "reasoning_effort": args.reasoning_effort,
-        "request_style": args.request_style,
-        "seed": args.seed,
-        "response_format": args.response_format,
-        "max_retries": args.max_retries,
-        "timeout": args.timeout,
-        "concurrency": args.concurrency,
-        "repeats": args.repeats,
-        "resume": args.resume,
-        "force": args.force,
-        "retry_errors": args.retry_errors,
-        "max_cost": args.max_cost,
-        "methods": [None if m == VDB_PLAIN else m for m in _flat(args.method)],
-        "vdb_scoring": args.vdb_scoring,
-        "summary_json": args.summary_json,
-    }
-    if args.tasks is not None:
-        fields["tasks"] = args.tasks
-    return Settings(**fields)
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
 
 
-def _validation_message(exc: ValidationError) -> str:
-    lines = []
-    for error in exc.errors():
-        if not error["loc"]:  # a check across settings names its flag itself
-            lines.append(error["msg"].removeprefix("Value error, "))
-            continue
-        flag = "--" + "-".join(str(p) for p in error["loc"]).replace("_", "-")
-        if flag == "--api-key":
-            flag = "OPENROUTER_API_KEY"  # the value is never shown
-        lines.append(f"{flag}: {error['msg'].removeprefix('Value error, ')}")
-    return "; ".join(lines)
+def parse_command(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
+
+
+def command_from_args(args: argparse.Namespace) -> Command:
+    return Command.model_validate(_given(args, Command))
+
+
+def settings_from_args(args: argparse.Namespace, env: dict[str, str]) -> Settings:
+    """The flags given, over the environment (for settings declared with one), over the
+    declared defaults; the API key only when the command sends requests."""
+    fields = _given(args, Settings)
+    uses_key = command_from_args(args).uses_key
+    for name, flag in declared(Settings, Flag).items():
+        if flag.env and name not in fields and env.get(flag.env):
+            if name == "api_key":
+                if uses_key:
+                    fields[name] = SecretStr(env[flag.env])
+            else:
+                fields[name] = env[flag.env]
+    return Settings.model_validate(fields)
+
+
+def in_terminal() -> bool:
+    """The app needs a terminal on both sides: keys come from stdin, the screen goes to stdout."""
+    try:
+        return sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):  # closed or replaced streams
+        return False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_command(argv)
     from secbench_tui.config import load_env
 
     try:
+        command = command_from_args(args)
         settings = settings_from_args(args, load_env())
     except ValidationError as exc:
-        print(f"secbench-tui: error: {_validation_message(exc)}", file=sys.stderr)
+        say_error(describe_error(exc))
         return EXIT_USAGE
-    if args.lint:
+    if command.lint:
         from secbench_tui.linting import lint_main
 
         return int(lint_main(settings.cases_dir))
-    if args.verify:
+    if command.verify:
         from secbench_tui.verifying import verify_main
 
-        return verify_main(settings.cases_dir, args.apps, args.pg_url)
-    if args.report or args.export:
+        return verify_main(
+            settings.cases_dir, settings.apps, command.pg_url, mutants=command.mutants
+        )
+    if command.report or command.export:
         from secbench_tui.reporting import export_main
 
-        return export_main(settings, args.report, args.export, args.out, args.runs, args.models)
-    if args.no_ui or args.dry_run:
+        return export_main(
+            settings,
+            command.report,
+            command.export,
+            command.out,
+            command.runs,
+            command.select_models,
+        )
+    if not (command.no_ui or settings.dry_run) and not in_terminal():
+        if not settings.models:
+            say_error(
+                "no terminal for the app (standard input or output is not a terminal): give "
+                "--model ID to run headless (--no-ui), e.g. --model baseline/random --no-ui"
+            )
+            return EXIT_USAGE
+        print(
+            f"{PROG}: standard input or output is not a terminal: running headless (--no-ui)",
+            file=sys.stderr,
+            flush=True,
+        )
+        command = command.model_copy(update={"no_ui": True})
+    if command.no_ui or settings.dry_run:
         from secbench_tui.headless import run_headless
 
         return run_headless(settings)
     try:
         from secbench_tui.tui.app import run_app
     except ImportError as exc:
-        print(f"secbench-tui: the terminal app cannot start ({exc}); use --no-ui", file=sys.stderr)
+        say_error(f"the terminal app cannot start ({exc}); use --no-ui")
         return EXIT_USAGE
     return int(run_app(settings))

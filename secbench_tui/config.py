@@ -1,4 +1,10 @@
-"""Settings: flags, the environment and `.env`, gathered once into one validated model.
+"""Settings: each declared once, here, as a typed field; everything else is derived from it.
+
+A field's type (with `Literal` for a closed set of values), its default and its `Flag` give the
+command-line flag, its choices, its help (with the default shown) and its validation; `Record`
+says whether and when a run records it. The command line (`cli.py`) builds its parser from
+these declarations and passes on only the flags given, so the defaults here are the only ones;
+the terminal app's setup screen offers the same choices and validates through the same model.
 
 Front ends receive a `Settings` and never read the environment themselves. The API key is a
 `SecretStr`: `recorded()` (what goes into the database and reports) never contains it.
@@ -7,67 +13,252 @@ Front ends receive a `Settings` and never read the environment themselves. The A
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from secbench_tui.core.run.providers.openai_compat import OPENROUTER_URL
 from secbench_tui.core.suites import security_bench
-from secbench_tui.core.suites.prompts import RESPONSE_FORMATS
+from secbench_tui.core.suites.prompts import ResponseFormat
+from secbench_tui.core.suites.security_bench import RequestStyle
 from secbench_tui.core.untrusted import redact_url
 
-VDB_METHODS = ("cot", "few-shot")
+VdbMethod = Literal["cot", "few-shot"]
+VdbScoring = Literal["correct", "library"]
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high"]
+ExportFormat = Literal["json", "csv", "junit"]
+VDB_METHODS: tuple[str, ...] = get_args(VdbMethod)
 VDB_PLAIN = "plain"  # --method plain: the benchmark's plain prompts (no method)
-VDB_SCORINGS = ("correct", "library")
-REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high")
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TIMEOUT = 120.0  # seconds for one whole attempt
 REASONING_TIMEOUT = 600.0  # the same for a model that reasons: 32768 tokens take a while
 
+# The groups of `--help`, in the order it lists them.
+MODE, RUN, ENDPOINT, SELECTION = (
+    "what to do",
+    "the run",
+    "the endpoint",
+    "report and export selection",
+)
 
-class Settings(BaseModel):
-    """One run's settings; `models`, `prompts` and `methods` list the matrix to run.
 
-    `model`, `prompt` and `method` are the run's own (the first of each list when several
-    are given); `session.plan_settings` makes one `Settings` per cell of the matrix.
+@dataclass(frozen=True)
+class Flag:
+    """How a setting is given on the command line. Its name (`--max-retries` for
+    `max_retries`), its type, choices and default come from the field itself."""
+
+    help: str = ""
+    group: str = RUN
+    name: str | None = None  # the flag, when it is not the field's name
+    parse: Callable[[str], Any] | None = None  # text -> value (argparse's `type`)
+    many: bool = False  # repeatable, each `a,b`: the values in the order given
+    metavar: str | None = None
+    default: str | None = None  # the default in words, where the field's own says too little
+    env: str | None = None  # the environment variable (or .env entry) read when not given
+
+
+@dataclass(frozen=True)
+class Record:
+    """A setting a run records, and when: it changes what is asked or how it is scored.
+
+    `applies`: `all` runs; `endpoint`: runs that ask a server (not offline baselines);
+    `markdown` / `vuldetectbench`: runs of that kind of suite; `markdown-endpoint`: both.
+    `sent`: the property holding the value actually sent, when it is not the field's own.
     """
 
+    applies: Literal["all", "endpoint", "markdown", "vuldetectbench", "markdown-endpoint"]
+    sent: str | None = None
+
+
+def _csv(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _methods(value: str) -> list[str | None]:
+    """`--method a,b`; `plain` is the benchmark's prompts without a method (None). An empty
+    value stays, for the check to name the methods there are."""
+    return [None if m == VDB_PLAIN else m for m in (_csv(value) or [value])]
+
+
+def _numbers(what: str, example: str) -> Callable[[str], list[int]]:
+    def parse(value: str) -> list[int]:
+        try:
+            return [int(part) for part in _csv(value)]
+        except ValueError:
+            raise ValueError(f"takes {what}, e.g. {example}") from None
+
+    parse.__name__ = what  # argparse names the type in its message
+    return parse
+
+
+_tasks = _numbers("task numbers 1-5", "1,3")
+_run_ids = _numbers("run ids", "3,4")
+
+
+class Settings(BaseModel):
+    """One command's settings; `models`, `prompts` and `methods` list the matrix to run.
+
+    `model`, `prompt` and `method` are the run's own (the first of each list when several
+    are given); `planner.plan_settings` makes one `Settings` per cell of the matrix.
+    """
+
+    # the matrix and the suite
     model: str | None = None
-    models: list[str] = Field(default_factory=list)
-    cases: Path | None = None
-    apps: list[str] | None = None
-    limit: int | None = Field(default=None, ge=1)
-    db: Path = Path("results.db")
+    models: Annotated[
+        list[str],
+        Flag(
+            "model id, e.g. openai/gpt-4o-mini or baseline/random; several: a,b or repeat",
+            name="--model",
+            parse=_csv,
+            many=True,
+        ),
+    ] = Field(default_factory=list)
+    cases: Annotated[
+        Path | None, Flag("suite folder", default="the bundled suite", metavar="DIR")
+    ] = None
+    apps: Annotated[
+        list[str] | None,
+        Flag("only these apps, comma separated", parse=_csv),
+        Record("markdown"),
+    ] = None
+    limit: Annotated[
+        int | None,
+        Flag("only the first N cases (of each task, for VulDetectBench)", metavar="N"),
+        Record("all"),
+    ] = Field(default=None, ge=1)
+    tasks: Annotated[
+        list[int],
+        Flag("VulDetectBench tasks, e.g. 1,3", parse=_tasks, default="all five"),
+        Record("vuldetectbench"),
+    ] = Field(default_factory=lambda: [1, 2, 3, 4, 5])
+    method: Annotated[VdbMethod | None, Record("vuldetectbench")] = None
+    methods: Annotated[
+        list[VdbMethod | None],  # None: the plain prompts
+        Flag(
+            "VulDetectBench prompting: plain, cot or few-shot; several: a,b or repeat",
+            name="--method",
+            parse=_methods,
+            many=True,
+            default=VDB_PLAIN,
+        ),
+    ] = Field(default_factory=list)
+    vdb_scoring: Annotated[
+        VdbScoring,
+        Flag("VulDetectBench scoring: the documented definitions, or as library 0.0.5 does"),
+    ] = "correct"
     prompt: str | None = None  # a file, a folder of *.txt, a bundled name or "all"
-    prompts: list[str] = Field(default_factory=list)
-    base_url: str = OPENROUTER_URL
-    api_key: SecretStr | None = None
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, ge=1)  # None: chosen per model at run start
-    reasoning_effort: str | None = None
-    request_style: str = "secbench-tui"
-    reasoning_model: bool | None = None  # what the catalog said, found at run start
-    seed: int | None = None
-    response_format: str = "json_schema"
-    max_retries: int = Field(default=5, ge=0)
-    timeout: float | None = Field(default=None, gt=0)  # None: chosen per model at run start
-    concurrency: int = Field(default=1, ge=1, le=256)
-    repeats: int = Field(default=1, ge=1)
-    resume: bool = False
-    force: bool = False
-    retry_errors: bool = False
-    max_cost: float | None = Field(default=None, gt=0)
-    tasks: list[int] = Field(default_factory=lambda: [1, 2, 3, 4, 5])
-    method: str | None = None
-    methods: list[str | None] = Field(default_factory=list)  # None: the plain prompts
-    vdb_scoring: str = "correct"
-    summary_json: Path | None = None
+    prompts: Annotated[
+        list[str],
+        Flag(
+            "evaluation prompt: a file, a folder of *.txt, a bundled name, or all; "
+            "several: a,b or repeat",
+            name="--prompt",
+            parse=_csv,
+            many=True,
+            default="./evaluation-prompt.txt if present, else default",
+        ),
+    ] = Field(default_factory=list)
+    filters: Annotated[
+        list[str],  # glob patterns on case ids
+        Flag(
+            "only cases whose id (app/file.md) matches; repeat for several",
+            name="--filter",
+            many=True,
+            metavar="GLOB",
+        ),
+    ] = Field(default_factory=list)
+    dry_run: Annotated[bool, Flag("print the plan, requests and estimated cost; send nothing")] = (
+        False
+    )
+    db: Annotated[Path, Flag("SQLite database", metavar="PATH")] = Path("results.db")
+    summary_json: Annotated[
+        Path | None, Flag("write the run's summary as JSON", metavar="FILE")
+    ] = None
+    repeats: Annotated[int, Flag("ask each case N times", metavar="N")] = Field(default=1, ge=1)
+    resume: Annotated[bool, Flag("continue the last unfinished run")] = False
+    force: Annotated[bool, Flag("ask again even if a result exists")] = False
+    retry_errors: Annotated[
+        bool, Flag("re-ask only the cases of the last run that ended in an error")
+    ] = False
+    max_cost: Annotated[
+        float | None, Flag("stop when the reported cost reaches USD", metavar="USD")
+    ] = Field(default=None, gt=0)
+    # the endpoint and what every request carries
+    base_url: Annotated[
+        str,
+        Flag(
+            "OpenAI-compatible API root", group=ENDPOINT, env="OPENROUTER_BASE_URL", metavar="URL"
+        ),
+        Record("endpoint"),
+    ] = OPENROUTER_URL
+    api_key: Annotated[SecretStr | None, Flag(env="OPENROUTER_API_KEY")] = None
+    temperature: Annotated[
+        float | None,
+        Flag("sampling temperature, 0 to 2", group=ENDPOINT, default="the server's"),
+        Record("endpoint", sent="sent_temperature"),
+    ] = Field(default=None, ge=0, le=2)
+    max_tokens: Annotated[
+        int | None,
+        Flag(
+            "reply budget per request",
+            group=ENDPOINT,
+            metavar="N",
+            default=f"{DEFAULT_MAX_TOKENS}, or 32768 for models that reason",
+        ),
+        Record("endpoint", sent="sent_max_tokens"),
+    ] = Field(default=None, ge=1)  # None: chosen per model at run start
+    reasoning_effort: Annotated[
+        ReasoningEffort | None,
+        Flag("sent as reasoning.effort (OpenRouter)", group=ENDPOINT, default="not sent"),
+        Record("endpoint"),
+    ] = None
+    request_style: Annotated[
+        RequestStyle,
+        Flag(
+            "security-bench: send the original evaluator's request, byte for byte",
+            group=ENDPOINT,
+        ),
+        Record("markdown-endpoint"),
+    ] = "secbench-tui"
+    reasoning_model: Annotated[bool | None, Record("endpoint")] = None  # found at run start
+    seed: Annotated[
+        int | None,
+        Flag("sent with every request; seeds baseline/random", group=ENDPOINT, metavar="N"),
+        Record("all"),
+    ] = None
+    response_format: Annotated[
+        ResponseFormat,
+        Flag(
+            "structured output to ask for (fall back for servers that reject it)",
+            group=ENDPOINT,
+        ),
+        Record("markdown-endpoint"),
+    ] = "json_schema"
+    max_retries: Annotated[
+        int,
+        Flag("retries for timeouts, dropped connections, 408/429/5xx", group=ENDPOINT, metavar="N"),
+        Record("endpoint"),
+    ] = Field(default=5, ge=0)
+    timeout: Annotated[
+        float | None,
+        Flag(
+            "seconds for each attempt, whole: connecting, the headers and every byte",
+            group=ENDPOINT,
+            metavar="S",
+            default=f"{DEFAULT_TIMEOUT:g}, or {REASONING_TIMEOUT:g} for a model whose "
+            "catalog entry says it reasons",
+        ),
+        Record("endpoint", sent="attempt_timeout"),
+    ] = Field(default=None, gt=0)  # None: chosen per model at run start
+    concurrency: Annotated[int, Flag("requests in flight", group=ENDPOINT, metavar="N")] = Field(
+        default=1, ge=1, le=256
+    )
     reports_dir: Path = Path("reports")
-    filters: list[str] = Field(default_factory=list)  # glob patterns on case ids
-    dry_run: bool = False
 
     @model_validator(mode="after")
     def _matrix(self) -> Settings:
@@ -83,14 +274,20 @@ class Settings(BaseModel):
             self.prompts = [self.prompt]
         if self.methods:
             self.methods = list(dict.fromkeys(self.methods))
-            bad = [m for m in self.methods if m is not None and m not in VDB_METHODS]
-            if bad:
-                raise ValueError(
-                    f"--method: must be {VDB_PLAIN} or one of {', '.join(VDB_METHODS)} "
-                    f"(got {bad[0]!r})"
-                )
             self.method = self.methods[0]
         return self
+
+    @field_validator("methods", "method", mode="before")
+    @classmethod
+    def _known_methods(cls, value: Any) -> Any:
+        """Named as the flag takes them: `plain` is the benchmark's prompts without a method."""
+        given = value if isinstance(value, list) else [value]
+        bad = [m for m in given if m is not None and m not in VDB_METHODS]
+        if bad:
+            raise ValueError(
+                f"must be {VDB_PLAIN} or one of {', '.join(VDB_METHODS)} (got {bad[0]!r})"
+            )
+        return value
 
     @field_validator("api_key")
     @classmethod
@@ -116,26 +313,13 @@ class Settings(BaseModel):
             )
         return value.strip().rstrip("/")
 
-    @field_validator("response_format")
+    @field_validator("tasks")
     @classmethod
-    def _known_format(cls, value: str) -> str:
-        if value not in RESPONSE_FORMATS:
-            raise ValueError(f"must be one of {', '.join(RESPONSE_FORMATS)}")
-        return value
-
-    @field_validator("reasoning_effort")
-    @classmethod
-    def _known_effort(cls, value: str | None) -> str | None:
-        if value is not None and value not in REASONING_EFFORTS:
-            raise ValueError(f"must be one of {', '.join(REASONING_EFFORTS)}")
-        return value
-
-    @field_validator("request_style")
-    @classmethod
-    def _known_style(cls, value: str) -> str:
-        if value not in security_bench.STYLES:
-            raise ValueError(f"must be one of {', '.join(security_bench.STYLES)}")
-        return value
+    def _known_tasks(cls, value: list[int]) -> list[int]:
+        bad = [t for t in value if t not in (1, 2, 3, 4, 5)]
+        if bad or not value:
+            raise ValueError("takes numbers from 1 to 5, e.g. --tasks 1,3")
+        return sorted(set(value))
 
     @property
     def original_request(self) -> bool:
@@ -160,28 +344,6 @@ class Settings(BaseModel):
     def sent_temperature(self) -> float | None:
         return security_bench.TEMPERATURE if self.original_request else self.temperature
 
-    @field_validator("method")
-    @classmethod
-    def _known_method(cls, value: str | None) -> str | None:
-        if value is not None and value not in VDB_METHODS:
-            raise ValueError(f"must be one of {', '.join(VDB_METHODS)} (got {value!r})")
-        return value
-
-    @field_validator("vdb_scoring")
-    @classmethod
-    def _known_scoring(cls, value: str) -> str:
-        if value not in VDB_SCORINGS:
-            raise ValueError(f"must be one of {', '.join(VDB_SCORINGS)}")
-        return value
-
-    @field_validator("tasks")
-    @classmethod
-    def _known_tasks(cls, value: list[int]) -> list[int]:
-        bad = [t for t in value if t not in (1, 2, 3, 4, 5)]
-        if bad or not value:
-            raise ValueError("takes numbers from 1 to 5, e.g. --tasks 1,3")
-        return sorted(set(value))
-
     @property
     def cases_dir(self) -> Path:
         return self.cases if self.cases is not None else bundled_cases_dir()
@@ -191,31 +353,106 @@ class Settings(BaseModel):
         return self.api_key.get_secret_value() if self.api_key else None
 
     def recorded(self, vuldetectbench: bool = False, baseline: bool = False) -> dict[str, Any]:
-        """What a run records about how it was made, as far as it applies: never the key,
-        and the endpoint without credentials (`redact_url`; requests use the real one).
+        """What a run records about how it was made (the fields declared with `Record`), as
+        far as it applies: never the key, and the endpoint without credentials (`redact_url`;
+        requests use the real one).
 
         Baselines answer offline, so only their seed matters; markdown suites have apps and
         a response format, VulDetectBench runs have tasks and a prompting method.
         """
-        recorded: dict[str, Any] = {"seed": self.seed, "limit": self.limit}
+        applies = {"all", "vuldetectbench" if vuldetectbench else "markdown"}
         if not baseline:
-            recorded.update(
-                base_url=redact_url(self.base_url),
-                temperature=self.sent_temperature,
-                max_tokens=self.sent_max_tokens,
-                max_retries=self.max_retries,
-                timeout=self.attempt_timeout,
-                reasoning_effort=self.reasoning_effort,
-                reasoning_model=self.reasoning_model,
-            )
+            applies.add("endpoint")
             if not vuldetectbench:
-                recorded["response_format"] = self.response_format
-                recorded["request_style"] = self.request_style
-        if vuldetectbench:
-            recorded.update(tasks=self.tasks, method=self.method)
-        else:
-            recorded["apps"] = self.apps
+                applies.add("markdown-endpoint")
+        recorded: dict[str, Any] = {}
+        for name, record in RECORDED.items():
+            if record.applies in applies:
+                recorded[name] = getattr(self, record.sent or name)
+        if "base_url" in recorded:
+            recorded["base_url"] = redact_url(recorded["base_url"])
         return recorded
+
+
+class Command(BaseModel):
+    """What the command line asks for besides a run: a mode and what it selects."""
+
+    no_ui: Annotated[bool, Flag("run headless and print progress", group=MODE)] = False
+    report: Annotated[bool, Flag("write an HTML report and exit", group=MODE)] = False
+    export: Annotated[ExportFormat | None, Flag("export results", group=MODE)] = None
+    out: Annotated[
+        Path | None,
+        Flag(
+            "file for --export, or for --report alone",
+            group=MODE,
+            metavar="FILE",
+            default="stdout for --export, reports/report_<time>.html for --report",
+        ),
+    ] = None
+    lint: Annotated[bool, Flag("check a suite and exit", group=MODE)] = False
+    verify: Annotated[bool, Flag("prove the suite's labels on PostgreSQL and exit", group=MODE)] = (
+        False
+    )
+    pg_url: Annotated[
+        str | None,
+        Flag("PostgreSQL for --verify", group=MODE, default="embedded pgserver", metavar="URL"),
+    ] = None
+    mutants: Annotated[
+        bool,
+        Flag(
+            "with --verify: also verify mutants of every good case (one guard removed or"
+            " weakened each) and report the share caught per app and scenario",
+            group=MODE,
+        ),
+    ] = False
+    runs: Annotated[
+        list[int] | None, Flag("run ids, comma separated", group=SELECTION, parse=_run_ids)
+    ] = None
+    select_models: Annotated[
+        list[str] | None,
+        Flag("model names", group=SELECTION, name="--models", parse=_csv),
+    ] = None
+
+    @property
+    def uses_key(self) -> bool:
+        """Only runs send the API key: linting, reports, exports and --verify never read it."""
+        return not (self.lint or self.report or self.export or self.verify)
+
+
+def declared(model: type[BaseModel], kind: type[Any]) -> dict[str, Any]:
+    """The fields of `model` declared with a `kind` (`Flag`, `Record`), in declaration order."""
+    found: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        for meta in info.metadata:
+            if isinstance(meta, kind):
+                found[name] = meta
+    return found
+
+
+RECORDED: dict[str, Record] = declared(Settings, Record)
+
+
+def flag_name(model: type[BaseModel], field: str) -> str:
+    """The flag (or environment variable) a field is given by: `max_retries` -> --max-retries."""
+    flag = declared(model, Flag).get(field)
+    if flag is not None and flag.name:
+        return str(flag.name)
+    if flag is not None and flag.env and not flag.help:
+        return str(flag.env)  # set only in the environment: never shown
+    return "--" + field.replace("_", "-")
+
+
+def describe_error(exc: ValidationError, model: type[BaseModel] = Settings) -> str:
+    """Every problem with the settings, each named by its flag, in one line: the command line
+    and the app's setup screen both say it so."""
+    problems = []
+    for error in exc.errors():
+        message = error["msg"].removeprefix("Value error, ")
+        if not error["loc"]:  # a check across settings names its flags itself
+            problems.append(message)
+        else:
+            problems.append(f"{flag_name(model, str(error['loc'][0]))}: {message}")
+    return "; ".join(problems)
 
 
 def bundled_cases_dir() -> Path:

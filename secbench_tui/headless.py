@@ -27,6 +27,7 @@ from secbench_tui.core.models import Outcome, RunStatus
 from secbench_tui.core.results.summary import RunSummary, matrix_lines, plain, summary_lines
 from secbench_tui.core.run.catalog import cached_catalog
 from secbench_tui.core.run.engine import STOP_GRACE, Engine
+from secbench_tui.core.run.estimate import Overflow, context_overflows
 from secbench_tui.core.run.events import (
     CaseFinished,
     CaseStarted,
@@ -35,20 +36,23 @@ from secbench_tui.core.run.events import (
     RunFinished,
     RunStarted,
 )
-from secbench_tui.core.run.matrix import Matrix
+from secbench_tui.core.run.matrix import Matrix, resumable
 from secbench_tui.core.run.providers.baselines import is_baseline
 from secbench_tui.core.store.database import Store, StoreError
-from secbench_tui.core.untrusted import inert, inert_line, redact_url
+from secbench_tui.core.untrusted import inert_line, redact_url
+from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import (
     EXIT_ABORTED,
     EXIT_BROKEN_PIPE,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
+    EXIT_NO_ANSWERS,
     EXIT_OK,
     EXIT_TERMINATED,
     EXIT_USAGE,
 )
 from secbench_tui.planner import (
+    Plan,
     UsageError,
     catalog_defaults,
     plan_matrix,
@@ -232,7 +236,7 @@ def format_matrix(finished: list[RunFinished]) -> str:
 async def print_plan(settings: Settings, out: TextIO) -> int:
     """`--dry-run`: the runs, their requests after reuse, tokens and cost; nothing is asked."""
     from secbench_tui.core.run.catalog import load_catalog
-    from secbench_tui.core.run.estimate import estimate, estimate_lines
+    from secbench_tui.core.run.estimate import context_overflows, estimate, estimate_lines
 
     try:
         cells = plan_settings(settings)  # bad flags are said before anything is fetched
@@ -243,12 +247,12 @@ async def print_plan(settings: Settings, out: TextIO) -> int:
         # what each model's catalog entry decides (a reasoning model's max_tokens), as a run
         plan = plan_matrix(settings, False, catalog_defaults(settings, catalog))
     except UsageError as exc:
-        print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
+        say_error(exc)
         return EXIT_USAGE
     try:
         store = await Store.open(settings.db) if settings.db.exists() else None
     except StoreError as exc:
-        print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
+        say_error(exc)
         return EXIT_ABORTED
     try:
         est = await estimate([r.spec for r in plan.runs], settings.sent_max_tokens, catalog, store)
@@ -266,15 +270,18 @@ async def print_plan(settings: Settings, out: TextIO) -> int:
         print(line, file=out)
     if catalog.error and remote:
         print(f"note: {inert_line(catalog.error)}", file=out)
+    contexts = {r.model: getattr(catalog.find(r.model), "context_length", None) for r in plan.runs}
+    for overflow in context_overflows([r.spec for r in plan.runs], contexts):
+        refused = "sent anyway (--force)" if settings.force else "refused when run"
+        print(f"warning: {overflow.message()}; {refused}", file=out)
     return EXIT_OK
 
 
 async def _run(settings: Settings) -> int:
     if settings.summary_json is not None and not settings.summary_json.parent.is_dir():
-        print(
-            f"secbench-tui: error: --summary-json {settings.summary_json}: folder "
-            f"{settings.summary_json.parent} does not exist",
-            file=sys.stderr,
+        say_error(
+            f"--summary-json {settings.summary_json}: folder "
+            f"{settings.summary_json.parent} does not exist"
         )
         return EXIT_USAGE
     if settings.dry_run:
@@ -283,14 +290,29 @@ async def _run(settings: Settings) -> int:
         resolved = await resolve_matrix_defaults(settings)
         plan = plan_matrix(settings, resolved=resolved)
     except UsageError as exc:
-        print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
+        say_error(exc)
         return EXIT_USAGE
+    if not settings.force:
+        overflows = await _overflows(settings, plan)
+        if overflows:
+            await plan.aclose()
+            for overflow in overflows:
+                say_error(overflow.message())
+            return EXIT_USAGE
+    if settings.resume and not settings.db.exists():
+        await plan.aclose()
+        print(f"nothing to resume: {settings.db} holds no run yet", file=sys.stderr)
+        return EXIT_OK
     try:
         store = await Store.open(settings.db)
     except StoreError as exc:
         await plan.aclose()
-        print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
+        say_error(exc)
         return EXIT_ABORTED
+    if settings.resume and not await _keep_resumable(plan, store):
+        await plan.aclose()
+        await store.close()
+        return EXIT_OK
     if settings.max_cost is not None and not all(r.provider.reports_cost for r in plan.runs):
         print(
             f"warning: --max-cost: {redact_url(settings.base_url)} may not report costs; "
@@ -327,7 +349,7 @@ async def _run(settings: Settings) -> int:
     try:
         by_slot = await consume_matrix(matrix, sys.stdout, sys.stderr, reader)
     except Exception as exc:  # a run could not even start (the database, most likely)
-        print(f"secbench-tui: error: {type(exc).__name__}: {inert(exc)}", file=sys.stderr)
+        say_error(f"{type(exc).__name__}: {exc}")
         return EXIT_ABORTED
     finally:
         await plan.aclose()
@@ -349,10 +371,9 @@ async def _run(settings: Settings) -> int:
         except OSError as exc:
             unwritten = True
             reason = "it is a folder" if settings.summary_json.is_dir() else exc.strerror or exc
-            print(
-                f"secbench-tui: error: --summary-json {settings.summary_json}: cannot write it "
-                f"({inert_line(reason)}); the results are in {settings.db}, pick another path",
-                file=sys.stderr,
+            say_error(
+                f"--summary-json {settings.summary_json}: cannot write it "
+                f"({inert_line(reason)}); the results are in {settings.db}, pick another path"
             )
     codes = []
     for done in finished:
@@ -364,14 +385,68 @@ async def _run(settings: Settings) -> int:
             codes.append(EXIT_ABORTED)
         elif done.status is RunStatus.STOPPED and interrupts:
             codes.append(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
+        elif done.summary.no_answer:
+            print(
+                f"secbench-tui: run {done.run_id}: {inert_line(done.summary.no_answer)}",
+                file=sys.stderr,
+            )
+            codes.append(EXIT_NO_ANSWERS)
     if reader.gone or silence_closed(sys.stdout, sys.stderr):
         codes.append(EXIT_BROKEN_PIPE)
     return worst_exit(codes) or (EXIT_FAILED if unwritten else EXIT_OK)
 
 
+async def _overflows(settings: Settings, plan: Plan) -> list[Overflow]:
+    """Runs whose largest request is more than the model's context, by its catalog entry
+    (one `GET /models` for the whole matrix, or its cached copy; none known, none refused)."""
+    from secbench_tui.core.run.catalog import cache_path, load_cache, lookup_models
+
+    models = list(dict.fromkeys(r.model for r in plan.runs if not is_baseline(r.model)))
+    if not models:
+        return []
+    cached = load_cache(cache_path(settings.base_url))  # what the defaults just read, mostly
+    known = {m.id: m for m in cached[0]} if cached else {}
+    if any(m not in known for m in models):
+        timeout = min(settings.attempt_timeout, 10.0)
+        entries = await lookup_models(settings.base_url, models, timeout=timeout)
+        known |= {m: info for m, info in entries.items() if info is not None}
+    contexts = {m: known[m].context_length if m in known else None for m in models}
+    return context_overflows([r.spec for r in plan.runs], contexts)
+
+
+async def _keep_resumable(plan: Plan, store: Store) -> bool:
+    """`--resume`: keep the runs that have an unfinished run to continue, name the others;
+    False (and "nothing to resume") when no run is left to continue."""
+    kept = await resumable(plan.runs, store)
+    if not kept:
+        print(
+            "nothing to resume: no unfinished run with these settings "
+            "(without --resume the cases are asked again, reusing what is stored)",
+            file=sys.stderr,
+        )
+        return False
+    for run in plan.runs:
+        if run not in kept:
+            print(
+                f"note: nothing to resume for {inert_line(run.label)}: no unfinished run "
+                "with these settings; left as it is",
+                file=sys.stderr,
+            )
+    plan.settings = [one for run, one in zip(plan.runs, plan.settings, strict=True) if run in kept]
+    plan.runs = kept
+    return True
+
+
 def worst_exit(codes: list[int]) -> int:
-    """An aborted run outweighs a terminated or interrupted one, which outweighs success."""
-    for code in (EXIT_ABORTED, EXIT_TERMINATED, EXIT_INTERRUPTED, EXIT_BROKEN_PIPE):
+    """An aborted run outweighs a terminated or interrupted one, then a run without a single
+    answer, which outweighs success."""
+    for code in (
+        EXIT_ABORTED,
+        EXIT_TERMINATED,
+        EXIT_INTERRUPTED,
+        EXIT_BROKEN_PIPE,
+        EXIT_NO_ANSWERS,
+    ):
         if code in codes:
             return code
     return EXIT_OK

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from secbench_tui.core.suites.lint import format_report, lint_suite
 from secbench_tui.core.untrusted import inert
 from secbench_tui.core.vuldetectbench.loader import is_vuldetectbench_dir
+from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 
@@ -15,18 +15,16 @@ def lint_main(cases_dir: Path) -> int:
     """`secbench-tui --lint`: print the findings; 0 when clean, 1 on problems, 2 when the
     folder is missing or is not a markdown suite (as a run says of the same folder)."""
     if not cases_dir.is_dir():
-        print(
-            f"secbench-tui: error: --cases {inert(cases_dir)}: no such folder; give the suite's"
+        say_error(
+            f"--cases {inert(cases_dir)}: no such folder; give the suite's"
             " folder (one folder per app, each with a SPEC.md and its cases)",
-            file=sys.stderr,
         )
         return EXIT_USAGE
     if is_vuldetectbench_dir(cases_dir):
-        print(
-            f"secbench-tui: error: --lint checks markdown suites; {inert(cases_dir)} is a"
+        say_error(
+            f"--lint checks markdown suites; {inert(cases_dir)} is a"
             " VulDetectBench test set (task{N}_code.jsonl), whose cases and labels come from"
             " the benchmark: run it as it is (--cases with --no-ui, or in the app)",
-            file=sys.stderr,
         )
         return EXIT_USAGE
     report = lint_suite(cases_dir)

@@ -81,7 +81,7 @@ def load_suite(settings: Settings, prompt: EvaluationPrompt | None = None) -> Lo
             suite = load_markdown_suite(root, settings.apps, text, settings.request_style)
         except SuiteError as exc:
             raise UsageError(str(exc)) from exc
-        cases, skipped = suite.cases, [str(s) for s in suite.skipped]
+        cases, skipped = suite.cases, [*prompt.notes, *(str(s) for s in suite.skipped)]
         prompt_hash, prompt_name = prompt.sha256, prompt.name
         kind = SuiteKind.MARKDOWN
     if settings.filters:
@@ -92,9 +92,9 @@ def load_suite(settings: Settings, prompt: EvaluationPrompt | None = None) -> Lo
 
 
 def _single_prompt(settings: Settings) -> EvaluationPrompt:
-    if settings.prompt is None:
-        return default_prompt()
     try:
+        if settings.prompt is None:
+            return default_prompt()
         return resolve_prompts([settings.prompt])[0]
     except PromptError as exc:
         raise UsageError(str(exc)) from exc
@@ -175,10 +175,8 @@ def first_cases(cases: list[Case], limit: int, per_app: bool) -> list[Case]:
     return kept
 
 
-async def resolve_request_defaults(
-    settings: Settings, cache: Path | None = None, fetch: bool = True
-) -> Settings:
-    """Settings with what the catalog says about the model, where it decides what is sent.
+def request_defaults(settings: Settings, info: ModelInfo | None) -> Settings:
+    """Settings with what the model's catalog entry decides about what is sent.
 
     Reasoning models spend reply tokens on thinking before they answer, so 1024 leaves many
     of them with no answer at all: when `--max-tokens` is not given and the model's catalog
@@ -187,21 +185,6 @@ async def resolve_request_defaults(
     records the values sent and `reasoning_model`; `--max-cost` stays the guard on spend. A
     model the catalog does not list keeps the plain defaults.
     """
-    model = settings.model
-    if not model or is_baseline(model) or settings.original_request:
-        return settings
-    if settings.max_tokens is not None:
-        return settings
-    from secbench_tui.core.run.catalog import lookup_model
-
-    info = await lookup_model(
-        settings.base_url, model, cache, min(settings.attempt_timeout, 10.0), fetch
-    )
-    return request_defaults(settings, info)
-
-
-def request_defaults(settings: Settings, info: ModelInfo | None) -> Settings:
-    """Settings with what one catalog entry decides (see `resolve_request_defaults`)."""
     model = settings.model
     if not model or is_baseline(model) or settings.original_request:
         return settings
@@ -306,7 +289,7 @@ def _with_defaults(one: Settings, model: Settings | None) -> Settings:
 async def resolve_matrix_defaults(
     settings: Settings, cache: Path | None = None, fetch: bool = True
 ) -> dict[str, Settings]:
-    """`resolve_request_defaults` for every model of the matrix, by model id."""
+    """`request_defaults` for every model of the matrix, by model id."""
     from secbench_tui.core.run.catalog import lookup_models
 
     models = settings.models or ([settings.model] if settings.model else [])
@@ -387,10 +370,13 @@ def plan_matrix(
     if resolved:
         cells = [(_with_defaults(one, resolved.get(str(one.model))), p) for one, p in cells]
     suites: dict[tuple[str | None, str | None], LoadedSuite] = {}
+    notes = list(dict.fromkeys(note for _, prompt in cells if prompt for note in prompt.notes))
     for one, prompt in cells:
         key = (prompt.name if prompt else None, one.method)
         if key not in suites:
             suites[key] = load_suite(one, prompt)
+            # every prompt folder's skipped files, said with whichever run starts first
+            suites[key].skipped = [*notes, *(s for s in suites[key].skipped if s not in notes)]
     providers: dict[str, Provider] = {}
     for one, _ in cells:
         assert one.model

@@ -23,7 +23,7 @@ from secbench_tui.core.results.report import (
     write_text_atomic,
 )
 from secbench_tui.core.store.database import Store, StoreError
-from secbench_tui.core.untrusted import inert
+from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK
 
 
@@ -98,16 +98,15 @@ async def _export_main(
 ) -> int:
     db = settings.db
     if not db.is_file():
-        print(
-            f"secbench-tui: error: --db {db}: no such database; run an evaluation first "
+        say_error(
+            f"--db {db}: no such database; run an evaluation first "
             "(e.g. secbench-tui --model baseline/random --no-ui) or point --db at a results file",
-            file=sys.stderr,
         )
         return EXIT_FAILED
     try:
         store = await Store.open(db)
     except StoreError as exc:
-        print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
+        say_error(exc)
         return EXIT_FAILED
     try:
         outputs = await write_outputs(
@@ -120,17 +119,16 @@ async def _export_main(
             reports_dir=settings.reports_dir,
         )
     except ReportError as exc:
-        print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
+        say_error(exc)
         return EXIT_FAILED
     except OutputError as exc:
-        print(f"secbench-tui: error: {exc}", file=sys.stderr)
+        say_error(exc)
         return EXIT_FAILED
     except OSError as exc:
         where = exc.filename or out or settings.reports_dir
-        print(
-            f"secbench-tui: error: cannot write {where}: {exc.strerror or exc}; "
+        say_error(
+            f"cannot write {where}: {exc.strerror or exc}; "
             "pick another --out path or check the folder's permissions",
-            file=sys.stderr,
         )
         return EXIT_FAILED
     finally:

@@ -5,19 +5,31 @@ Case files and database messages are suite text: every line goes through `inert_
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from secbench_tui.core.suites.verify.models import CaseProof, Proof, VerifyReport
+from secbench_tui.core.suites.verify.judge import witness_line
+from secbench_tui.core.suites.verify.models import (
+    CaseProof,
+    MutantOutcome,
+    MutantResult,
+    Proof,
+    VerifyReport,
+)
 from secbench_tui.core.untrusted import inert_line, redact_url
+from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 _LABEL = {Proof.PROVEN: "proven", Proof.FAILED: "FAILED", Proof.NOT_VERIFIABLE: "not verifiable"}
 
 
 def proof_line(proof: CaseProof) -> str:
+    """One case on one line; a proven bad case with its witness (set, rule, rows)."""
     text = f"{_LABEL[proof.proof]:<15} {proof.case_id} ({proof.expected})"
-    if proof.detail and proof.proof is not Proof.PROVEN:
+    if proof.proof is Proof.PROVEN and proof.witness is not None:
+        if proof.other_rule:
+            text += f" [by another rule than its rule {proof.rule}]"
+        text += f": {witness_line(proof.witness)}"
+    elif proof.detail and proof.proof is not Proof.PROVEN:
         text += f": {proof.detail}"
     return inert_line(text)
 
@@ -30,6 +42,19 @@ def summary_lines(report: VerifyReport) -> list[str]:
         lines.append(inert_line(f"{app}: {len(cases)} cases: {counts}"))
     counts = ", ".join(f"{report.count(p)} {p.value}" for p in Proof)
     lines.append(f"{len(report.cases)} cases: {counts} in {report.seconds:.1f} s")
+    other = [c for c in report.cases if c.other_rule]
+    if other:
+        lines.append(
+            f"note: {len(other)} bad cases are proven only by another rule than the one they are"
+            " written to break: "
+            + inert_line(", ".join(f"{c.case_id} (rule {c.rule})" for c in other))
+        )
+    unverifiable = [c for c in report.cases if c.proof is Proof.NOT_VERIFIABLE]
+    if unverifiable:
+        lines.append(
+            f"{len(unverifiable)} cases are not verifiable (no proof either way): "
+            + inert_line(", ".join(c.case_id for c in unverifiable))
+        )
     failed = [c for c in report.cases if c.proof is Proof.FAILED]
     if failed:
         lines.append(
@@ -42,17 +67,56 @@ def summary_lines(report: VerifyReport) -> list[str]:
     return lines
 
 
-def verify_main(cases_dir: Path, apps: list[str] | None, pg_url: str | None) -> int:
+def _share(results: list[MutantResult]) -> str:
+    caught = sum(1 for m in results if m.outcome is MutantOutcome.CAUGHT)
+    real = caught + sum(1 for m in results if m.outcome is MutantOutcome.SURVIVED)
+    pct = f"{100 * caught / real:.0f}%" if real else "n/a"
+    extra = [
+        f"{n} {o.value}"
+        for o in (MutantOutcome.EQUIVALENT, MutantOutcome.BROKEN)
+        if (n := sum(1 for m in results if m.outcome is o))
+    ]
+    more = f" ({', '.join(extra)})" if extra else ""
+    return f"{caught} of {real} real-flaw mutants caught, {pct}{more}"
+
+
+def mutant_line(result: MutantResult) -> str:
+    """One surviving (or broken) mutant: where to add data, on one line."""
+    where = f"{result.case_id}:{result.file_line}" if result.file_line else result.case_id
+    detail = f": {result.detail}" if result.detail else ""
+    return inert_line(
+        f"{result.outcome.value:<9} {where} {result.kind}: {result.description}{detail}"
+    )
+
+
+def mutation_lines(report: VerifyReport) -> list[str]:
+    """The mutation score per app and per scenario, then every survivor with case and line."""
+    results = report.mutants
+    lines = [f"mutants: {len(results)} made in {report.mutants_seconds:.1f} s"]
+    for app in sorted({m.app for m in results}):
+        mine = [m for m in results if m.app == app]
+        lines.append(inert_line(f"{app}: {_share(mine)}"))
+        for scenario in sorted({m.scenario for m in mine}):
+            those = [m for m in mine if m.scenario == scenario]
+            lines.append(inert_line(f"  {scenario}: {_share(those)}"))
+    lines.append(f"all apps: {_share(results)}")
+    for m in results:
+        if m.outcome in (MutantOutcome.SURVIVED, MutantOutcome.BROKEN):
+            lines.append(mutant_line(m))
+    return lines
+
+
+def verify_main(
+    cases_dir: Path, apps: list[str] | None, pg_url: str | None, mutants: bool = False
+) -> int:
     from secbench_tui.core.suites.markdown import SuiteError
 
     try:
         from secbench_tui.core.suites.verify.runner import verify_suite
         from secbench_tui.core.suites.verify.server import ServerError
     except ImportError as exc:
-        print(
-            f"secbench-tui: error: --verify needs the verify extra ({exc}): "
-            "pip install 'secbench-tui[verify]'",
-            file=sys.stderr,
+        say_error(
+            f"--verify needs the verify extra ({exc}): pip install 'secbench-tui[verify]'",
         )
         return EXIT_USAGE
 
@@ -62,10 +126,12 @@ def verify_main(cases_dir: Path, apps: list[str] | None, pg_url: str | None) -> 
     where = redact_url(pg_url) if pg_url else "the embedded PostgreSQL (pgserver)"
     print(inert_line(f"verify {cases_dir} on {where}"), flush=True)
     try:
-        report = verify_suite(cases_dir, apps, pg_url, progress)
+        report = verify_suite(cases_dir, apps, pg_url, progress, mutants=mutants)
     except (SuiteError, ServerError) as exc:
-        print(f"secbench-tui: error: {inert_line(exc)}", file=sys.stderr)
+        say_error(inert_line(exc))
         return EXIT_USAGE
     print(inert_line(f"ran on {report.engine}"))  # the server says what it is
     print("\n".join(summary_lines(report)))
+    if mutants:
+        print("\n".join(mutation_lines(report)))
     return EXIT_OK if report.ok else EXIT_FAILED

@@ -82,7 +82,6 @@ class Completion(BaseModel):
     provider: str | None = None
     latency_ms: float = 0.0
     attempts: int = 1
-    generation_id: str | None = None
     reasoning: str | None = None  # the model's thinking, when the endpoint returns it
     reasoning_tokens: int | None = None  # usage.completion_tokens_details.reasoning_tokens
     # why a reply that arrived could not be read (it is scored unparsed, never guessed at)

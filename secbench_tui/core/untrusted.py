@@ -17,6 +17,7 @@ message that names an endpoint) it passes through one of these functions first:
 from __future__ import annotations
 
 import re
+import unicodedata
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 # C0 controls except tab and newline, DEL, C1 controls, and the bidirectional formatting
@@ -55,16 +56,32 @@ def inert_line(text: object) -> str:
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER_RE = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+# Characters a spreadsheet may skip before it reads a formula: every Unicode space (no-break
+# space included) and the invisible ones that are not spaces to Python.
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u180e"
+_MINUS_SIGNS = "\u2212\u2012\u2013"  # read as "-" by some spreadsheets
 
 
 def csv_cell(value: object) -> object:
-    """A CSV cell a spreadsheet will not run: text starting with = + - @ tab or CR gets `'`.
+    """A CSV cell a spreadsheet will not run: text whose first character other than a space
+    would start a formula (= + - @, full-width and small forms such as `＝` included, or a
+    leading tab or CR) gets a leading `'`.
 
     Numbers (and text that is a plain number, such as `-0.5`) are left as they are.
     """
-    if not isinstance(value, str) or not value.startswith(_FORMULA_START):
+    if not isinstance(value, str):
         return value
-    if _NUMBER_RE.fullmatch(value):
+    if value.startswith(("\t", "\r")):
+        return "'" + value
+    rest = value.lstrip()
+    while rest and (rest[0] in _INVISIBLE or rest[0].isspace()):
+        rest = rest[1:].lstrip()
+    if not rest:
+        return value
+    first = unicodedata.normalize("NFKC", rest[0])[:1]
+    if first not in _FORMULA_START and rest[0] not in _MINUS_SIGNS:
+        return value
+    if _NUMBER_RE.fullmatch(unicodedata.normalize("NFKC", rest)):
         return value
     return "'" + value
 

@@ -17,6 +17,7 @@ Only the standard library is used, so the server needs no dependency and starts 
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import re
 import socket
@@ -783,6 +784,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/_stats":
             lb = self.loopback
             self._send(200, {"requests": lb.request_count, "max_in_flight": lb.max_in_flight})
+        elif path == "/_bodies":  # the raw request bodies kept (--keep-bodies), base64
+            with self.loopback._lock:
+                kept = [base64.b64encode(r.raw or b"").decode() for r in self.loopback.requests]
+            self._send(200, {"bodies": kept})
         else:
             self._send(404, error_body(404, f"no route for GET {path}"))
 

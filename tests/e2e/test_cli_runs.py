@@ -131,11 +131,17 @@ def test_resume_only_continues_a_run_with_the_same_settings(
 
     other = run_cli(server.base_url, db, suite, "--resume", "--temperature", "0.5")
     assert other.returncode == 0, other.stderr
-    first_run, second_run = runs(db)
-    assert first_run["status"] == "stopped"  # not the same settings: left alone
-    assert len(by_case(db, second_run["id"])) == len(cases)
-    # A different temperature is a different question: nothing reused, nothing resumed.
-    assert [server.count(c.marker) for c in cases] == [2, 2, 1, 1, 1, 1]
+    # A different temperature is a different question: no run of it to resume (issue 22:
+    # nothing is started, nothing written), and the stopped run is left alone.
+    assert "nothing to resume" in other.stderr
+    (first_run,) = runs(db)
+    assert first_run["status"] == "stopped"
+    assert [server.count(c.marker) for c in cases] == [1, 1, 0, 0, 0, 0]
+    same = run_cli(server.base_url, db, suite, "--resume")
+    assert same.returncode == 0, same.stderr
+    (first_run,) = runs(db)
+    assert first_run["status"] == "completed" and len(by_case(db)) == len(cases)
+    assert [server.count(c.marker) for c in cases] == [1] * len(cases)
 
 
 def test_max_cost_counts_what_the_resumed_run_already_spent(

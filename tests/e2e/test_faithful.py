@@ -10,6 +10,8 @@ with the facts of issue 12, and byte for byte with its JSON.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sqlite3
 from contextlib import closing
@@ -20,6 +22,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from secbench_tui.core import numbers
 from secbench_tui.tui.widgets.case_detail import render_result
 from tests.e2e import server as srv
 from tests.e2e.harness import FAKE_KEY, by_case, cli_env, connect, run_cli, runs, write_suite
@@ -116,7 +119,11 @@ def test_a_budget_too_small_to_answer_stays_an_error_with_advice_and_keeps_the_t
             env=_env(tmp_path),
         )
         assert [r.body["max_tokens"] for r in server.completions()] == [1024]
-    assert result.returncode == 0, result.stderr
+    # every case was cut off: no answer at all is not a completed measurement (issue 22)
+    assert result.returncode == 4, result.stderr
+    (said,) = [line for line in result.stderr.splitlines() if "no case got an answer" in line]
+    assert "1 of 1 cases ended with reply truncated at max_tokens=1024" in said
+    assert "raise --max-tokens" in said
     (row,) = by_case(db).values()
     assert row["outcome"] == "error"
     assert "truncated at max_tokens=1024 while the model was still reasoning" in row["error"]
@@ -379,3 +386,34 @@ def test_hostile_reasoning_is_stored_exactly_and_shown_inert(tmp_path: Path) -> 
     assert "\\x1b[2J" in shown and "\\u202e" in shown
     assert "<script>alert(1)</script>" not in report
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in report
+
+
+def test_exports_carry_each_results_reasoning_and_the_report_the_runs_total(
+    tmp_path: Path,
+) -> None:
+    """Issue 22: JSON and CSV exports had no reasoning text or tokens per result, and the
+    report's model table hid the run's reasoning-token total in a tooltip."""
+    cases = write_suite(tmp_path / "suite", {"api": ["bad", "good"]})
+    db = tmp_path / "results.db"
+    with LoopbackServer(default=srv.thinking_model()) as server:
+        done = run_cli(server.base_url, db, tmp_path / "suite", model=REASONER, env=_env(tmp_path))
+        assert done.returncode == 0, done.stderr
+        report = _report(tmp_path, db, server.base_url)
+        as_json = run_cli(
+            server.base_url, db, tmp_path / "suite", "--export", "json", env=_env(tmp_path)
+        )
+        as_csv = run_cli(
+            server.base_url, db, tmp_path / "suite", "--export", "csv", env=_env(tmp_path)
+        )
+    per_case = srv.THINKING_BUDGET // 2
+    results = json.loads(as_json.stdout)["results"]
+    assert len(results) == len(cases)
+    for result in results:
+        assert result["reasoning"] == "Let me check each query against the rules (effort default)."
+        assert result["reasoning_tokens"] == per_case
+    (run,) = json.loads(as_json.stdout)["runs"]
+    assert run["summary"]["reasoning_tokens"] == len(cases) * per_case
+    table = list(csv.DictReader(io.StringIO(as_csv.stdout)))
+    assert [int(row["reasoning_tokens"]) for row in table] == [per_case] * len(cases)
+    assert all(row["reasoning"].startswith("Let me check") for row in table)
+    assert f"({numbers.compact(len(cases) * per_case)} reasoning)</span>" in report

@@ -307,7 +307,8 @@ def test_a_matrix_reads_the_model_list_once_for_every_model(tmp_path: Path) -> N
         )
         asked = server.catalog_requests
         bodies = {r.body["model"]: r.body["max_tokens"] for r in server.completions()}
-    assert done.returncode == 0, done.stderr
+    # the thinking server spends gpt-4o-mini's 1024 tokens on thought: that run gets no answer
+    assert done.returncode == 4, done.stderr
     assert asked == 1
     assert bodies == {"deepseek/deepseek-r1:free": 32768, "openai/gpt-4o-mini": 1024}
 

@@ -15,6 +15,7 @@ import json
 import re
 import subprocess
 import sys
+import unicodedata
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -64,6 +65,11 @@ def export(db: Path, fmt: str, *extra: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+# A formula after a no-break space, and one in full-width forms (issue 22)
+SPACED_FORMULA = "\u00a0=cmd|' /C calc'!A0"
+WIDE_FORMULA = "\uff1dSUM(1\uff0b1)"
+
+
 @pytest.fixture
 def hostile_run(tmp_path: Path) -> tuple[Path, subprocess.CompletedProcess[str], dict[str, str]]:
     """A run of the hostile suite against the hostile server, at a URL with credentials."""
@@ -78,11 +84,18 @@ def hostile_run(tmp_path: Path) -> tuple[Path, subprocess.CompletedProcess[str],
             answer("bad", HOSTILE, served_model=HOSTILE, provider="@SUM(1+1)" + HOSTILE),
         )
         # 2: a retry whose server message is hostile, then a good answer
-        server.script(markers[ids[1]], http_error(500, HOSTILE), then=answer("good"))
+        # (its served model and provider hide a formula behind a no-break space, full width)
+        server.script(
+            markers[ids[1]],
+            http_error(500, HOSTILE),
+            then=answer("good", served_model=SPACED_FORMULA, provider=WIDE_FORMULA),
+        )
         # 3: an error whose server message is hostile
         server.always(markers[ids[2]], bad_request(HOSTILE))
         # 4: an explanation that is a spreadsheet formula
-        server.always(markers[ids[3]], answer("bad", FORMULA, provider="-2+3"))
+        server.always(
+            markers[ids[3]], answer("bad", FORMULA, provider="-2+3", served_model=" @SUM(A1)")
+        )
         result = run_cli(secret_url(server.port), db, suite, "--max-retries", "1", key=FAKE_KEY)
         sent = server.completions()
     assert result.returncode == 0, result.stderr
@@ -140,14 +153,16 @@ def test_csv_export_defuses_formulas_and_shows_controls(
     formula = by_name["shop/plain-04.md"]
     assert formula["explanation"] == "'" + FORMULA
     assert formula["provider"] == "'-2+3"
+    assert formula["served_model"] == "' @SUM(A1)"
+    hidden = next(row for key, row in by_name.items() if "line-02-good" in key)
+    assert hidden["served_model"] == "'" + SPACED_FORMULA
+    assert hidden["provider"] == "'" + WIDE_FORMULA
     assert by_name["shop/" + EVIL_NAME.replace("\x1b", "\\x1b").replace("\x07", "\\x07") + ".md"]
     for row in table:
         for column, cell in row.items():
             numeric = re.fullmatch(r"[+-]?\d+(\.\d*)?([eE][+-]?\d+)?", cell)
-            assert numeric or not cell.startswith(("=", "+", "-", "@", "\t", "\r")), (
-                column,
-                cell,
-            )
+            first = unicodedata.normalize("NFKC", cell.lstrip(" \u00a0\u3000"))[:1]
+            assert numeric or first not in ("=", "+", "-", "@", "\t", "\r"), (column, cell)
     # numbers are left alone
     assert all(float(row["cost"]) > 0 for row in table if row["outcome"] != "error")
 

@@ -91,6 +91,27 @@ async def settle(pilot: Pilot[Any]) -> None:
     assert not getattr(pilot.app, "errors", []), pilot.app.errors  # type: ignore[attr-defined]
 
 
+async def search_palette(pilot: Pilot[Any], query: str) -> list[str]:
+    """Open ctrl+p, put `query` in its input as typing does (inserted at the cursor, at once
+    rather than key by key), and wait for the search to finish; returns the hits, best first.
+    """
+    from textual.command import CommandInput, CommandList, CommandPalette, Hit
+
+    await pilot.press("ctrl+p")
+    await wait_until(pilot, lambda: isinstance(pilot.app.screen, CommandPalette))
+    palette = pilot.app.screen
+    palette.query_one(CommandInput).insert_text_at_cursor(query)
+    hits = palette.query_one(CommandList)
+
+    def searched() -> bool:  # the list holds search hits, no longer what it shows on opening
+        options = [hits.get_option_at_index(i) for i in range(hits.option_count)]
+        return bool(options) and all(isinstance(getattr(o, "hit", None), Hit) for o in options)
+
+    await wait_until(pilot, searched)
+    await settle(pilot)  # the search's worker has finished: every hit is in
+    return [str(hits.get_option_at_index(i).hit.text) for i in range(hits.option_count)]  # type: ignore[attr-defined]
+
+
 async def record_run(settings: Settings) -> int:
     """Run an evaluation the headless way (same session and engine) into settings.db."""
     import io

@@ -26,7 +26,7 @@ from secbench_tui.tui.screens.compare import AnswersScreen, CompareScreen, DiffS
 from secbench_tui.tui.screens.results import ResultsScreen
 from secbench_tui.tui.widgets.case_tables import FlipTable, GridTable
 from secbench_tui.tui.widgets.results_table import ResultsTable
-from tests.tui.conftest import SIZE, record_run, settle, wait_until
+from tests.tui.conftest import SIZE, record_run, search_palette, settle, wait_until
 
 GOOD_CASES = 2
 BAD_CASES = 3
@@ -230,16 +230,9 @@ async def test_the_store_pages_the_grid_by_case_id(tmp_path: Path) -> None:
 
 
 async def palette(pilot: Pilot[Any], query: str) -> None:
-    """Open ctrl+p, type `query`, take the first hit."""
-    from textual.command import CommandPalette
-
-    await pilot.press("ctrl+p")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, CommandPalette))
-    await pilot.press(*query)
-    palette = pilot.app.screen
-    assert isinstance(palette, CommandPalette)
-    await wait_until(pilot, lambda: palette.query_one("CommandList").option_count > 0)  # type: ignore[attr-defined]
-    await pilot.pause(0.1)  # the list settles on the best hit
+    """Search the palette for `query` and take the best hit, which must be that command."""
+    hits = await search_palette(pilot, query)
+    assert hits[0].lower().startswith(query), hits
     await pilot.press("enter")
     await settle(pilot)
 

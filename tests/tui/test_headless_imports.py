@@ -1,6 +1,7 @@
 """The headless path never imports Textual or Rich: `--no-ui` must not pay for them.
 
-Each check runs in a fresh interpreter, since this test process has Textual loaded.
+Each check runs in a fresh interpreter, since this test process has Textual loaded; one
+interpreter imports every core module in turn and looks at `sys.modules` after each.
 
 httpx imports its own command line (`httpx._main`) when click, pygments and rich are installed,
 and that loads Rich; it is not our import. The Rich checks therefore block `httpx._main` (as
@@ -9,11 +10,13 @@ the core could, see the report) and then require that nothing else loads Rich.
 
 from __future__ import annotations
 
+import json
 import os
 import pkgutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import secbench_tui.core
 
@@ -108,29 +111,78 @@ def test_no_ui_import_time_shows_no_textual(tmp_path: Path) -> None:
 
 VERIFY_EXTRA = ("psycopg", "pgserver", "fastapi", "sqlalchemy")
 
+# Imports every module of a package, in name order, in one fresh interpreter, and after each
+# import names what is newly loaded from the forbidden packages: a module that pulls one in is
+# named even when it is not the first to import it through another module. Prints JSON:
+# {"modules": [...], "offenders": {module: [forbidden modules it loaded]}}.
+IMPORT_EACH = """
+import importlib, json, pkgutil, sys
+{block}
+package_name, extra = sys.argv[1], sys.argv[2:]
+package = importlib.import_module(package_name)
+package.__path__.extend(extra)  # a test plants a module here
+modules = sorted(info.name for info in pkgutil.walk_packages(package.__path__, package_name + "."))
+
+def forbidden():
+    return {{m for m in sys.modules if m.split(".")[0] in {forbidden!r}}}
+
+offenders = {{}}
+seen = forbidden()
+for module in modules:
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:  # the verify extra may be absent
+        if (exc.name or "").split(".")[0] not in {verify!r}:
+            raise
+    loaded = forbidden() - seen
+    if loaded:
+        offenders[module] = sorted(loaded)
+        seen |= loaded
+print(json.dumps({{"modules": modules, "offenders": offenders}}))
+"""
+
+
+def _import_each(package: str, *extra: Path) -> dict[str, Any]:
+    code = IMPORT_EACH.format(block=BLOCK_HTTPX_CLI, forbidden=FORBIDDEN, verify=VERIFY_EXTRA)
+    done = subprocess.run(
+        [sys.executable, "-c", code, package, *map(str, extra)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        cwd=REPO,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
 
 def test_every_core_module_imports_without_textual_or_rich() -> None:
-    modules = sorted(
+    found = _import_each("secbench_tui.core")
+    expected = sorted(
         info.name
         for info in pkgutil.walk_packages(secbench_tui.core.__path__, "secbench_tui.core.")
     )
-    assert "secbench_tui.core.run.catalog" in modules and "secbench_tui.core.run.engine" in modules
-    for module in modules:
-        code = (
-            f"{BLOCK_HTTPX_CLI}; import importlib\n"
-            f"try:\n    importlib.import_module({module!r})\n"
-            "except ModuleNotFoundError as exc:\n"  # the verify extra may be absent
-            f"    if exc.name.split('.')[0] not in {VERIFY_EXTRA!r}: raise\n"
-            f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r}); "
-            "print(','.join(bad))"
-        )
-        done = subprocess.run(
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            env=_env(),
-            cwd=REPO,
-            timeout=60,
-        )
-        assert done.returncode == 0, f"{module}: {done.stderr}"
-        assert done.stdout.strip() == "", f"{module} imports {done.stdout.strip()}"
+    assert found["modules"] == expected  # every module was imported, none skipped
+    assert (
+        "secbench_tui.core.run.catalog" in expected and "secbench_tui.core.run.engine" in expected
+    )
+    assert found["offenders"] == {}
+
+
+def test_the_import_check_names_a_planted_core_module_that_loads_rich(tmp_path: Path) -> None:
+    """The check above can fail: a module planted among the core's that imports a clean core
+    module and then Rich is named, and so is one that loads Textual through another module."""
+    (tmp_path / "numbers_pretty.py").write_text(
+        "from secbench_tui.core import numbers\nimport rich.text\n", encoding="utf-8"
+    )
+    (tmp_path / "zz_view.py").write_text(
+        "from secbench_tui.core import zz_widgets\n", encoding="utf-8"
+    )
+    (tmp_path / "zz_widgets.py").write_text("import textual\n", encoding="utf-8")
+    found = _import_each("secbench_tui.core", tmp_path)
+    assert "secbench_tui.core.numbers_pretty" in found["modules"]
+    offenders = found["offenders"]
+    assert set(offenders) == {"secbench_tui.core.numbers_pretty", "secbench_tui.core.zz_view"}
+    assert "rich.text" in offenders["secbench_tui.core.numbers_pretty"]
+    assert "textual" in offenders["secbench_tui.core.zz_view"]

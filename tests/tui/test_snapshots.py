@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Input
 
 from secbench_tui.config import Settings
 from secbench_tui.tui.app import make_app
-from tests.tui.conftest import SIZE, record_run, settle, wait_until
+from tests.tui.conftest import SIZE, record_run, search_palette, settle, wait_until
 
 
 async def steady(pilot: Pilot[Any]) -> None:
@@ -160,11 +160,8 @@ def test_command_palette(
 
     async def palette(pilot: Pilot[Any]) -> None:
         await results_then(pilot)
-        await pilot.press("ctrl+p")
-        await pilot.press(*"run")
-        await wait_until(pilot, lambda: bool(pilot.app.screen.query("CommandList")))
+        await search_palette(pilot, "run")
         await steady(pilot)
-        await pilot.pause(0.3)  # the hits arrive from the providers
 
     assert snap_compare(app, terminal_size=SIZE, run_before=palette)
 

@@ -14,7 +14,7 @@ from textual.widgets import DataTable
 from secbench_tui.config import Settings
 from secbench_tui.tui.app import make_app
 from secbench_tui.tui.screens.setup import SetupScreen
-from secbench_tui.tui.screens.verify import VerifyScreen
+from secbench_tui.tui.screens.verify import ProofScreen, VerifyScreen
 from tests.tui.conftest import SIZE, settle, wait_until
 
 with warnings.catch_warnings():
@@ -76,6 +76,20 @@ async def test_ctrl_v_on_setup_verifies_the_selected_suite_case_by_case(
         }
         status = str(screen.query_one("#verify-status").render())
         assert "PostgreSQL 16" in status and "1 failed" in status and "FAIL" in status
+        bad = next(
+            i for i in range(table.row_count) if str(table.get_row_at(i)[1]).endswith("02-bad.md")
+        )
+        assert '{"id": 3, "org": 1}' in str(table.get_row_at(bad)[3])  # the witness, on one line
+        table.move_cursor(row=bad)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ProofScreen)  # the row opens to its proof
+        shown = str(app.screen.query_one("#proof-text").render())
+        assert "parameter set 2" in shown and '"org_id": 2' not in shown
+        assert '{"row": {"id": 3}}' in shown  # the row that broke the property
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is screen
         await pilot.press("escape")
         await settle(pilot)
         assert isinstance(app.screen, SetupScreen)

@@ -42,16 +42,43 @@ def test_a_connection_that_cannot_be_made_is_retried_soon() -> None:
     assert all(d is not None and d <= policy.unreachable_max for d in delays)
 
 
-def test_the_breaker_counts_attempts_in_a_row_that_reached_nothing() -> None:
+def silent() -> Failure:
+    return Failure("no byte", FailureKind.TIMEOUT, silent=True)
+
+
+def test_the_breaker_counts_attempts_in_a_row_that_could_not_connect() -> None:
     breaker = Breaker(threshold=3)
     assert not breaker.record(failure(FailureKind.UNREACHABLE))
-    assert not breaker.record(failure(FailureKind.TIMEOUT))
     assert not breaker.record(failure(FailureKind.TRANSIENT))  # a reply: the endpoint is there
     assert not breaker.record(failure(FailureKind.UNREACHABLE))
     assert not breaker.record(None)
     for _ in range(2):
         assert not breaker.record(failure(FailureKind.UNREACHABLE))
     assert breaker.record(failure(FailureKind.UNREACHABLE))
+    assert "3 attempt(s) in a row could not connect" in breaker.message("http://h/v1")
+
+
+def test_one_slow_case_never_trips_the_breaker_however_often_it_times_out() -> None:
+    breaker = Breaker(silent_cases=3)
+    for _ in range(50):
+        assert not breaker.record(silent(), "slow.md")
+    # a timeout after the headers arrived is a sign of life: it resets the count
+    assert not breaker.record(silent(), "other.md")
+    assert not breaker.record(Failure("slow body", FailureKind.TIMEOUT), "third.md")
+    assert not breaker.record(silent(), "third.md")
+    assert breaker.silent == {"third.md"}
+
+
+def test_silence_across_different_cases_trips_and_says_what_was_seen() -> None:
+    breaker = Breaker.for_concurrency(4)  # four slow cases in flight together are not enough
+    for case in ("a", "b", "c", "d", "a", "b"):
+        assert not breaker.record(silent(), case)
+    assert breaker.record(silent(), "e")
+    message = breaker.message("http://user:pw@h/v1")
+    assert "5 different cases timed out without a byte of a reply (7 attempt(s)" in message
+    assert "pw" not in message and "--resume asks them" in message
+    assert breaker.record(silent(), "f")  # stays tripped until something answers
+    assert not breaker.record(None)
 
 
 class Recorder(RetryHooks):
@@ -123,11 +150,11 @@ def test_a_body_too_deep_for_json_is_read_with_its_depths_pruned() -> None:
 def test_the_breaker_message_says_which_cases_are_recorded() -> None:
     """Refused connections record nothing; a case that spent its retries on timeouts before
     the breaker tripped is an error row, and the message must not say otherwise."""
-    from secbench_tui.core.run.providers.retry import Failure, FailureKind, unreachable_message
+    from secbench_tui.core.run.providers.retry import stalled_message, unreachable_message
 
     url = "http://user:pw@127.0.0.1:9/v1?key=s"
     refused = unreachable_message(url, Failure("refused", FailureKind.UNREACHABLE), 5)
     assert "http://***@127.0.0.1:9/v1?key=***" in refused and "pw" not in refused
     assert "--resume asks them" in refused and "--retry-errors" not in refused
-    slow = unreachable_message(url, Failure("no reply", FailureKind.TIMEOUT), 5)
+    slow = stalled_message(url, Failure("no reply", FailureKind.TIMEOUT, silent=True), 3, 4)
     assert "raise --timeout" in slow and "recorded as an error (--retry-errors" in slow

@@ -28,10 +28,16 @@ def test_spec_prompt_runs_to_the_next_top_level_heading_line() -> None:
     assert spec_prompt("no heading") == ""
 
 
-def test_case_code_is_the_first_fence_after_the_code_heading_trimmed() -> None:
-    text = (
-        "```\nnot this\n```\n# Code\n\n```python\n\n  x = 1\n# comment\n```\n```\nnor this\n```\n"
-    )
+def test_case_code_is_the_block_the_original_pattern_finds() -> None:
+    text = "```\nnot this\n```\n# Code\n\n```sql\n\n  x = 1\n# comment\n```\n```\nnor this\n```\n"
     assert case_code(text) == "x = 1\n# comment"
+    assert case_code("# code\n```\nSELECT 1;\n```\n") == "SELECT 1;"  # its /i flag
+    assert case_code("# CODE\r\n```SQL\r\nSELECT 1;\r\n```") == "SELECT 1;"
+    assert case_code("# Code\n```python\nx = 1\n```") is None  # (?:sql)? only
+    assert case_code("# Code\nsee below\n```\nx\n```") is None  # text before the fence
     assert case_code("# Code\nno fence") is None
     assert case_code("```\nx\n```") is None
+
+
+def test_spec_prompt_heading_is_read_in_any_case() -> None:
+    assert spec_prompt("# prompt\nThe rules.\n# Expected\n") == "The rules."

@@ -48,6 +48,8 @@ RESULT_COLUMNS = (
     "finish_reason",
     "prompt_tokens",
     "completion_tokens",
+    "reasoning_tokens",  # part of completion_tokens
+    "reasoning",  # the model's thinking, as its endpoint returned it
     "cost",
     "latency_ms",
     "attempts",

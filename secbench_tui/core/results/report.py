@@ -327,20 +327,13 @@ class ReportData:
 # --- reading the database ----------------------------------------------------------------
 
 
-async def select_runs(
-    store: Store, run_ids: Sequence[int] | None, models: Sequence[str] | None
-) -> list[RunRecord]:
-    """The runs asked for, or by default the latest run with results of each model and suite."""
-    return choose_runs(await store.runs(), store.path, run_ids, models)
-
-
 def choose_runs(
     every: Sequence[RunRecord],
     path: Path,
     run_ids: Sequence[int] | None,
     models: Sequence[str] | None,
 ) -> list[RunRecord]:
-    """`select_runs` on runs already read: by default, per model and suite, the latest
+    """The runs asked for, or by default, per model and suite, the latest
     whole run (completed, not narrowed by --apps or --limit), else the latest run."""
     if run_ids:
         missing = sorted(set(run_ids) - {r.id for r in every})

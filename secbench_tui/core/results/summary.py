@@ -47,7 +47,13 @@ class VerdictStats(BaseModel):
 
 
 # Keys `--summary-json` has only when they apply.
-_OPTIONAL_KEYS = ("summary_error", "vuldetectbench", "vuldetectbench_counts", "vdb_scoring")
+_OPTIONAL_KEYS = (
+    "summary_error",
+    "vuldetectbench",
+    "vuldetectbench_counts",
+    "vdb_scoring",
+    "no_answer",
+)
 
 
 class RunSummary(VerdictStats):
@@ -72,6 +78,8 @@ class RunSummary(VerdictStats):
     vuldetectbench: dict[str, dict[str, float]] | None = None
     vuldetectbench_counts: dict[str, dict[str, int]] | None = None
     vdb_scoring: str | None = None
+    # Set when no case got an answer: the commonest error, and how many cases it ended
+    no_answer: str | None = None
 
     @property
     def cost_is_partial(self) -> bool:
@@ -149,6 +157,8 @@ def summary_lines(
         lines.append(
             _line(f"  accuracy {numbers.EMPTY} (no case was answered: every request failed)")
         )
+        if s.no_answer:
+            lines.append(_line("  ", Segment(inert_line(s.no_answer), "warning")))
     elif s.accuracy is not None:
         low, high = s.accuracy_ci or (None, None)
         lines.append(

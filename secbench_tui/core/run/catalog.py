@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 
 import httpx
 
+from secbench_tui.core.run.http import async_client
 from secbench_tui.core.run.providers.baselines import BASELINES
 from secbench_tui.core.run.providers.openai_compat import api_url
 from secbench_tui.core.store.database import Store
@@ -158,7 +159,7 @@ async def fetch_models(
     """`GET {base_url}/models` (no key needed). Raises httpx errors or ValueError."""
     url = api_url(base_url, "models")
     owned = client is None
-    http = client or httpx.AsyncClient(timeout=timeout)
+    http = client or async_client(timeout)
     try:
         response = await http.get(url, headers={"Accept": "application/json"})
         response.raise_for_status()
@@ -305,10 +306,12 @@ async def lookup_models(
     fetch: bool = True,
 ) -> dict[str, ModelInfo | None]:
     """Each model's entry: from the cache when it says whether the model reasons, else from
-    one `GET {base_url}/models` for all the others (the cache is left as it is). None for a
-    model not listed, or when the list cannot be had: callers then keep their defaults."""
+    one `GET {base_url}/models` for all the others, which is then cached, so the next run
+    starts without asking. None for a model not listed, or when the list cannot be had:
+    callers then keep their defaults."""
     found: dict[str, ModelInfo | None] = dict.fromkeys(model_ids)
-    cached = load_cache(cache_path(base_url, directory))
+    path = cache_path(base_url, directory)
+    cached = load_cache(path)
     if cached is not None:
         for model in cached[0]:
             if model.id in found and model.reasoning is not None:
@@ -320,6 +323,10 @@ async def lookup_models(
         models = await fetch_models(base_url, timeout=timeout)
     except Exception:  # offline, a server without /models, a bad body: not known
         return found
+    try:
+        save_cache(path, base_url, models)
+    except OSError:
+        pass  # an unwritable cache folder costs only the next run's request
     listed = {m.id: m for m in models}
     for model_id in missing:
         found[model_id] = listed.get(model_id)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from secbench_tui.core.run.http import async_client
 from secbench_tui.core.run.providers.retry import one_line
 from secbench_tui.core.untrusted import redact_url
 
@@ -41,7 +42,7 @@ async def check_endpoint(
     """`GET {base_url}/models` within `timeout` seconds, whole; never raises."""
     url = base_url.rstrip("/") + "/models"
     owned = client is None
-    http = client or httpx.AsyncClient(timeout=timeout)
+    http = client or async_client(timeout)
     try:
         async with asyncio.timeout(timeout):  # whole: a server that trickles counts as down
             response = await http.get(url, headers={"Accept": "application/json"})

@@ -39,7 +39,13 @@ from secbench_tui.core.run.events import (
     RunFinished,
     RunStarted,
 )
-from secbench_tui.core.run.providers.base import Provider, RetryCallback, RetryNotice, RunAborted
+from secbench_tui.core.run.providers.base import (
+    Provider,
+    RetryCallback,
+    RetryNotice,
+    RunAborted,
+    SendsBodies,
+)
 from secbench_tui.core.run.providers.retry import (
     Attempter,
     Breaker,
@@ -52,6 +58,7 @@ from secbench_tui.core.run.providers.retry import (
 )
 from secbench_tui.core.store.database import Store, prompt_keyed
 from secbench_tui.core.store.values import now_iso, text_hash
+from secbench_tui.core.suites import security_bench
 
 # Settings that change what a model is asked; a resumed run must match them all.
 REQUEST_SETTINGS = ("base_url", "temperature", "max_tokens", "seed", "response_format")
@@ -264,7 +271,7 @@ class Engine:
         self.run_id: int | None = None
         # one model's runs share its limit: the rate limit belongs to the model, not the run
         self.limit = limit if limit is not None else AdaptiveLimit(spec.concurrency)
-        self.breaker = Breaker()
+        self.breaker = Breaker.for_concurrency(spec.concurrency)
         self.stop_grace = stop_grace
         self._stopping = asyncio.Event()
         self._stop_message: str | None = None
@@ -272,7 +279,8 @@ class Engine:
         self._cost = 0.0
         self._answered = 0  # cases asked in this run that came back (not reused ones)
         self._halted = False  # the stop's grace is over: requests in flight are cancelled
-        self._requests: set[asyncio.Future[Completion]] = set()
+        self._requests: set[asyncio.Task[Any]] = set()  # case tasks awaiting a reply
+        self._halting: set[asyncio.Task[Any]] = set()  # those `_halt` cancelled
         self._grace: asyncio.TimerHandle | None = None
         self._resumed = False
         self._first_sent: float | None = None  # perf_counter when the first case was started
@@ -292,8 +300,9 @@ class Engine:
 
     def _halt(self) -> None:
         self._halted = True
-        for request in list(self._requests):
-            request.cancel()
+        for task in list(self._requests):
+            self._halting.add(task)
+            task.cancel()
 
     def _check_budget(self) -> None:
         if self.spec.max_cost is not None and self._cost >= self.spec.max_cost:
@@ -410,13 +419,25 @@ class Engine:
             if (case.case_id, repeat) not in done_keys
         ]
         paid_for = {} if spec.force else await self.store.reusable([w.request_hash for w in work])
+        unpaid = [w for w in work if (w.request_hash, w.repeat) not in paid_for]
+        adopted = (
+            {} if spec.force else await adopted_answers(spec, self.provider, self.store, unpaid)
+        )
         reused: list[Evaluation] = []
         for item in work:
             row = paid_for.get((item.request_hash, item.repeat))
+            if row is None:
+                row = adopted.get((item.case.case_id, item.repeat))
             if row is not None:
                 reused.append(await self._reuse(run_id, item, row))
             else:
                 pending.append(replace(item, seq=len(pending)))
+        await self.store.claim_imported(
+            sorted({int(row["run_id"]) for row in adopted.values()}),
+            spec.suite_kind,
+            spec.suite_path,
+        )
+        await self.store.remember_texts([item.case for item in pending])
         total = len(spec.cases) * spec.repeats
         done = total - len(pending) - len(reused)
         yield RunStarted(
@@ -461,6 +482,7 @@ class Engine:
         return RunSummary.model_validate(
             {
                 **figures,
+                "no_answer": no_answer(rows),
                 "summary_error": summary_error,
                 "wall_seconds": wall,
                 "run_id": run_id,
@@ -566,27 +588,34 @@ class Engine:
             await slot.give_back(success)
 
     async def _request(self, ask: Awaitable[Completion]) -> Completion:
-        """One request to the provider, cancelled (as `_Abandoned`) when a stop's grace ends."""
+        """One request to the provider, cancelled (as `_Abandoned`) when a stop's grace ends.
+
+        The request runs in its case's own task (a task of its own would cost every case
+        another trip through the event loop): `_halt` cancels the tasks waiting here, and a
+        cancellation that came from `_halt` alone becomes `_Abandoned`.
+        """
         if self._halted:
             raise _Abandoned
-        request = asyncio.ensure_future(ask)
-        self._requests.add(request)
+        task = asyncio.current_task()
+        assert task is not None, "a request is always awaited inside a task"
+        self._requests.add(task)
         try:
-            return await request
+            return await ask
         except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if request.cancelled() and self._halted and not (current and current.cancelling()):
-                raise _Abandoned from None
+            if task in self._halting:
+                self._halting.discard(task)
+                if task.uncancel() == 0:  # nobody else asked this task to stop
+                    raise _Abandoned from None
             raise
         finally:
-            self._requests.discard(request)
+            self._requests.discard(task)
 
     async def _complete(self, run_id: int, case: Case, slot: _Slot) -> Completion:
         """The provider's answer, its retries driven here so a waiting case holds no slot."""
         provider = self.provider
         if not isinstance(provider, Attempter):  # retries (if any) happen inside `complete`
             return await self._request(provider.complete(case, self._on_retry(run_id)))
-        hooks = _EngineHooks(self, run_id, slot, provider.endpoint)
+        hooks = _EngineHooks(self, run_id, slot, provider.endpoint, case.case_id)
         try:
             return await run_attempts(
                 hooks.timed(lambda: self._request(provider.attempt(case))),
@@ -637,11 +666,48 @@ class Engine:
         return evaluation
 
 
+def request_body(spec: RunSpec, provider: object, case: Case) -> dict[str, Any] | None:
+    """The body that would be sent for `case`: the provider's own, or (where no provider is
+    built, as in a dry run) the original evaluator's, which needs none; None when unknown."""
+    if isinstance(provider, SendsBodies):
+        return provider.payload(case)
+    if spec.settings.get("request_style") == security_bench.STYLE and case.messages:
+        return security_bench.request_body(spec.model, case.prompt_messages())
+    return None
+
+
+async def adopted_answers(
+    spec: RunSpec, provider: object, store: Store, work: Sequence[Any]
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """Answers the original evaluator recorded (in a database it wrote, adopted) for exactly
+    the requests `work` would send, by (case id, repeat)."""
+    if not work or not store.adopted_requests:
+        return {}
+    bodies: dict[str, dict[str, Any]] = {}
+    for item in work:
+        body = request_body(spec, provider, item.case)
+        if body is not None:
+            bodies[item.case.case_id] = body
+    return await store.adopted_answers(spec.model, bodies)
+
+
+def no_answer(rows: Sequence[dict[str, Any]]) -> str | None:
+    """When no case of a run got an answer, why: its commonest error and how many it ended."""
+    if not rows or any(row["outcome"] != Outcome.ERROR.value for row in rows):
+        return None
+    reasons = Counter(str(row.get("error") or "no reply") for row in rows)
+    reason, count = reasons.most_common(1)[0]
+    return f"no case got an answer: {count} of {len(rows)} cases ended with {reason}"
+
+
 class _EngineHooks(RetryHooks):
     """The engine's side of the retry loop: the breaker, rate limits and slot-free waits."""
 
-    def __init__(self, engine: Engine, run_id: int, slot: _Slot, endpoint: str) -> None:
+    def __init__(
+        self, engine: Engine, run_id: int, slot: _Slot, endpoint: str, case_id: str
+    ) -> None:
         self.engine = engine
+        self.case_id = case_id
         self.run_id = run_id
         self.slot = slot
         self.endpoint = endpoint
@@ -656,8 +722,8 @@ class _EngineHooks(RetryHooks):
 
     async def attempted(self, failure: Failure | None) -> None:
         breaker = self.engine.breaker
-        if breaker.record(failure) and breaker.last is not None:
-            raise RunAborted(unreachable_message(self.endpoint, breaker.last, breaker.consecutive))
+        if breaker.record(failure, self.case_id):
+            raise RunAborted(breaker.message(self.endpoint))
 
     async def wait(self, notice: RetryNotice) -> None:
         engine = self.engine

@@ -12,12 +12,13 @@ without one is "price unknown" and left out of the total, which then says so.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from secbench_tui.core import numbers
+from secbench_tui.core.models import Case
 from secbench_tui.core.run.catalog import Catalog
-from secbench_tui.core.run.engine import RunSpec
+from secbench_tui.core.run.engine import RunSpec, adopted_answers
 from secbench_tui.core.run.providers.baselines import is_baseline
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import inert_line
@@ -35,7 +36,6 @@ class RunEstimate:
     left: int  # requests that would be sent
     input_tokens: int
     output_tokens: int
-    output_ceiling: int  # every reply at --max-tokens
     cost: float | None  # None: price unknown
     cost_ceiling: float | None
 
@@ -89,22 +89,71 @@ def input_tokens(spec: RunSpec, index: int) -> int:
     return max(1, chars // CHARS_PER_TOKEN)
 
 
+@dataclass(frozen=True)
+class Overflow:
+    """A run whose largest request is more than its model's context, by the catalog."""
+
+    model: str
+    prompt: str
+    case_id: str
+    tokens: int  # estimated, characters / CHARS_PER_TOKEN
+    context: int
+
+    def message(self) -> str:
+        prompt = f"--prompt {inert_line(self.prompt)}: " if self.prompt else ""
+        return (
+            f"{prompt}the request for {inert_line(self.case_id)} (the prompt with the case) is "
+            f"about {self.tokens:,} tokens (characters / {CHARS_PER_TOKEN}), more than the "
+            f"{self.context:,}-token context of {inert_line(self.model)} in its catalog entry; "
+            "shorten the prompt or choose a model with a larger context (--force sends it anyway)"
+        )
+
+
+def context_overflows(
+    specs: Sequence[RunSpec], contexts: Mapping[str, int | None]
+) -> list[Overflow]:
+    """Each run whose largest request would not fit its model's context (None: not known)."""
+    found: list[Overflow] = []
+    for spec in specs:
+        context = contexts.get(spec.model)
+        if not context or not spec.cases or is_baseline(spec.model):
+            continue
+        largest = max(range(len(spec.cases)), key=lambda i: input_tokens(spec, i))
+        tokens = input_tokens(spec, largest)
+        if tokens > context:
+            found.append(
+                Overflow(spec.model, spec.prompt_name, spec.cases[largest].case_id, tokens, context)
+            )
+    return found
+
+
 async def _left(spec: RunSpec, store: Store | None) -> list[tuple[int, int]]:
     """(case index, repeat) of the requests this run would send."""
     wanted = [(i, r) for i in range(len(spec.cases)) for r in range(spec.repeats)]
     if store is None:
-        return wanted
+        return [] if spec.resume else wanted
     done: set[tuple[str, int]] = set()
     if spec.resume or spec.retry_errors:
         run_id = await store.latest_run(spec.fingerprint, unfinished=not spec.retry_errors)
         if run_id is not None:
             done = await store.finished_keys(run_id, include_errors=not spec.retry_errors)
+        elif spec.resume:  # nothing to resume: the run leaves this cell alone
+            return []
     wanted = [(i, r) for i, r in wanted if (spec.cases[i].case_id, r) not in done]
     if spec.force:
         return wanted
     hashes = {i: spec.request_hash(spec.cases[i]) for i, _ in wanted}
     paid = await store.reusable(list(set(hashes.values())))
-    return [(i, r) for i, r in wanted if (hashes[i], r) not in paid]
+    wanted = [(i, r) for i, r in wanted if (hashes[i], r) not in paid]
+    # answers an adopted database of the original evaluator holds for the same request
+    work = [_Asked(spec.cases[i]) for i in dict.fromkeys(i for i, _ in wanted)]
+    adopted = await adopted_answers(spec, None, store, work)
+    return [(i, r) for i, r in wanted if (spec.cases[i].case_id, r) not in adopted]
+
+
+@dataclass(frozen=True)
+class _Asked:
+    case: Case
 
 
 def _price(tokens_in: int, tokens_out: int, model: str, catalog: Catalog) -> float | None:
@@ -137,7 +186,6 @@ async def estimate(
                 left=len(left),
                 input_tokens=tokens_in,
                 output_tokens=reply * len(left),
-                output_ceiling=ceiling * len(left),
                 cost=_price(tokens_in, reply * len(left), spec.model, catalog),
                 cost_ceiling=_price(tokens_in, ceiling * len(left), spec.model, catalog),
             )

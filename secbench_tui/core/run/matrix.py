@@ -43,6 +43,12 @@ class PlannedRun:
         return f"{self.spec.model} \u00b7 {self.spec.prompt_name}"
 
 
+async def resumable(runs: Sequence[PlannedRun], store: Store) -> list[PlannedRun]:
+    """With `--resume`: the cells that have an unfinished run to continue. A cell whose runs
+    are all complete is left as it is, not run again from reused results."""
+    return [run for run in runs if await store.latest_run(run.spec.fingerprint) is not None]
+
+
 @dataclass(frozen=True)
 class MatrixEvent:
     """An event of the run in the plan's `slot` (the run id arrives with its `RunStarted`)."""

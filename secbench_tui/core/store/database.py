@@ -9,9 +9,11 @@ written by the original security-bench evaluator (the seven columns and nothing 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
+import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
-from secbench_tui.core.models import Evaluation, RunStatus
+from secbench_tui.core.models import Case, Evaluation, RunStatus
 from secbench_tui.core.store import stored_values as stored
 from secbench_tui.core.store.comparison import (
     FlipCounts,
@@ -136,6 +138,31 @@ _EVAL_COLUMNS = (
 # What reads of whole rows select: a table adopted from the original evaluator also holds its
 # `request` and `response` bodies, which no read of ours needs.
 _ROW = "e.id, " + ", ".join(f"e.{column}" for column in _EVAL_COLUMNS)
+
+
+BUSY_TIMEOUT_S = 5.0  # how long an open or a write waits for another process's lock
+
+
+async def _use_wal(db: aiosqlite.Connection) -> None:
+    """Switch the file to WAL (a no-op once it is), waiting as long as the busy timeout.
+
+    SQLite switches by upgrading a read lock to a write lock, and never waits for such an
+    upgrade (two connections waiting on each other would deadlock), so the busy timeout does
+    not cover it: while another process is switching the same new file or reading it, the
+    switch fails at once with SQLITE_BUSY. It is retried here instead, with a short backoff.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + BUSY_TIMEOUT_S
+    delay = 0.001
+    while True:
+        try:
+            await db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or loop.time() > deadline:
+                raise
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 class StoreError(Exception):
@@ -404,20 +431,14 @@ class Store:
         store = cls(db, path)
         try:
             db.row_factory = aiosqlite.Row
-            await db.execute("PRAGMA busy_timeout=5000")
-            if await original.unadopted(db):
-                try:  # before the first change, even to the journal mode
-                    store.backup = await original.back_up(db, path)
-                except OSError as exc:
-                    raise StoreError(
-                        f"--db {path}: written by the original security-bench; cannot write a "
-                        f"copy of it beside it before adopting it ({exc}); make the folder "
-                        "writable, or copy the file and use the copy"
-                    ) from exc
-            await db.execute("PRAGMA journal_mode=WAL")
-            await db.execute("PRAGMA synchronous=NORMAL")
+            await db.execute(f"PRAGMA busy_timeout={round(BUSY_TIMEOUT_S * 1000)}")
             await db.execute("PRAGMA foreign_keys=ON")
+            # Migrate (and copy an original's file) before switching to WAL: the copy must be
+            # of the file as it was, and a new file's schema is written under a lock the busy
+            # timeout waits for, which the switch to WAL is not (`_use_wal`).
             await store._migrate()
+            await _use_wal(db)
+            await db.execute("PRAGMA synchronous=NORMAL")
             store._adopted = await original.write_layout(db)
         except Exception as exc:
             await db.close()
@@ -443,6 +464,18 @@ class Store:
     async def close(self) -> None:
         await self.db.close()
 
+    async def _back_up_original(self) -> Path:
+        from secbench_tui.core.store import original
+
+        try:
+            return await original.back_up(self.db, self.path)
+        except OSError as exc:
+            raise StoreError(
+                f"--db {self.path}: written by the original security-bench; cannot write a "
+                f"copy of it beside it before adopting it ({exc}); make the folder "
+                "writable, or copy the file and use the copy"
+            ) from exc
+
     async def _user_version(self) -> int:
         cursor = await self.db.execute("PRAGMA user_version")
         row = await cursor.fetchone()
@@ -466,13 +499,11 @@ class Store:
             # Read again under the write lock: another process opening the same new file
             # at the same moment may have migrated it while this one waited for the lock.
             version = await self._user_version()
-            if version == 0:
-                cursor = await self.db.execute(
-                    "SELECT name FROM sqlite_master WHERE type='table' AND name='evaluations'"
-                )
-                if await cursor.fetchone() is None:
-                    await _create_v1(self.db)
-                    version = 1
+            if await original.unadopted(self.db):  # decided under the lock: one copy, made first
+                self.backup = await self._back_up_original()
+            elif version == 0:  # a new file
+                await _create_v1(self.db)
+                version = 1
             while version < SCHEMA_VERSION:
                 await MIGRATIONS[version](self.db)
                 version += 1
@@ -614,6 +645,74 @@ class Store:
                 found[(row["request_hash"], row["repeat"])] = stored.evaluation_row(dict(row))
         return found
 
+    @property
+    def adopted_requests(self) -> bool:
+        """Whether this is the original evaluator's table with the request bodies it sent."""
+        return self._adopted is not None and self._adopted.request
+
+    async def adopted_answers(
+        self, model: str, bodies: dict[str, dict[str, Any]]
+    ) -> dict[tuple[str, int], dict[str, Any]]:
+        """Answers the original evaluator recorded for exactly these requests: rows of its
+        imported runs of `model` whose stored request body is the one given for their case id.
+        Keyed by (case id, n): the n-th such row of the case, in the order they were written."""
+        from secbench_tui.core.store.original import same_request
+
+        found: dict[tuple[str, int], dict[str, Any]] = {}
+        if not self.adopted_requests or not bodies:
+            return found
+        taken: dict[str, int] = {}
+        case_ids = sorted(bodies)
+        for start in range(0, len(case_ids), 500):
+            chunk = case_ids[start : start + 500]
+            cursor = await self.db.execute(
+                "SELECT e.* FROM evaluations e JOIN runs r ON r.id = e.run_id"
+                " WHERE r.status = 'imported' AND e.model_name = ? AND e.outcome != 'error'"
+                f" AND e.case_id IN ({', '.join('?' * len(chunk))}) ORDER BY e.id",
+                [model, *chunk],
+            )
+            for row in await cursor.fetchall():
+                case_id = row["case_id"]
+                if same_request(row["request"], bodies[case_id]):
+                    n = taken.get(case_id, 0)
+                    taken[case_id] = n + 1
+                    found[(case_id, n)] = stored.evaluation_row(dict(row))
+        return found
+
+    async def claim_imported(
+        self, run_ids: Sequence[int], suite_kind: str, suite_path: str
+    ) -> None:
+        """Imported runs whose answers a run of a known suite reused are that suite's runs:
+        the report lists them with it, not as a suite of their own."""
+        if not run_ids:
+            return
+        await self.db.execute(
+            f"UPDATE runs SET suite_kind=?, suite_path=? WHERE status='imported'"
+            f" AND suite_path='' AND id IN ({', '.join('?' * len(run_ids))})",
+            [suite_kind, suite_path, *run_ids],
+        )
+        await self.db.commit()
+
+    async def remember_texts(self, cases: Sequence[Case]) -> None:
+        """Write the code and description of every case a run is about to ask, in one call.
+
+        `record` then writes only each result's row: one statement and a commit per case,
+        instead of two statements (each a hop to the database thread) and a commit. The texts
+        are committed with the first result (rows of the content-addressed text table, so
+        one written for a case a stopped run never asked is harmless).
+        """
+        rows: dict[str, tuple[str, Any, Any]] = {}
+        for case in cases:
+            case_hash = text_hash(case.code, case.description)
+            if case_hash not in self._known_texts:
+                rows[case_hash] = (case_hash, storable(case.code), storable(case.description))
+        if rows:
+            await self.db.executemany(
+                "INSERT OR IGNORE INTO case_texts (hash, code, description) VALUES (?, ?, ?)",
+                list(rows.values()),
+            )
+            self._known_texts.update(rows)
+
     async def record(
         self, evaluation: Evaluation, request_hash: str, reused_from: int | None = None
     ) -> int:
@@ -748,7 +847,7 @@ class Store:
             if with_text
             else "e.id, e.app, e.case_id, e.case_index, e.repeat, e.suite_kind, e.outcome,"
             " e.expected_result, e.actual_result, e.prompt_tokens, e.completion_tokens, e.cost,"
-            " e.latency_ms, e.reused_from, e.scores, e.explanation, e.reasoning_tokens"
+            " e.latency_ms, e.reused_from, e.scores, e.explanation, e.reasoning_tokens, e.error"
         )
         join = " LEFT JOIN case_texts c ON c.hash = e.case_hash" if with_text else ""
         cursor = await self.db.execute(

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -101,30 +100,40 @@ def backup_path(path: Path, now: datetime | None = None) -> Path:
 async def back_up(db: aiosqlite.Connection, path: Path) -> Path:
     """Copy the file beside itself before anything in it changes; returns the copy's path.
 
-    A file in rollback-journal mode (how the original leaves it) is copied byte for byte while
-    this connection holds the write lock, so nobody writes during the copy; a WAL file is
-    copied with SQLite's backup API, which includes what the log holds.
+    The caller holds the write lock (`BEGIN IMMEDIATE`) and has checked, under it, that the
+    file is still the original's: nobody writes during the copy, and of several processes
+    opening the same file at once exactly one copies it. The file is read through a second
+    SQLite connection, never opened directly: closing any descriptor of a file drops every
+    POSIX lock this process holds on it, the write lock included, and SQLite alone knows to
+    keep a descriptor open while its locks are held. A file in rollback-journal mode (how the
+    original leaves it) is copied byte for byte (`serialize`); a WAL file with SQLite's backup
+    API, so the copy includes what the log holds.
     """
     target = backup_path(path)
     partial = target.with_name(target.name + ".partial")
     cursor = await db.execute("PRAGMA journal_mode")
     row = await cursor.fetchone()
-    if row is not None and str(row[0]).lower() == "wal":
-        import sqlite3
-
-        copy = sqlite3.connect(partial, check_same_thread=False)
-        try:
-            await db.backup(copy)
-        finally:
-            copy.close()
-    else:
-        await db.execute("BEGIN IMMEDIATE")
-        try:
-            await asyncio.to_thread(shutil.copyfile, path, partial)
-        finally:
-            await db.rollback()
+    wal = row is not None and str(row[0]).lower() == "wal"
+    await asyncio.to_thread(_copy, path, partial, wal)
     partial.replace(target)
     return target
+
+
+def _copy(path: Path, partial: Path, wal: bool) -> None:
+    import sqlite3
+
+    source = sqlite3.connect(path)
+    try:
+        if not wal:
+            partial.write_bytes(source.serialize())
+            return
+        copy = sqlite3.connect(partial)
+        try:
+            source.backup(copy)
+        finally:
+            copy.close()
+    finally:
+        source.close()
 
 
 async def add_our_columns(db: aiosqlite.Connection) -> None:
@@ -439,6 +448,7 @@ class WriteLayout:
 
     required: frozenset[str] = frozenset()
     eval_prompt: bool = False
+    request: bool = False  # the original's final version kept each request's body
 
     def row(
         self, columns: Sequence[str], values: Sequence[Any], prompt_name: str | None
@@ -465,4 +475,13 @@ async def write_layout(db: aiosqlite.Connection) -> WriteLayout | None:
     required = frozenset(
         name for name, (not_null, default) in have.items() if not_null and default is None
     ) - {"id"}
-    return WriteLayout(required=required, eval_prompt="eval_prompt" in have)
+    return WriteLayout(
+        required=required, eval_prompt="eval_prompt" in have, request="request" in have
+    )
+
+
+def same_request(stored: Any, body: dict[str, Any]) -> bool:
+    """Whether a row's stored `request` is `body`: the same model, messages and parameters
+    (compared as JSON values, so key order and spacing do not count)."""
+    sent, why = _json(stored)
+    return why is None and sent == body

@@ -82,6 +82,7 @@ class Finding:
     """One thing wrong with the suite. `fails` findings make the lint exit non-zero."""
 
     check: str  # parse | duplicate | balance | name | comment | classifier | description | verify
+    # | equivalent (a mutant the suite declares no real flaw)
     message: str
     path: Path | None = None
     app: str | None = None
@@ -618,6 +619,10 @@ def _verification_findings(app: str, folder: Path, cases: Sequence[LintCase]) ->
             f"no {VERIFY_DIR}/{FIXTURES} (schema and seed rows): --verify cannot run its cases"
         )
         findings.append(Finding("verify", message, app=app, fails=False))
+    for name, declared in sorted(data.scenarios.items()):
+        for eq in declared.equivalents:
+            message = f"equivalent mutant declared in {name}: {eq.key}: {eq.reason}"
+            findings.append(Finding("equivalent", message, app=app, fails=False))
     for scenario in scenarios:
         if scenario not in data.scenarios:
             message = (
@@ -674,8 +679,14 @@ def format_report(report: LintReport, limit: float = MAX_TRIVIAL_ACCURACY) -> st
             verdict = "FAIL" if bad else ("ok" if app.classifiers else "")
             lines.append(f"    {features:<37}{cells[0]:>6}{cells[1]:>10}  {verdict}")
     problems = [f for f in report.findings if f.fails]
-    warnings = [f for f in report.findings if not f.fails]
-    for title, group in (("problems", problems), ("warnings", warnings)):
+    warnings = [f for f in report.findings if not f.fails and f.check != "equivalent"]
+    declared = [f for f in report.findings if f.check == "equivalent"]
+    titled = (
+        ("problems", problems),
+        ("warnings", warnings),
+        ("equivalent mutants (declared no real flaw, not counted by --verify --mutants)", declared),
+    )
+    for title, group in titled:
         if group:
             lines += ["", f"{len(group)} {title}:"] + [f"  {f}" for f in group]
     lines += [

@@ -131,8 +131,11 @@ def discover_apps(
             raise SuiteError(f"--apps: no app named {', '.join(unknown)} in {root} (apps: {known})")
         folders = [p for p in folders if p.name in only]
     kept = []
+    resolved: dict[Path, Path] = {}  # each folder resolved once for this load
     for folder in folders:
-        reason = outside_reason(folder, root) or outside_reason(folder / "SPEC.md", root)
+        reason = outside_reason(folder, root, resolved) or outside_reason(
+            folder / "SPEC.md", root, resolved
+        )
         if reason is None:
             kept.append(folder)
         else:
@@ -149,7 +152,7 @@ def discover_apps(
             if p.is_file() and p.name != "SPEC.md" and not is_parameter_file(p)
         )
         for path in sorted(candidates):
-            reason = outside_reason(path, root)
+            reason = outside_reason(path, root, resolved)
             if reason is None:
                 files.append(path)
             else:
@@ -207,7 +210,10 @@ def _original_messages(
     except (OSError, UnicodeDecodeError) as exc:
         return (), f"cannot read ({exc})"
     if code is None:
-        return (), "no ``` block after '# Code' as the original evaluator finds it"
+        return (), (
+            "the original evaluator would skip it: its pattern needs '# Code' (any case) followed,"
+            " past blank lines only, by a ``` or ```sql fence and a closing ``` line"
+        )
     return security_bench.messages(spec, evaluation_prompt, code), None
 
 
@@ -226,6 +232,7 @@ def load_markdown_suite(
     suite = MarkdownSuite(root=root, apps=discover_apps(root, apps, skipped), skipped=skipped)
     original = request_style == security_bench.STYLE
     for app in suite.apps:
+        folder = app.root.resolve()
         prefix = build_markdown_prefix(app.prompt, evaluation_prompt)
         spec = ""
         if original:
@@ -250,7 +257,7 @@ def load_markdown_suite(
                     kind=SuiteKind.MARKDOWN,
                     app=app.name,
                     case_id=path.relative_to(root).as_posix(),
-                    test_file=str(path.resolve()),
+                    test_file=str(path.resolve() if path.is_symlink() else folder / path.name),
                     expected=expected,
                     code=code,
                     description=description,

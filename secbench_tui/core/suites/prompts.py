@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from secbench_tui.core.paths import outside_reason
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -30,7 +32,7 @@ VERDICT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-RESPONSE_FORMATS = ("json_schema", "json_object", "none")
+ResponseFormat = Literal["json_schema", "json_object", "none"]
 
 
 def build_markdown_prefix(app_prompt: str, evaluation_prompt: str) -> str:
@@ -51,6 +53,9 @@ def response_format(kind: str) -> dict[str, Any] | None:
 
 
 LOCAL_PROMPT = "evaluation-prompt.txt"  # the specification keeps it at the project root
+# A prompt file larger than this is refused before it is read: about 260,000 tokens, sent with
+# every case, is more than any model's context can hold (a 200 MB file took 1.2 GB to plan).
+MAX_PROMPT_BYTES = 1024 * 1024
 DEFAULT_PROMPT = "default"
 ALL_PROMPTS = "all"
 
@@ -62,6 +67,7 @@ class EvaluationPrompt:
     name: str
     text: str  # exactly as read: line endings kept (`--request-style security-bench`)
     source: str  # a file's path, or "bundled"
+    notes: tuple[str, ...] = ()  # files of its folder that were skipped, and why
 
     @property
     def normalised(self) -> str:
@@ -96,9 +102,21 @@ def bundled_prompt(name: str) -> EvaluationPrompt:
     return EvaluationPrompt(name, text, "bundled")
 
 
+def read_prompt_text(path: Path, flag: str = "--prompt") -> str:
+    """A prompt file's text, exactly; one too large to be a prompt is refused unread."""
+    size = path.stat().st_size
+    if size > MAX_PROMPT_BYTES:
+        raise PromptError(
+            f"{flag} {path}: {size:,} bytes, more than the {MAX_PROMPT_BYTES:,} a prompt file "
+            "may have (it is sent with every case, and no model's context holds that much); "
+            "shorten it, or check that this is the file you meant"
+        )
+    return path.read_bytes().decode("utf-8")
+
+
 def prompt_file(path: Path) -> EvaluationPrompt:
     """A prompt read from a file, named by the file's stem (`cot.txt` is `cot`)."""
-    return EvaluationPrompt(path.stem, path.read_bytes().decode("utf-8"), str(path))
+    return EvaluationPrompt(path.stem, read_prompt_text(path), str(path))
 
 
 def default_prompt() -> EvaluationPrompt:
@@ -106,7 +124,10 @@ def default_prompt() -> EvaluationPrompt:
     names), else the bundled `default`, so the program works from any directory."""
     local = Path(LOCAL_PROMPT)
     if local.is_file():
-        text = local.read_bytes().decode("utf-8")
+        try:
+            text = read_prompt_text(local, "./evaluation-prompt.txt")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PromptError(f"./{LOCAL_PROMPT}: cannot read ({exc})") from exc
         return EvaluationPrompt(local.stem, text, str(local.resolve()))
     return bundled_prompt(DEFAULT_PROMPT)
 
@@ -139,10 +160,7 @@ def _resolve_one(spec: str) -> list[EvaluationPrompt]:
     path = Path(spec)
     try:
         if path.is_dir():
-            files = sorted(p for p in path.glob("*.txt") if p.is_file())
-            if not files:
-                raise PromptError(f"--prompt {spec}: the folder holds no *.txt prompt files")
-            return [prompt_file(p) for p in files]
+            return _folder(spec, path)
         if path.is_file():
             return [prompt_file(path)]
     except (OSError, UnicodeDecodeError) as exc:
@@ -158,11 +176,24 @@ def _resolve_one(spec: str) -> list[EvaluationPrompt]:
     )
 
 
-def load_evaluation_prompt(path: Path | None, exact: bool = False) -> tuple[str, str]:
-    """(text, source) of one evaluation prompt file, or of the default prompt; `exact` keeps
-    the file's line endings (what `--request-style security-bench` sends)."""
-    prompt = prompt_file(path) if path is not None else default_prompt()
-    return (prompt.text if exact else prompt.normalised), prompt.source
+def _folder(spec: str, path: Path) -> list[EvaluationPrompt]:
+    """Each `*.txt` in the folder, sorted; a file that resolves outside it (a symlink to
+    /etc/passwd, say) is skipped with a note, as suites skip theirs (core/paths.py)."""
+    files, notes = [], []
+    for candidate in sorted(p for p in path.glob("*.txt") if p.is_file()):
+        reason = outside_reason(candidate, path)
+        if reason is None:
+            files.append(candidate)
+        else:
+            notes.append(f"skipped prompt {candidate}: {reason.replace('suite', 'prompt')}")
+    if not files:
+        raise PromptError(
+            f"--prompt {spec}: the folder holds no *.txt prompt files"
+            + (f" of its own ({'; '.join(notes)})" if notes else "")
+        )
+    prompts = [prompt_file(p) for p in files]
+    prompts[0] = replace(prompts[0], notes=tuple(notes))
+    return prompts
 
 
 def sha256_text(text: str) -> str:

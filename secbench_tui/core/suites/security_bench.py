@@ -11,17 +11,26 @@ reader does, since a difference of one space would make it a different question.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from secbench_tui.core.models import Message
 
 STYLE = "security-bench"
-STYLES = ("secbench-tui", STYLE)  # ours first: the default
+RequestStyle = Literal["secbench-tui", "security-bench"]
 
 SYSTEM_PROMPT = (
     "You are a security expert evaluating code for vulnerabilities. You will be given a "
     "database schema, security requirements, and a code fragment to analyze."
 )
+# The headers the original sets on its request (OpenRouter attributes requests by the first
+# two), and the user agent of the fetch that sends it (Node's own since Node 22; the original
+# pins Node 24). Node's other transport headers (accept, accept-language, sec-fetch-mode,
+# accept-encoding) are not copied: they do not reach the model.
+HEADERS = {
+    "HTTP-Referer": "https://github.com/security-bench",
+    "X-Title": "Security Benchmark Evaluator",
+    "User-Agent": "node",
+}
 TEMPERATURE = 0.1
 MAX_TOKENS = 30000
 RESPONSE_FORMAT: dict[str, Any] = {
@@ -58,39 +67,28 @@ def js_trim(text: str) -> str:
     return _JS_TRIM.sub("", text)
 
 
+# The original's own patterns (src/evaluator.ts, `extractSpecPrompt` and `parseTestFile`),
+# with JavaScript's meaning kept: `\s` is JavaScript's set, `/i` is ASCII case folding, `$`
+# without the m flag is the end of the text. They read the suite's text as the original does;
+# they parse no code.
+_S = f"[{_JS_SPACE}]"
+_PROMPT_RE = re.compile(rf"# [Pp][Rr][Oo][Mm][Pp][Tt]{_S}*\n([\s\S]*?)(?=\n# |\Z)")
+_CODE_RE = re.compile(rf"# [Cc][Oo][Dd][Ee]{_S}*\n{_S}*```(?:[Ss][Qq][Ll])?{_S}*\n([\s\S]*?)\n```")
+
+
 def spec_prompt(spec_text: str) -> str:
-    """The text after the `# Prompt` heading line up to the next line starting with `# `
-    (or the end of the file), trimmed; "" when there is no such heading."""
-    lines = spec_text.split("\n")
-    start = next((i for i, line in enumerate(lines) if js_trim(line) == "# Prompt"), None)
-    if start is None:
-        return ""
-    body: list[str] = []
-    for line in lines[start + 1 :]:
-        if line.startswith("# "):
-            break
-        body.append(line)
-    return js_trim("\n".join(body))
+    """What follows `# Prompt` (any case) and its line end, up to the next line starting
+    with `# ` (or the end of the file), trimmed; "" when there is no such heading."""
+    found = _PROMPT_RE.search(spec_text)
+    return js_trim(found.group(1)) if found else ""
 
 
 def case_code(case_text: str) -> str | None:
-    """The first fenced block after the `# Code` heading, without its fence lines, trimmed;
-    None when there is none."""
-    lines = case_text.split("\n")
-    heading = next((i for i, line in enumerate(lines) if js_trim(line) == "# Code"), None)
-    if heading is None:
-        return None
-    opening = next(
-        (i for i in range(heading + 1, len(lines)) if lines[i].lstrip().startswith("```")), None
-    )
-    if opening is None:
-        return None
-    body: list[str] = []
-    for line in lines[opening + 1 :]:
-        if line.lstrip().startswith("```"):
-            break
-        body.append(line)
-    return js_trim("\n".join(body))
+    """The block of a ``` or ```sql fence that follows `# Code` (any case) past blank lines,
+    trimmed, as the original's pattern finds it; None when it finds none (the original then
+    skips the case: a ```python fence, or text between the heading and the fence)."""
+    found = _CODE_RE.search(case_text)
+    return js_trim(found.group(1)) if found else None
 
 
 def messages(spec: str, evaluation_prompt: str, code: str) -> tuple[Message, ...]:

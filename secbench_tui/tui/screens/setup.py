@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Header, Input, Label, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
-from secbench_tui.config import Settings
+from secbench_tui.config import Settings, describe_error
 from secbench_tui.core.run import catalog as model_catalog
 from secbench_tui.core.run.endpoint import check_endpoint
 from secbench_tui.core.run.estimate import Estimate, estimate, estimate_lines
@@ -40,12 +40,6 @@ def is_remote(base_url: str) -> bool:
 
 def is_openrouter(base_url: str) -> bool:
     return (urlparse(base_url).hostname or "").endswith("openrouter.ai")
-
-
-def settings_error(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    field = ".".join(str(p) for p in error["loc"])
-    return f"{field}: {error['msg'].removeprefix('Value error, ')}"
 
 
 class SetupScreen(BaseScreen):
@@ -235,7 +229,7 @@ class SetupScreen(BaseScreen):
         try:
             settings = self.chosen_settings()
         except ValidationError as exc:
-            self.notify(settings_error(exc), title="check the settings", severity="error")
+            self.notify(describe_error(exc), title="check the settings", severity="error")
             return
         if not settings.model:
             self.notify("choose a model first (/ filters the list)", severity="warning")
@@ -338,7 +332,7 @@ def _text(value: object) -> str:
 
 def describe(exc: BaseException) -> str:
     if isinstance(exc, ValidationError):
-        return settings_error(exc)
+        return describe_error(exc)
     return str(exc)
 
 

@@ -1,7 +1,8 @@
 """Verify: prove the selected suite's labels on PostgreSQL (`--verify`), one row per case.
 
 The verification runs in a thread (psycopg and the embedded server block); each case's proof
-is handed to the screen as it is decided. Leaving the screen stops the verification at the
+is handed to the screen as it is decided. Enter on a row opens its proof: the parameter set,
+the rules and the rows that prove it (the witness). Leaving the screen stops the verification at the
 next case; the embedded server is stopped and removed either way.
 """
 
@@ -14,9 +15,12 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import get_current_worker
 
+from secbench_tui.core.suites.verify.judge import proof_text, witness_line
 from secbench_tui.core.suites.verify.models import CaseProof, Proof, VerifyReport
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui.screens.base import BaseScreen
@@ -28,6 +32,25 @@ class VerifyStopped(Exception):
     """The screen was left: stop verifying at the next case."""
 
 
+class ProofScreen(ModalScreen[None]):
+    """One case's proof in full: its witness (parameter set, rules, rows) or why it failed."""
+
+    BINDINGS = [Binding("escape", "dismiss", "Close", id="proof.close")]
+    DEFAULT_CSS = """
+    ProofScreen { align: center middle; }
+    ProofScreen > VerticalScroll { width: 90%; height: 80%; border: round $accent; padding: 0 1; }
+    """
+
+    def __init__(self, proof: CaseProof) -> None:
+        super().__init__()
+        self.proof = proof
+
+    def compose(self) -> ComposeResult:
+        text = Text("\n".join(inert_line(line) for line in proof_text(self.proof)))
+        with VerticalScroll():
+            yield Static(text, id="proof-text")
+
+
 class VerifyScreen(BaseScreen):
     BINDINGS = [Binding("escape", "back", "Back to setup", id="verify.back")]
 
@@ -36,6 +59,7 @@ class VerifyScreen(BaseScreen):
         self.cases_dir = cases_dir
         self.apps = list(apps) if apps else None
         self.report: VerifyReport | None = None
+        self.proofs: dict[object, CaseProof] = {}  # by the table's row key
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -78,12 +102,20 @@ class VerifyScreen(BaseScreen):
 
     def add_proof(self, proof: CaseProof) -> None:
         detail = "" if proof.proof is Proof.PROVEN else proof.detail
-        self.query_one(DataTable).add_row(
+        if proof.proof is Proof.PROVEN and proof.witness is not None:
+            detail = witness_line(proof.witness)
+        key = self.query_one(DataTable).add_row(
             Text(proof.proof.value, style=PROOF_STYLES[proof.proof]),
             Text(inert_line(proof.case_id)),
             Text(inert_line(proof.expected)),
             Text(inert_line(detail)),
         )
+        self.proofs[key] = proof
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        proof = self.proofs.get(event.row_key)
+        if proof is not None:
+            self.app.push_screen(ProofScreen(proof))
 
     def show_problem(self, message: str) -> None:
         self.query_one("#verify-status", Static).update(Text(inert_line(message), style="red"))

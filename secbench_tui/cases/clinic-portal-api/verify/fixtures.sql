@@ -90,6 +90,11 @@ INSERT INTO password_reset_tokens (user_id, token_hash, expires_at, used_at) VAL
   (3, encode(sha256('valid-token'), 'hex'), now() + interval '1 hour', NULL),
   (3, encode(sha256('expired-token'), 'hex'), now() - interval '1 hour', NULL),
   (2, encode(sha256('used-token'), 'hex'), now() + interval '1 hour', now() - interval '5 minutes');
+-- More rows than a page (`--verify --mutants`): invoices of clinic 1 and released lab results of patient 1.
+INSERT INTO invoices (id, clinic_id, patient_id, amount_cents, status, issued_at, due_date, created_by)
+SELECT 100 + n, 1, 2, 100 + n, 'paid', now() - interval '20 days', current_date + 10, 5 FROM generate_series(1, 110) n;
+INSERT INTO lab_results (id, clinic_id, patient_id, ordered_by, test_code, value, release_at)
+SELECT 100 + n, 1, 1, 1, 'BULK', n::text, now() - interval '2 days' FROM generate_series(1, 110) n;
 SELECT setval(pg_get_serial_sequence(t, 'id'), 10000)
 FROM unnest(ARRAY['users', 'patients', 'appointments', 'prescriptions', 'lab_results', 'invoices', 'uploads',
                   'password_reset_tokens']) AS t;

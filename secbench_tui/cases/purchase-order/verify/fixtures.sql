@@ -228,6 +228,26 @@ SELECT '00000000-0000-0000-0000-00000000000a', '30000000-0000-0000-0000-00000000
        'thread message ' || n, now() - interval '1 day' - n * interval '1 minute'
 FROM generate_series(1, 120) AS n;
 
+-- More rows so that every guard of the good cases is exercised (`--verify --mutants`): more
+-- submitted POs, users and lines (of PO-A9) than any page cap; a line under the rejected PO-A5
+-- (a non-draft PO of Rita's that has lines); more overdue matched invoices in org B than org A has
+-- overdue open invoices (a dashboard count that leaks org B's is then too high).
+INSERT INTO purchase_orders (org_id, po_number, supplier_id, created_by, status, currency, total_amount, created_at, submitted_at)
+SELECT '00000000-0000-0000-0000-00000000000a', 'SUB-' || n, '20000000-0000-0000-0000-0000000000a1',
+       '10000000-0000-0000-0000-0000000000a3', 'submitted', 'EUR', n, now() - interval '40 days', now() - interval '1 day' + n * interval '1 minute'
+FROM generate_series(1, 110) AS n;
+INSERT INTO users (id, org_id, email, full_name, role, password_hash, is_active)
+SELECT gen_random_uuid(), '00000000-0000-0000-0000-00000000000a', 'bulk' || n || '@a.example', 'Bulk user ' || lpad(n::text, 3, '0'), 'requester', 'PWHASH-bulk', true
+FROM generate_series(1, 110) AS n;
+INSERT INTO po_lines (org_id, po_id, line_no, sku, description, quantity, unit_price)
+SELECT '00000000-0000-0000-0000-00000000000a', '30000000-0000-0000-0000-0000000000a9', 100 + n, 'SKU-L' || n, 'Bulk line', 1, 1
+FROM generate_series(1, 110) AS n;
+INSERT INTO po_lines (id, org_id, po_id, line_no, sku, description, quantity, unit_price) VALUES
+  ('40000000-0000-0000-0000-0000000000a8', '00000000-0000-0000-0000-00000000000a', '30000000-0000-0000-0000-0000000000a5', 1, 'SKU-8', 'Rejected desk', 1, 70);
+INSERT INTO invoices (id, org_id, po_id, invoice_number, amount, currency, status, due_date, created_by) VALUES
+  ('50000000-0000-0000-0000-0000000000b3', '00000000-0000-0000-0000-00000000000b', '30000000-0000-0000-0000-0000000000b1', 'INV-B3', 5, 'USD', 'matched', current_date - 3, '10000000-0000-0000-0000-0000000000b3'),
+  ('50000000-0000-0000-0000-0000000000b4', '00000000-0000-0000-0000-00000000000b', '30000000-0000-0000-0000-0000000000b1', 'INV-B4', 5, 'USD', 'matched', current_date - 3, '10000000-0000-0000-0000-0000000000b3');
+
 -- Helpers for the properties (not used by the cases).
 CREATE FUNCTION verify_po_visible(p_po uuid, p_org uuid, p_user uuid, p_role text) RETURNS boolean
 LANGUAGE sql STABLE AS $$

@@ -179,7 +179,8 @@ INSERT INTO users (id, email, full_name, password_hash, mfa_secret, api_token_ha
 SELECT id, lower(name) || '@wms.example', name || ' ' || role, 'PWHASH-' || name, 'MFASECRET-' || name, 'APITOKEN-' || name
 FROM (VALUES (1, 'Mia', 'Manager'), (2, 'Sam', 'Supervisor'), (3, 'Cal', 'Clerk'), (4, 'Pip', 'Picker'),
              (5, 'Vic', 'Viewer'), (6, 'Pia', 'Picker'), (7, 'Lou', 'Thirdparty'), (8, 'Eve', 'Expired'),
-             (9, 'Rex', 'Revoked'), (10, 'Ben', 'Manager'), (11, 'Paz', 'Picker')) AS v(id, name, role);
+             (9, 'Rex', 'Revoked'), (10, 'Ben', 'Manager'), (11, 'Paz', 'Picker'), (12, 'Exa', 'Expired'),
+             (13, 'Tia', 'Thirdparty'), (14, 'Max', 'Many'), (15, 'Kim', 'Clerk'), (16, 'Lee', 'Manager')) AS v(id, name, role);
 INSERT INTO users (id, email, full_name, password_hash)
 SELECT 1000 + n, 'temp' || n || '@wms.example', 'Temp Viewer ' || lpad(n::text, 3, '0'), 'PWHASH-temp'
 FROM generate_series(1, 120) n;
@@ -231,6 +232,59 @@ INSERT INTO count_adjustments (id, cycle_count_id, facility_id, bin_id, item_id,
 INSERT INTO audit_log (id, company_id, facility_id, actor_user_id, action, entity_type, entity_id) VALUES
   (1, 1, 1, 1, 'grant', 'membership', 4), (2, 1, 1, 3, 'post', 'stock_move', 2), (3, 1, 2, 1, 'grant', 'membership', 12),
   (4, 2, 3, 10, 'grant', 'membership', 11);
+
+-- More rows so that every guard of the good cases is exercised (`--verify --mutants`):
+-- 12 Exa manager F1 expired (an expired caller with every role), 13 Tia manager of F1 and of F3
+-- (a 3PL user with a top role in both companies), 14 Max viewer of 110 facilities (a page cap);
+-- the deleted facility F4 holds bins, stock, moves, shipments, pick lists, counts and audit
+-- entries, with members of every rank; revoked (9) and expired (8, 12) users and a viewer (5)
+-- have pick lists assigned; deleted rows in F1 (a packed shipment, an assigned pick list, stock
+-- of the deleted item); a decided (rejected) adjustment; and more rows than any page cap in F1
+-- (audit entries, stocked bins, shipments). 15 Kim clerk and 16 Lee manager of F2 only (a role
+-- held in another facility than the one asked for); 11 Paz (picker of F2 only) has a list in F1.
+INSERT INTO facility_memberships (id, facility_id, user_id, role) VALUES (25, 2, 15, 'clerk'), (26, 2, 16, 'manager');
+INSERT INTO facility_memberships (id, facility_id, user_id, role, expires_at, revoked_at) VALUES
+  (17, 1, 12, 'manager', now() - interval '1 hour', NULL), (18, 1, 13, 'manager', NULL, NULL),
+  (19, 3, 13, 'manager', NULL, NULL), (20, 4, 3, 'clerk', NULL, NULL), (21, 4, 4, 'picker', NULL, NULL),
+  (22, 4, 2, 'supervisor', NULL, NULL), (23, 2, 12, 'manager', now() - interval '1 hour', NULL),
+  (24, 2, 9, 'manager', NULL, now() - interval '1 hour');
+INSERT INTO facilities (id, company_id, code, name, timezone, carrier_api_key)
+SELECT 2000 + n, 1, 'FX' || n, 'Alpha Extra ' || lpad(n::text, 3, '0'), 'UTC', 'CARRIERKEY-X' || n
+FROM generate_series(1, 110) n;
+INSERT INTO facility_memberships (id, facility_id, user_id, role)
+SELECT 2000 + n, 2000 + n, 14, 'viewer' FROM generate_series(1, 110) n;
+INSERT INTO bins (id, facility_id, code, zone, bin_type, deleted_at) VALUES
+  (7, 4, 'F4-A-01', 'A', 'shelf', NULL), (8, 4, 'F4-A-02', 'A', 'shelf', NULL);
+INSERT INTO bins (id, facility_id, code, zone, bin_type)
+SELECT 1000 + n, 1, 'C-' || lpad(n::text, 3, '0'), 'C', 'shelf' FROM generate_series(1, 120) n;
+INSERT INTO stock_levels (facility_id, bin_id, item_id, qty_on_hand, qty_reserved) VALUES
+  (4, 7, 1, 40, 4), (4, 8, 2, 4, 0), (1, 2, 3, 6, 1), (1, 4, 2, 50, 5);
+INSERT INTO stock_levels (facility_id, bin_id, item_id, qty_on_hand, qty_reserved)
+SELECT 1, 1000 + n, 2, 1, 0 FROM generate_series(1, 120) n;
+INSERT INTO stock_moves (id, facility_id, item_id, from_bin_id, to_bin_id, qty, reason, status, created_by) VALUES
+  (6, 4, 1, 7, 8, 1, 'restock', 'draft', 3), (7, 1, 1, 1, 2, 1, 'restock', 'draft', 9);
+INSERT INTO shipments (id, facility_id, order_ref, customer_name, ship_to_address, status, created_by, deleted_at) VALUES
+  (6, 4, 'ORD-6', 'Acme Closed', 'Road 6', 'packed', 3, NULL),
+  (7, 1, 'ORD-7', 'Acme Gone', 'Road 7', 'packed', 3, now() - interval '1 day');
+INSERT INTO shipments (id, facility_id, order_ref, customer_name, ship_to_address, status, created_by)
+SELECT 1000 + n, 1, 'ORD-B' || n, 'Acme Bulk ' || n, 'Road B', 'draft', 3 FROM generate_series(1, 120) n;
+INSERT INTO pick_lists (id, facility_id, status, priority, assigned_to, created_by, deleted_at) VALUES
+  (8, 4, 'open', 1, NULL, 2, NULL), (9, 4, 'picking', 1, 4, 2, NULL),
+  (10, 1, 'picking', 9, 4, 2, now() - interval '1 day'), (11, 1, 'picking', 1, 9, 2, NULL),
+  (12, 1, 'picking', 1, 12, 2, NULL), (13, 1, 'picking', 1, 13, 2, NULL), (14, 1, 'picking', 1, 5, 2, NULL),
+  (15, 4, 'picking', 1, 1, 2, NULL), (16, 1, 'picking', 1, 8, 2, NULL), (17, 1, 'open', 1, NULL, 2, now() - interval '1 day'),
+  (18, 1, 'picking', 1, 11, 2, NULL);
+INSERT INTO pick_lines (id, pick_list_id, item_id, bin_id, qty_requested) VALUES
+  (5, 9, 1, 7, 5), (6, 10, 1, 1, 5), (7, 11, 1, 1, 5), (8, 12, 1, 1, 5), (9, 13, 1, 1, 5),
+  (10, 14, 1, 1, 5), (11, 15, 1, 7, 5), (12, 16, 1, 1, 5), (13, 18, 1, 1, 5);
+INSERT INTO cycle_counts (id, facility_id, bin_id, status, created_by) VALUES (3, 4, 7, 'submitted', 2);
+INSERT INTO count_adjustments (id, cycle_count_id, facility_id, bin_id, item_id, expected_qty, counted_qty, status, requested_by, decided_by) VALUES
+  (5, 3, 4, 7, 1, 40, 39, 'pending', 3, NULL), (6, 1, 1, 1, 1, 10, 6, 'rejected', 3, 1);
+INSERT INTO audit_log (id, company_id, facility_id, actor_user_id, action, entity_type, entity_id) VALUES
+  (5, 1, 4, 1, 'grant', 'membership', 20);
+INSERT INTO audit_log (id, company_id, facility_id, actor_user_id, action, entity_type, entity_id)
+SELECT 1000 + n, 1, 1, 1, 'post', 'stock_move', n FROM generate_series(1, 120) n;
+
 SELECT setval(pg_get_serial_sequence(t, 'id'), 5000)
 FROM unnest(ARRAY['companies', 'users', 'facilities', 'facility_memberships', 'items', 'bins', 'stock_moves',
                   'shipments', 'pick_lists', 'pick_lines', 'cycle_counts', 'count_adjustments', 'audit_log']) AS t;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from secbench_tui.core.models import Case, Completion
 
@@ -34,6 +34,13 @@ class RunAborted(Exception):
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+@runtime_checkable
+class SendsBodies(Protocol):
+    """A provider that can say the body it would send for a case (to match stored requests)."""
+
+    def payload(self, case: Case) -> dict[str, Any]: ...
 
 
 class Provider(Protocol):

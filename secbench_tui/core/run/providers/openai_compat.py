@@ -24,6 +24,7 @@ import httpx
 
 from secbench_tui import __version__
 from secbench_tui.core.models import Case, Completion
+from secbench_tui.core.run.http import async_client
 from secbench_tui.core.run.providers import shallow_json
 from secbench_tui.core.run.providers.base import RetryCallback, RetryNotice, RunAborted
 from secbench_tui.core.run.providers.retry import (
@@ -174,7 +175,7 @@ class OpenAICompatibleProvider:
             retry_after_max=settings.retry_after_max,
             rng=rng or random.Random(),
         )
-        self._client = client or httpx.AsyncClient(
+        self._client = client or async_client(
             timeout=httpx.Timeout(settings.timeout, connect=min(settings.timeout, 15.0)),
             limits=httpx.Limits(
                 max_connections=max(settings.concurrency, 1),
@@ -189,6 +190,8 @@ class OpenAICompatibleProvider:
             "X-Title": TITLE,
             "User-Agent": f"secbench-tui/{__version__}",
         }
+        if self.settings.request_style == security_bench.STYLE:
+            headers.update(security_bench.HEADERS)  # how the original names itself
         if self.settings.api_key:
             if not _header_safe(self.settings.api_key):
                 raise RunAborted(_BAD_HEADER)
@@ -241,9 +244,14 @@ class OpenAICompatibleProvider:
 
     async def _attempt(self, url: str, body: dict[str, Any]) -> tuple[Completion, Usage]:
         limit = self.settings.timeout
+        replied = False  # the reply's headers arrived: the endpoint is there, if slow
         try:
-            async with asyncio.timeout(limit):  # the whole attempt: httpx's timeouts are per read
-                response = await self._client.post(url, json=body, headers=self.headers())
+            async with (
+                asyncio.timeout(limit),  # the whole attempt: httpx's timeouts are per read
+                self._client.stream("POST", url, json=body, headers=self.headers()) as response,
+            ):
+                replied = True
+                await response.aread()
         except (httpx.LocalProtocolError, UnicodeEncodeError):
             # h11 quotes the offending header, the key included: never pass its text on
             raise RunAborted(_BAD_HEADER) from None
@@ -252,8 +260,11 @@ class OpenAICompatibleProvider:
                 f"--base-url {self.settings.base_url}: not an http(s) URL ({exc})"
             ) from None
         except TimeoutError:
+            seen = "the reply had started" if replied else "not a byte of a reply arrived"
             raise Failure(
-                f"no complete reply within --timeout {limit:g}s", FailureKind.TIMEOUT
+                f"no complete reply within --timeout {limit:g}s ({seen})",
+                FailureKind.TIMEOUT,
+                silent=not replied,
             ) from None
         except httpx.ConnectTimeout as exc:
             raise Failure(
@@ -261,7 +272,9 @@ class OpenAICompatibleProvider:
                 FailureKind.UNREACHABLE,
             ) from exc
         except httpx.TimeoutException as exc:
-            raise Failure(f"timeout ({type(exc).__name__})", FailureKind.TIMEOUT) from exc
+            raise Failure(
+                f"timeout ({type(exc).__name__})", FailureKind.TIMEOUT, silent=not replied
+            ) from exc
         except httpx.ConnectError as exc:  # refused, DNS, TLS
             raise Failure(
                 f"could not connect ({type(exc).__name__}: {exc})", FailureKind.UNREACHABLE
@@ -391,7 +404,6 @@ class OpenAICompatibleProvider:
             text=text,
             status=200,
             finish_reason=finish,
-            generation_id=data.get("id") if isinstance(data.get("id"), str) else None,
             reasoning=reasoning.text,
             reasoning_tokens=reasoning.tokens,
         )

@@ -24,7 +24,10 @@ from secbench_tui.core.models import Case, Completion
 from secbench_tui.core.run.providers.base import RetryNotice
 from secbench_tui.core.untrusted import redact_url
 
-BREAKER_THRESHOLD = 5  # attempts in a row, across cases, that could not reach the endpoint
+BREAKER_THRESHOLD = 5  # attempts in a row, across cases, that could not connect at all
+# Different cases in a row whose attempts got no byte of a reply: at least this many, and more
+# than can be in flight at once (so slow cases that happen to run together never trip it).
+SILENT_CASES = 3
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 524, 529})
 
 
@@ -43,7 +46,8 @@ class FailureKind(StrEnum):
 
     @property
     def connection(self) -> bool:
-        """Nothing came back from the endpoint: what the circuit breaker counts."""
+        """Nothing came back from the endpoint (the breaker also asks whether a timeout was
+        `silent`: a reply that started shows the endpoint is there)."""
         return self in (FailureKind.UNREACHABLE, FailureKind.TIMEOUT)
 
 
@@ -60,6 +64,7 @@ class Failure(Exception):
     `partial` is what the attempt brought back anyway (raw text, finish reason, tokens and
     cost: a failed reply may still be billed). `unreadable` marks a reply that arrived but
     could not be read; when retries are spent it is recorded as unparsed with this reason.
+    `silent` marks a timeout before any byte of a reply (not even its headers) arrived.
     """
 
     def __init__(
@@ -70,9 +75,11 @@ class Failure(Exception):
         retry_after: float | None = None,
         partial: Completion | None = None,
         unreadable: bool = False,
+        silent: bool = False,
     ) -> None:
         super().__init__(one_line(message))
         self.kind = kind
+        self.silent = silent
         self.status = status
         self.retry_after = retry_after
         self.partial = partial or Completion()
@@ -142,48 +149,80 @@ class RetryPolicy:
 
 
 class Breaker:
-    """Trips when `threshold` attempts in a row, across every case, could not reach the endpoint.
+    """Trips only when the endpoint itself looks gone, never for one slow case.
 
-    Any reply at all (an HTTP error included) shows the endpoint is there and closes it again.
+    It counts two things since the last sign of life: attempts in a row that could not connect
+    at all (refused, DNS, TLS, a connect timeout), and the different cases whose attempts
+    timed out without a byte of a reply. A case that is slow on its own times out again and
+    again while other cases are answered, so it never adds up; a server that has stopped
+    answering stalls one case after another. Any reply at all (an HTTP error, headers that
+    arrived before a timeout) resets both.
     """
 
-    def __init__(self, threshold: int = BREAKER_THRESHOLD) -> None:
+    def __init__(
+        self, threshold: int = BREAKER_THRESHOLD, silent_cases: int = SILENT_CASES
+    ) -> None:
         self.threshold = max(1, threshold)
-        self.consecutive = 0
+        self.silent_cases = max(1, silent_cases)
+        self.consecutive = 0  # attempts in a row that could not connect
+        self.attempts = 0  # attempts in a row that reached nothing, of either kind
+        self.silent: set[str] = set()  # cases that timed out with no byte since the last reply
         self.last: Failure | None = None
 
-    def record(self, failure: Failure | None) -> bool:
+    @classmethod
+    def for_concurrency(cls, concurrency: int) -> Breaker:
+        """Stalled cases must outnumber what can be in flight together to mean anything."""
+        return cls(silent_cases=max(SILENT_CASES, concurrency + 1))
+
+    def record(self, failure: Failure | None, case_id: str = "") -> bool:
         """Count one attempt's outcome; True once the breaker has tripped."""
-        if failure is not None and failure.kind.connection:
+        if failure is None or not failure.kind.connection:
+            self.consecutive = self.attempts = 0
+            self.silent.clear()
+        elif failure.kind is FailureKind.UNREACHABLE:
             self.consecutive += 1
+            self.attempts += 1
             self.last = failure
-        else:
-            self.consecutive = 0
+        elif failure.silent:
+            self.silent.add(case_id)
+            self.attempts += 1
+            self.last = failure
+        else:  # a timeout while the reply was coming in: the endpoint is there, only slow
+            self.consecutive = self.attempts = 0
+            self.silent.clear()
         return self.tripped
 
     @property
     def tripped(self) -> bool:
-        return self.consecutive >= self.threshold
+        return self.consecutive >= self.threshold or len(self.silent) >= self.silent_cases
+
+    def message(self, endpoint: str) -> str:
+        """What a tripped breaker says: what was seen, where, what to check."""
+        assert self.last is not None
+        if len(self.silent) >= self.silent_cases:
+            return stalled_message(endpoint, self.last, len(self.silent), self.attempts)
+        return unreachable_message(endpoint, self.last, self.consecutive)
+
+
+def stalled_message(endpoint: str, failure: Failure, cases: int, attempts: int) -> str:
+    """A server that accepts connections but answers nothing, one case after another."""
+    return (
+        f"cannot reach the endpoint {redact_url(endpoint)}: {cases} different cases timed out "
+        f"without a byte of a reply ({attempts} attempt(s), and no reply to any other request "
+        f"meanwhile; last: {failure}); check that the server is answering, or raise --timeout "
+        "if it is only slow. The cases still waiting for a reply are not recorded: --resume "
+        "asks them; a case that had already spent its retries on timeouts is recorded as an "
+        "error (--retry-errors asks it again)"
+    )
 
 
 def unreachable_message(endpoint: str, failure: Failure, attempts: int) -> str:
-    """What a run that cannot reach its endpoint says: where, what happened, what to check."""
-    check = (
-        "raise --timeout if the server is only slow, or check that it is answering"
-        if failure.kind is FailureKind.TIMEOUT
-        else "check that the server is running and that --base-url is right (host, port, "
-        "http or https, a proxy in between)"
-    )
-    recorded = (
-        "; a case that had already spent its retries on timeouts is recorded as an error "
-        "(--retry-errors asks it again)"
-        if failure.kind is FailureKind.TIMEOUT
-        else ""
-    )
+    """A run that cannot connect to its endpoint: where, what happened, what to check."""
     return (
         f"cannot reach the endpoint {redact_url(endpoint)}: {attempts} attempt(s) in a row "
-        f"got no reply (last: {failure}); {check}. The cases still waiting for a reply are "
-        f"not recorded: --resume asks them{recorded}"
+        f"could not connect (last: {failure}); check that the server is running and that "
+        "--base-url is right (host, port, http or https, a proxy in between). The cases still "
+        "waiting for a reply are not recorded: --resume asks them"
     )
 
 

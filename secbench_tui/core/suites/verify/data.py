@@ -7,7 +7,9 @@ Per app folder (see the README, "Verifying labels"):
   makes the app a Python app);
 - per scenario, `verify/<scenario>.md`, or `<scenario>.md` beside the cases as the original
   security-bench writes it: `# Parameters` with one JSON object per line, and optional
-  `# Setup`, `# Run`, `# Verify` and `# Property` blocks (SQL in a fenced block).
+  `# Setup`, `# Run`, `# Verify` and `# Property` blocks (SQL in a fenced block), and
+  `# Equivalent mutants`: mutants (`--verify --mutants`) that are no real flaw, one a line,
+  `- <case file>:<line> <kind>: <reason>`.
 
 A case `<scenario>-NN-good.md` belongs to the scenario `<scenario>`.
 """
@@ -37,6 +39,20 @@ class DataError(Exception):
 
 
 @dataclass(frozen=True)
+class Equivalent:
+    """A mutant the suite author declares no real flaw, with the reason (`--lint` lists it)."""
+
+    case_file: str  # e.g. list-bin-stock-01-good.md
+    line: int  # line in the case's code block, as `--verify --mutants` reports it
+    kind: str  # a MutantKind value, e.g. conjunct
+    reason: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.case_file}:{self.line} {self.kind}"
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     path: Path
@@ -47,6 +63,17 @@ class Scenario:
     property_sql: str | None = None  # SQL returning the rows that break the scenario's rules
     runs: tuple[tuple[str, str], ...] = ()  # `# Run NN`: the run block for case number NN
     refusals: tuple[str, ...] = ()  # `# Refusals`: more SQLSTATEs that mean "refused"
+    equivalents: tuple[Equivalent, ...] = ()  # `# Equivalent mutants`
+
+    def equivalent(self, case_file: str, line: int, kind: str) -> Equivalent | None:
+        return next(
+            (
+                e
+                for e in self.equivalents
+                if (e.case_file, e.line, e.kind) == (Path(case_file).name, line, kind)
+            ),
+            None,
+        )
 
     def run_for(self, case_id: str) -> str | None:
         """`# Run NN` for the case `<scenario>-NN-...md` when there is one, else `# Run`."""
@@ -82,6 +109,26 @@ def _block(sections: dict[str, str], name: str, path: Path) -> str | None:
     return code.strip()
 
 
+def _equivalents(body: str, path: Path) -> tuple[Equivalent, ...]:
+    """`- <case file>:<line> <kind>: <reason>` lines (other lines are prose)."""
+    found: list[Equivalent] = []
+    for number, raw in enumerate(body.split("\n"), 1):
+        line = raw.strip()
+        if not line.startswith(("- ", "* ")):
+            continue
+        head, sep, reason = line[2:].partition(": ")
+        where, _, kind = head.strip().partition(" ")
+        case_file, _, at = where.rpartition(":")
+        if not (sep and case_file and at.isdigit() and kind.strip() and reason.strip()):
+            raise DataError(
+                path,
+                f"'# Equivalent mutants' line {number} must read "
+                "'- <case file>:<line> <kind>: <reason>'",
+            )
+        found.append(Equivalent(case_file, int(at), kind.strip(), reason.strip()))
+    return tuple(found)
+
+
 def parse_scenario(path: Path) -> Scenario:
     try:
         text = path.read_text(encoding="utf-8")
@@ -115,6 +162,7 @@ def parse_scenario(path: Path) -> Scenario:
         verify=_block(sections, "verify", path),
         property_sql=_block(sections, "property", path),
         refusals=tuple(re.findall(r"\b[0-9A-Z]{5}\b", sections.get("refusals", ""))),
+        equivalents=_equivalents(sections.get("equivalent mutants", ""), path),
         runs=tuple(
             (key.split()[1], _block(sections, key, path) or "")
             for key in sections

@@ -7,19 +7,33 @@ proven when at least one parameter set yields a violation. Without one (the orig
 security-bench's rule): the good cases return identical results on every parameter set and
 something on at least one, and every bad case differs from them on at least one.
 An execution error is never a proof: the case fails, with the error.
+
+A proof carries its witness: the parameter set, the rules the property's rows name (a
+`rule` column, e.g. 'Rule 7' or 7) and the rows themselves. A bad case is written to break
+one rule (its `# Rule N` section, else "Breaks rule N" in its description): when the
+property names rules and none of the rows that prove the case names that one, the proof is
+flagged `other_rule`, and the command reports it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from secbench_tui.core.models import Case
+from secbench_tui.core.suites.markdown import split_sections
 from secbench_tui.core.suites.verify.data import Scenario
 from secbench_tui.core.suites.verify.execution import Execution, dumps
-from secbench_tui.core.suites.verify.models import CaseProof, Proof
+from secbench_tui.core.suites.verify.models import CaseProof, Proof, Witness
 
 SHOWN_ROWS = 3
+WITNESS_ROWS = 20  # rows kept in a proof's witness (the app shows them all)
+_RULE_NUMBER = re.compile(r"\d+")
+_BREAKS = re.compile(r"\bbreaks\s+rules?\s+(\d+)", re.I)
 
 
 @dataclass(frozen=True)
@@ -28,6 +42,78 @@ class CaseRun:
     case_id: str
     expected: str
     executions: tuple[Execution, ...]
+    rule: str | None = None  # the rule a bad case is written to break
+
+
+def case_rule(case: Case) -> str | None:
+    """The rule a bad case breaks: its `# Rule` section, else "Breaks rule N" in its
+    description; None when it says neither (prose, not code: a pattern is enough)."""
+    if case.expected != "bad":
+        return None
+    try:
+        sections = split_sections(Path(case.test_file).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        sections = {}
+    if "rule" in sections:
+        found = _RULE_NUMBER.search(sections["rule"])
+        if found:
+            return found.group(0)
+    found = _BREAKS.search(case.description or sections.get("description", ""))
+    return found.group(1) if found else None
+
+
+def row_rule(row: dict[str, Any]) -> str:
+    """The rule a property row names in its `rule` column ('' when it names none)."""
+    value = row.get("rule")
+    if value is None:
+        return ""
+    found = _RULE_NUMBER.search(str(value))
+    return found.group(0) if found else str(value)
+
+
+def _witness(scenario: Scenario, ex: Execution, rows: Sequence[dict[str, Any]]) -> Witness:
+    rules = tuple(sorted({row_rule(r) for r in rows}, key=lambda r: (len(r), r)))
+    return Witness(
+        ex.params_index,
+        dict(scenario.parameters[ex.params_index]),
+        rules,
+        tuple(rows[:WITNESS_ROWS]),
+    )
+
+
+def witness_line(witness: Witness) -> str:
+    """A witness on one line: the parameter set, the rules and the first rows."""
+    named = [r for r in witness.rules if r]
+    rules = f" rule {', '.join(named)}:" if named else ""
+    return (
+        f"set {witness.params_index + 1} {json.dumps(witness.params, sort_keys=True)}:{rules} "
+        f"{_rows(list(witness.rows))}"
+    )
+
+
+def proof_text(proof: CaseProof) -> list[str]:
+    """A proof in full, line by line: what the app's verify screen shows for one case."""
+    lines = [f"{proof.case_id} ({proof.expected}): {proof.proof.value}"]
+    if proof.rule:
+        lines.append(f"written to break rule {proof.rule}")
+    if proof.detail:
+        lines.append(proof.detail)
+    w = proof.witness
+    if w is None:
+        if proof.proof is Proof.PROVEN and proof.expected == "good":
+            lines.append("no parameter set yields a row that breaks the property")
+        return lines
+    lines.append(f"parameter set {w.params_index + 1}: {json.dumps(w.params, sort_keys=True)}")
+    if w.compared_with:
+        lines.append(f"differs from {w.compared_with} (the original's rule)")
+    named = [r for r in w.rules if r]
+    if named:
+        lines.append(f"rules broken: {', '.join(named)}")
+    lines.append(f"{len(w.rows)} row(s) that break it:" if w.rows else "no rows")
+    for row in w.rows:
+        rule = row_rule(row)
+        lines.append(f"  {'rule ' + rule + ': ' if rule else ''}{dumps(row)}")
+    return lines
 
 
 def _params(scenario: Scenario, index: int) -> str:
@@ -51,19 +137,31 @@ def _error(run: CaseRun, scenario: Scenario) -> CaseProof | None:
 def _by_property(run: CaseRun, scenario: Scenario) -> CaseProof:
     broken = [ex for ex in run.executions if ex.violations]
     if run.expected == "bad":
-        if broken:
-            ex = broken[0]
-            why = f"breaks the property on {_params(scenario, ex.params_index)}"
-            return CaseProof(run.app, run.case_id, run.expected, Proof.PROVEN, why)
-        detail = "labelled bad but keeps the property on every parameter set"
-        return CaseProof(run.app, run.case_id, run.expected, Proof.FAILED, detail)
+        if not broken:
+            detail = "labelled bad but keeps the property on every parameter set"
+            return CaseProof(
+                run.app, run.case_id, run.expected, Proof.FAILED, detail, rule=run.rule
+            )
+        own = [ex for ex in broken if any(row_rule(r) == run.rule for r in ex.violations)]
+        named = any(row_rule(r) for ex in broken for r in ex.violations)
+        ex = own[0] if own else broken[0]
+        rows = [r for r in ex.violations if row_rule(r) == run.rule] if own else ex.violations
+        witness = _witness(scenario, ex, rows)
+        other = bool(run.rule) and named and not own
+        why = f"breaks the property on {_params(scenario, ex.params_index)}"
+        if other:
+            why += f" by rule {', '.join(r for r in witness.rules if r)} only, not rule {run.rule}"
+        return CaseProof(
+            run.app, run.case_id, run.expected, Proof.PROVEN, why, witness, run.rule, other
+        )
     if broken:
         ex = broken[0]
         detail = (
             f"labelled good but breaks the property on {_params(scenario, ex.params_index)}: "
             f"{_rows(ex.violations)}"
         )
-        return CaseProof(run.app, run.case_id, run.expected, Proof.FAILED, detail)
+        witness = _witness(scenario, ex, ex.violations)
+        return CaseProof(run.app, run.case_id, run.expected, Proof.FAILED, detail, witness)
     if not any(ex.did_something for ex in run.executions):
         detail = "labelled good but returns or changes nothing on every parameter set"
         return CaseProof(run.app, run.case_id, run.expected, Proof.FAILED, detail)
@@ -104,7 +202,21 @@ def _by_original(runs: Sequence[CaseRun], scenario: Scenario) -> list[CaseProof]
             proofs.append(CaseProof(run.app, run.case_id, "bad", Proof.FAILED, detail))
         else:
             why = f"differs from {reference.case_id} on {_params(scenario, mismatch)}"
-            proofs.append(CaseProof(run.app, run.case_id, "bad", Proof.PROVEN, why))
+            ex = run.executions[mismatch]
+            witness = Witness(
+                mismatch,
+                dict(scenario.parameters[mismatch]),
+                rows=(
+                    {
+                        "this case": ex.compared,
+                        reference.case_id: reference.executions[mismatch].compared,
+                    },
+                ),
+                compared_with=reference.case_id,
+            )
+            proofs.append(
+                CaseProof(run.app, run.case_id, "bad", Proof.PROVEN, why, witness, run.rule)
+            )
     return proofs
 
 

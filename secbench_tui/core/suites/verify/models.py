@@ -1,9 +1,11 @@
-"""Typed results of a verification: one `CaseProof` per case, gathered in a `VerifyReport`."""
+"""Typed results of a verification: one `CaseProof` per case, gathered in a `VerifyReport`,
+and, with `--mutants`, one `MutantResult` per mutant of a good case."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 
 class Proof(StrEnum):
@@ -13,12 +15,51 @@ class Proof(StrEnum):
 
 
 @dataclass(frozen=True)
+class Witness:
+    """What proves a bad case bad (or shows a good case is not): the parameter set, the rules
+    the rows broke and the rows themselves, as the property returned them."""
+
+    params_index: int  # 0-based index of the parameter set
+    params: dict[str, Any]
+    rules: tuple[str, ...] = ()  # rules named by the violating rows ("" when a row names none)
+    rows: tuple[dict[str, Any], ...] = ()  # the property's rows (or the differing result)
+    compared_with: str = ""  # the original's rule: the good case it differs from
+
+
+@dataclass(frozen=True)
 class CaseProof:
     app: str
     case_id: str  # app/file.md, as in runs
     expected: str  # good | bad
     proof: Proof
     detail: str = ""  # why it failed or cannot be verified; empty when proven
+    witness: Witness | None = None
+    rule: str | None = None  # the rule a bad case is written to break, when it says so
+    other_rule: bool = False  # a bad case proven only by rules other than its own
+
+
+class MutantOutcome(StrEnum):
+    CAUGHT = "caught"  # verify fails the mutant: the guard is tested
+    SURVIVED = "survived"  # verify still proves the mutant good: the guard is not tested
+    EQUIVALENT = "equivalent"  # declared no real flaw by the scenario (with a reason)
+    BROKEN = "broken"  # the mutant does not run (an error): counted apart
+
+
+@dataclass(frozen=True)
+class MutantResult:
+    app: str
+    scenario: str
+    case_id: str  # the good case mutated
+    kind: str  # a MutantKind value
+    line: int  # line in the case's code block
+    file_line: int  # line in the case file
+    description: str
+    outcome: MutantOutcome
+    detail: str = ""  # how it was caught, why it is equivalent, or its error
+
+    @property
+    def key(self) -> str:
+        return f"{self.case_id.rsplit('/', 1)[-1]}:{self.line} {self.kind}"
 
 
 @dataclass
@@ -26,6 +67,8 @@ class VerifyReport:
     engine: str  # e.g. "PostgreSQL 16.2 (pgserver)"
     cases: list[CaseProof] = field(default_factory=list)
     seconds: float = 0.0
+    mutants: list[MutantResult] = field(default_factory=list)
+    mutants_seconds: float = 0.0
 
     def count(self, proof: Proof) -> int:
         return sum(1 for c in self.cases if c.proof is proof)

@@ -27,8 +27,6 @@ from secbench_tui.core.suites.verify.data import Scenario
 from secbench_tui.core.suites.verify.execution import Execution, dumps, json_value
 from secbench_tui.core.suites.verify.sql import create_result_table, execute_sql
 
-REQUEST_KEYS = ("as_user", "method", "path", "json", "query", "form", "files", "headers")
-
 
 @dataclass
 class RequestState:

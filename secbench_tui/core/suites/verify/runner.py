@@ -20,8 +20,9 @@ from secbench_tui.core.suites.markdown import load_markdown_suite
 from secbench_tui.core.suites.verify import python_app, sql
 from secbench_tui.core.suites.verify.data import AppData, Scenario, load_app_data, scenario_of
 from secbench_tui.core.suites.verify.execution import Execution
-from secbench_tui.core.suites.verify.judge import CaseRun, judge
+from secbench_tui.core.suites.verify.judge import CaseRun, case_rule, judge
 from secbench_tui.core.suites.verify.models import CaseProof, Proof, VerifyReport
+from secbench_tui.core.suites.verify.mutants import Mutation
 from secbench_tui.core.suites.verify.server import app_database, postgres
 
 Progress = Callable[[CaseProof], None]
@@ -100,16 +101,26 @@ def _python_executor(conninfo: str, harness_path: Path) -> Iterator[Executor]:
 
 
 def _run_groups(
-    execute: Executor, data: AppData, groups: dict[str, list[Case]], emit: Progress
+    execute: Executor,
+    data: AppData,
+    groups: dict[str, list[Case]],
+    emit: Progress,
+    mutation: Mutation | None = None,
 ) -> None:
     for name, group in groups.items():
         scenario = data.scenarios[name]
-        runs = [CaseRun(c.app, c.case_id, c.expected, execute(c, scenario)) for c in group]
+        runs = [
+            CaseRun(c.app, c.case_id, c.expected, execute(c, scenario), case_rule(c)) for c in group
+        ]
         for proof in judge(runs, scenario):
             emit(proof)
+        if mutation is not None:
+            mutation.check(execute, scenario, group, runs)
 
 
-def _verify_app(uri: str, data: AppData, cases: Sequence[Case], emit: Progress) -> None:
+def _verify_app(
+    uri: str, data: AppData, cases: Sequence[Case], emit: Progress, mutation: Mutation | None
+) -> None:
     groups, missing = _by_scenario(cases, data)
     for case in missing:
         name = scenario_of(case.case_id)
@@ -135,7 +146,7 @@ def _verify_app(uri: str, data: AppData, cases: Sequence[Case], emit: Progress) 
                 else _sql_executor(conninfo)
             )
             with executor as execute:
-                _run_groups(execute, data, groups, emit)
+                _run_groups(execute, data, groups, emit, mutation)
     except Unverifiable as exc:
         for proof in _proofs(waiting, exc.proof, str(exc)):
             emit(proof)
@@ -146,9 +157,12 @@ def verify_suite(
     apps: Sequence[str] | None = None,
     pg_url: str | None = None,
     progress: Progress | None = None,
+    mutants: bool = False,
 ) -> VerifyReport:
-    """Raises SuiteError for an unusable suite and ServerError when no PostgreSQL is at hand."""
+    """Raises SuiteError for an unusable suite and ServerError when no PostgreSQL is at hand.
+    With `mutants`, every good case's mutants are verified too (`report.mutants`)."""
     started = time.monotonic()
+    mutation = Mutation() if mutants else None
     suite = load_markdown_suite(root, apps)
     with postgres(pg_url) as (uri, engine):
         report = VerifyReport(engine)
@@ -166,6 +180,10 @@ def verify_suite(
                 for proof in _proofs(broken, Proof.FAILED, str(problem)):
                     emit(proof)
                 cases = [c for c in cases if c not in broken]
-            _verify_app(uri, data, cases, emit)
+            _verify_app(uri, data, cases, emit, mutation)
     report.seconds = time.monotonic() - started
+    if mutation is not None:
+        report.mutants = mutation.results
+        report.mutants_seconds = mutation.seconds
+        report.seconds -= mutation.seconds
     return report

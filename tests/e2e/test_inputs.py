@@ -1,0 +1,99 @@
+"""Prompt inputs that must not be sent as they are (issue 22), against a loopback server.
+
+- a `--prompt` folder skips a link that leaves it (`passwd.txt -> a file elsewhere`) with a
+  warning, as suites do; its target is never sent;
+- a prompt file over the size a prompt may have is refused, unread, naming it;
+- a prompt (with the case) larger than the model's context in its catalog entry is refused
+  before anything is sent, naming both sizes, unless `--force`; `--dry-run` warns.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.e2e import server as srv
+from tests.e2e.harness import FAKE_KEY, cli_env, run_cli, runs, write_suite
+from tests.e2e.server import LoopbackServer
+
+EXIT_USAGE = 2
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return cli_env(FAKE_KEY, XDG_CACHE_HOME=str(tmp_path / "cache"))
+
+
+def test_a_prompt_folder_skips_a_link_that_leaves_it(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    write_suite(tmp_path / "suite", {"app": ["bad", "good"]})
+    secret = tmp_path / "elsewhere" / "passwd"
+    secret.parent.mkdir()
+    secret.write_text("root:x:0:0:SECRET-OUTSIDE:/root:/bin/bash\n", encoding="utf-8")
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "plain.txt").write_text("Answer in JSON.\n", encoding="utf-8")
+    (prompts / "passwd.txt").symlink_to(secret)
+    db = tmp_path / "r.db"
+
+    result = run_cli(server.base_url, db, tmp_path / "suite", "--prompt", str(prompts))
+
+    assert result.returncode == 0, result.stderr
+    (warning,) = [line for line in result.stderr.splitlines() if "passwd.txt" in line]
+    assert warning.startswith("warning: skipped prompt") and "outside the prompt folder" in warning
+    assert server.completions() and all(
+        "SECRET-OUTSIDE" not in r.prompt for r in server.completions()
+    )
+    assert [r["prompt_name"] for r in runs(db)] == ["plain"]
+
+
+def test_a_prompt_file_too_large_is_refused_unread(tmp_path: Path, server: LoopbackServer) -> None:
+    write_suite(tmp_path / "suite", {"app": ["bad", "good"]})
+    huge = tmp_path / "huge.txt"
+    huge.write_bytes(b"x" * (2 * 1024 * 1024))
+
+    result = run_cli(server.base_url, tmp_path / "r.db", tmp_path / "suite", "--prompt", str(huge))
+
+    assert result.returncode == EXIT_USAGE, result.stderr
+    assert f"--prompt {huge}: 2,097,152 bytes, more than the 1,048,576" in result.stderr
+    assert server.completions() == []
+
+
+def test_a_prompt_larger_than_the_models_context_is_refused_unless_forced(
+    tmp_path: Path,
+) -> None:
+    write_suite(tmp_path / "suite", {"app": ["bad", "good"]})
+    prompt = tmp_path / "long.txt"
+    prompt.write_text("Consider every rule. " * 400 + "\nAnswer in JSON.\n", encoding="utf-8")
+    small = [{**srv.MODELS[0], "context_length": 1000}, *srv.MODELS[1:]]
+    db = tmp_path / "r.db"
+    with LoopbackServer(models=small) as server:
+        refused = run_cli(
+            server.base_url, db, tmp_path / "suite", "--prompt", str(prompt), env=_env(tmp_path)
+        )
+        assert server.completions() == []
+        plan = run_cli(
+            server.base_url,
+            db,
+            tmp_path / "suite",
+            *("--prompt", str(prompt), "--dry-run"),
+            env=_env(tmp_path),
+        )
+        forced = run_cli(
+            server.base_url,
+            db,
+            tmp_path / "suite",
+            *("--prompt", str(prompt), "--force"),
+            env=_env(tmp_path),
+        )
+        sent = len(server.completions())
+
+    assert refused.returncode == EXIT_USAGE, refused.stderr
+    (said,) = [line for line in refused.stderr.splitlines() if "context" in line]
+    assert "--prompt long: the request for app/case-0" in said
+    assert (
+        "tokens (characters / 4), more than the 1,000-token context of openai/gpt-4o-mini" in said
+    )
+    assert "--force" in said
+    assert plan.returncode == 0 and "warning: --prompt long" in plan.stdout
+    assert forced.returncode == 0, forced.stderr
+    assert sent == 2

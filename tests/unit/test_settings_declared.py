@@ -1,0 +1,114 @@
+"""Each setting is declared once (`config.Settings`): the flag, its help and default, the
+app's choices and the recorded run settings all follow that one declaration."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from secbench_tui.cli import build_parser, main, parse_command, settings_from_args
+from secbench_tui.config import Settings, describe_error
+from secbench_tui.planner import plan_matrix
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "suite"
+LOCAL = "http://127.0.0.1:9/v1"  # never asked: the plan is built without providers
+
+
+@pytest.fixture
+def changed_defaults() -> Iterator[None]:
+    """The declaration with other defaults, as an editor of `config.py` would leave it."""
+    fields = Settings.model_fields
+    before = {name: fields[name].default for name in ("max_retries", "concurrency", "timeout")}
+    fields["max_retries"].default = 3
+    fields["concurrency"].default = 4
+    fields["timeout"].default = 42.0
+    Settings.model_rebuild(force=True)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            fields[name].default = value
+        Settings.model_rebuild(force=True)
+
+
+def _from_cli(*argv: str) -> Settings:
+    return settings_from_args(parse_command(list(argv)), env={})
+
+
+def test_a_changed_default_reaches_the_cli_and_the_recorded_settings(
+    changed_defaults: None,
+) -> None:
+    settings = _from_cli("--model", "vendor/m", "--cases", str(FIXTURE), "--base-url", LOCAL)
+    assert (settings.max_retries, settings.concurrency, settings.timeout) == (3, 4, 42.0)
+    plan = plan_matrix(settings, with_providers=False)
+    recorded = plan.runs[0].spec.settings
+    assert recorded["max_retries"] == 3
+    assert recorded["timeout"] == 42.0
+    assert plan.runs[0].spec.concurrency == 4
+    help_text = build_parser().format_help()
+    assert "(default: 3)" in " ".join(help_text.split())  # --max-retries says so too
+
+
+def test_the_shipped_defaults_are_the_declared_ones() -> None:
+    settings = _from_cli("--model", "vendor/m")
+    declared = Settings()
+    for name in ("max_retries", "concurrency", "request_style", "vdb_scoring", "db", "tasks"):
+        assert getattr(settings, name) == getattr(declared, name), name
+    assert settings.timeout is None and settings.attempt_timeout == 120.0
+
+
+def test_a_flag_given_wins_over_the_declared_default() -> None:
+    settings = _from_cli("--max-retries", "0", "--concurrency", "7", "--vdb-scoring", "library")
+    assert (settings.max_retries, settings.concurrency, settings.vdb_scoring) == (0, 7, "library")
+
+
+def test_choices_come_from_the_literal_types(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        parse_command(["--reasoning-effort", "extreme"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("secbench-tui: error:") == 1
+    assert "'none', 'minimal', 'low', 'medium', 'high'" in err
+
+
+def test_every_invalid_setting_is_named_by_its_flag() -> None:
+    with pytest.raises(ValidationError) as caught:
+        Settings.model_validate({"limit": 0, "concurrency": 0, "methods": ["cott"]})
+    message = describe_error(caught.value)
+    assert message.count("; ") == 2, message
+    assert "--limit: " in message and "--concurrency: " in message
+    assert "--method: must be plain or one of cot, few-shot (got 'cott')" in message
+
+
+def test_the_cli_reports_every_bad_setting_on_one_error_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--no-ui", "--model", "baseline/random", "--limit", "0", "--repeats", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("secbench-tui: error: ")
+    assert "--limit: " in err[0] and "--repeats: " in err[0]
+
+
+def test_the_environment_fills_what_the_flag_leaves(tmp_path: Path) -> None:
+    args = parse_command(["--model", "vendor/m"])
+    settings = settings_from_args(
+        args, {"OPENROUTER_BASE_URL": LOCAL, "OPENROUTER_API_KEY": "sk-or-x"}
+    )
+    assert settings.base_url == LOCAL and settings.key == "sk-or-x"
+    flagged = settings_from_args(
+        parse_command(["--base-url", "http://127.0.0.1:8/v1"]), {"OPENROUTER_BASE_URL": LOCAL}
+    )
+    assert flagged.base_url == "http://127.0.0.1:8/v1"
+    report = settings_from_args(parse_command(["--report"]), {"OPENROUTER_API_KEY": "sk-or-x"})
+    assert report.key is None  # only runs read the key
+
+
+def test_repeated_flags_keep_every_value_in_order() -> None:
+    settings = _from_cli(
+        "--filter", "beta/*", "--filter", "a/x-*", "--model", "a,b", "--model", "c"
+    )
+    assert settings.filters == ["beta/*", "a/x-*"]
+    assert settings.models == ["a", "b", "c"]
