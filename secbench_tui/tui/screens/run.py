@@ -570,7 +570,8 @@ class RunScreen(BaseScreen):
         """The focused run's cases asked and not finished, retrying ones with their wait."""
         flights = self.flights.get(self.focus_slot)
         line = self.query_one("#in-flight", Static)
-        width = max(20, (line.size.width or self.size.width) - 2)  # its padding
+        # two lines at most, wrapped between words; the slack is what a wrap may leave
+        width = 2 * max(20, (line.size.width or self.size.width) - 2) - 12
         text = flights.line(width) if flights is not None and self.active else None
         if text is not None:
             line.update(text)
