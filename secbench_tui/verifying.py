@@ -115,9 +115,9 @@ def verify_main(
         from secbench_tui.core.suites.verify.runner import verify_suite
         from secbench_tui.core.suites.verify.server import ServerError
     except ImportError as exc:
-        say_error(
-            f"--verify needs the verify extra ({exc}): pip install 'secbench-tui[verify]'",
-        )
+        from secbench_tui.core.suites.verify.extra import missing
+
+        say_error(missing(exc))
         return EXIT_USAGE
 
     def progress(proof: CaseProof) -> None:

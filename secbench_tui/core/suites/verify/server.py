@@ -12,6 +12,8 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import make_conninfo
 
+from secbench_tui.core.suites.verify import extra
+
 
 class ServerError(Exception):
     """No PostgreSQL to verify on; the message says how to get one."""
@@ -29,8 +31,8 @@ def postgres(pg_url: str | None) -> Iterator[tuple[str, str]]:
             import pgserver
     except ImportError:
         raise ServerError(
-            "--verify needs PostgreSQL: install the verify extra (pip install "
-            "'secbench-tui[verify]') or give --pg-url postgresql://..."
+            f"--verify needs PostgreSQL: install the verify extra ({extra.HINT})"
+            " or give --pg-url postgresql://..."
         ) from None
     with tempfile.TemporaryDirectory(prefix="secbench-verify-") as tmp:
         try:
