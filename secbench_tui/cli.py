@@ -25,6 +25,7 @@ from pydantic.fields import FieldInfo  # noqa: E402
 from secbench_tui import __version__  # noqa: E402
 from secbench_tui.config import (  # noqa: E402
     ENDPOINT,
+    MATRIX,
     MODE,
     RUN,
     SELECTION,
@@ -133,7 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     groups = {title: p.add_argument_group(title) for title in GROUPS}
     for model in (Command, Settings):
-        for name, flag in declared(model, Flag).items():
+        flags = declared(model, Flag)
+        for name in sorted(flags, key=lambda name: name not in MATRIX):  # --model first
+            flag = flags[name]
             if flag.help:  # a setting with no help is read from the environment only
                 add_flag(groups[flag.group], name, model.model_fields[name], flag)
     return p
@@ -204,7 +207,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from secbench_tui.verifying import verify_main
 
         return verify_main(
-            settings.cases_dir, settings.apps, command.pg_url, mutants=command.mutants
+            settings.cases_dir,
+            settings.apps,
+            command.pg_url,
+            mutants=command.mutants,
+            allow_unverified=command.allow_unverified,
+            deadline=command.verify_deadline,
         )
     if command.report or command.export:
         from secbench_tui.reporting import export_main

@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validat
 
 from secbench_tui.core.run.providers.openai_compat import OPENROUTER_URL
 from secbench_tui.core.suites import security_bench
-from secbench_tui.core.suites.prompts import ResponseFormat
+from secbench_tui.core.suites.prompts import EvaluationPrompt, ResponseFormat
 from secbench_tui.core.suites.security_bench import RequestStyle
 from secbench_tui.core.untrusted import redact_url
 
@@ -38,6 +38,7 @@ DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TIMEOUT = 120.0  # seconds for one whole attempt
 REASONING_TIMEOUT = 600.0  # the same for a model that reasons: 32768 tokens take a while
 
+MATRIX = ("models", "prompts", "methods")  # what was asked, beside the options of each run
 # The groups of `--help`, in the order it lists them.
 MODE, RUN, ENDPOINT, SELECTION = (
     "what to do",
@@ -75,6 +76,16 @@ class Record:
     sent: str | None = None
 
 
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number of seconds") from None
+    if not 0 < seconds <= 3600:
+        raise ValueError(f"{value!r}: give a number of seconds above 0 and at most 3600")
+    return seconds
+
+
 def _csv(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
@@ -100,24 +111,11 @@ _tasks = _numbers("task numbers 1-5", "1,3")
 _run_ids = _numbers("run ids", "3,4")
 
 
-class Settings(BaseModel):
-    """One command's settings; `models`, `prompts` and `methods` list the matrix to run.
+class Options(BaseModel):
+    """The options every run of a command shares: the suite, the store, the endpoint and what
+    every request carries. `Settings` (what was asked) and `RunSettings` (one run) add theirs."""
 
-    `model`, `prompt` and `method` are the run's own (the first of each list when several
-    are given); `planner.plan_settings` makes one `Settings` per cell of the matrix.
-    """
-
-    # the matrix and the suite
-    model: str | None = None
-    models: Annotated[
-        list[str],
-        Flag(
-            "model id, e.g. openai/gpt-4o-mini or baseline/random; several: a,b or repeat",
-            name="--model",
-            parse=_csv,
-            many=True,
-        ),
-    ] = Field(default_factory=list)
+    # the suite and the store
     cases: Annotated[
         Path | None, Flag("suite folder", default="the bundled suite", metavar="DIR")
     ] = None
@@ -136,33 +134,10 @@ class Settings(BaseModel):
         Flag("VulDetectBench tasks, e.g. 1,3", parse=_tasks, default="all five"),
         Record("vuldetectbench"),
     ] = Field(default_factory=lambda: [1, 2, 3, 4, 5])
-    method: Annotated[VdbMethod | None, Record("vuldetectbench")] = None
-    methods: Annotated[
-        list[VdbMethod | None],  # None: the plain prompts
-        Flag(
-            "VulDetectBench prompting: plain, cot or few-shot; several: a,b or repeat",
-            name="--method",
-            parse=_methods,
-            many=True,
-            default=VDB_PLAIN,
-        ),
-    ] = Field(default_factory=list)
     vdb_scoring: Annotated[
         VdbScoring,
         Flag("VulDetectBench scoring: the documented definitions, or as library 0.0.5 does"),
     ] = "correct"
-    prompt: str | None = None  # a file, a folder of *.txt, a bundled name or "all"
-    prompts: Annotated[
-        list[str],
-        Flag(
-            "evaluation prompt: a file, a folder of *.txt, a bundled name, or all; "
-            "several: a,b or repeat",
-            name="--prompt",
-            parse=_csv,
-            many=True,
-            default="./evaluation-prompt.txt if present, else default",
-        ),
-    ] = Field(default_factory=list)
     filters: Annotated[
         list[str],  # glob patterns on case ids
         Flag(
@@ -225,7 +200,6 @@ class Settings(BaseModel):
         ),
         Record("markdown-endpoint"),
     ] = "secbench-tui"
-    reasoning_model: Annotated[bool | None, Record("endpoint")] = None  # found at run start
     seed: Annotated[
         int | None,
         Flag("sent with every request; seeds baseline/random", group=ENDPOINT, metavar="N"),
@@ -259,35 +233,6 @@ class Settings(BaseModel):
         default=1, ge=1, le=256
     )
     reports_dir: Path = Path("reports")
-
-    @model_validator(mode="after")
-    def _matrix(self) -> Settings:
-        """The single setting and its list agree: the list wins when both are given."""
-        if self.models:
-            self.models = list(dict.fromkeys(self.models))
-            self.model = self.models[0]
-        elif self.model:
-            self.models = [self.model]
-        if self.prompts:
-            self.prompt = self.prompts[0]
-        elif self.prompt is not None:
-            self.prompts = [self.prompt]
-        if self.methods:
-            self.methods = list(dict.fromkeys(self.methods))
-            self.method = self.methods[0]
-        return self
-
-    @field_validator("methods", "method", mode="before")
-    @classmethod
-    def _known_methods(cls, value: Any) -> Any:
-        """Named as the flag takes them: `plain` is the benchmark's prompts without a method."""
-        given = value if isinstance(value, list) else [value]
-        bad = [m for m in given if m is not None and m not in VDB_METHODS]
-        if bad:
-            raise ValueError(
-                f"must be {VDB_PLAIN} or one of {', '.join(VDB_METHODS)} (got {bad[0]!r})"
-            )
-        return value
 
     @field_validator("api_key")
     @classmethod
@@ -328,10 +273,9 @@ class Settings(BaseModel):
 
     @property
     def attempt_timeout(self) -> float:
-        """Seconds for one whole attempt: `--timeout`, else longer for a model that reasons."""
-        if self.timeout is not None:
-            return self.timeout
-        return REASONING_TIMEOUT if self.reasoning_model else DEFAULT_TIMEOUT
+        """Seconds for one whole attempt: `--timeout`, else the default (one run's own may be
+        longer, for a model that reasons: `RunSettings.attempt_timeout`)."""
+        return self.timeout if self.timeout is not None else DEFAULT_TIMEOUT
 
     @property
     def sent_max_tokens(self) -> int:
@@ -351,6 +295,98 @@ class Settings(BaseModel):
     @property
     def key(self) -> str | None:
         return self.api_key.get_secret_value() if self.api_key else None
+
+
+class Settings(Options):
+    """What was asked: the matrix (every model x prompt, or x method for VulDetectBench) over
+    the options. `planner.plan_settings` makes one `RunSettings` per cell."""
+
+    models: Annotated[
+        list[str],
+        Flag(
+            "model id, e.g. openai/gpt-4o-mini or baseline/random; several: a,b or repeat",
+            name="--model",
+            parse=_csv,
+            many=True,
+        ),
+    ] = Field(default_factory=list)
+    prompts: Annotated[
+        list[str],
+        Flag(
+            "evaluation prompt: a file, a folder of *.txt, a bundled name, or all; "
+            "several: a,b or repeat",
+            name="--prompt",
+            parse=_csv,
+            many=True,
+            default="./evaluation-prompt.txt if present, else default",
+        ),
+    ] = Field(default_factory=list)
+    methods: Annotated[
+        list[VdbMethod | None],  # None: the plain prompts
+        Flag(
+            "VulDetectBench prompting: plain, cot or few-shot; several: a,b or repeat",
+            name="--method",
+            parse=_methods,
+            many=True,
+            default=VDB_PLAIN,
+        ),
+    ] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_of_each(cls, data: Any) -> Any:
+        """`model=`, `prompt=` and `method=` are shorthand for a list of one."""
+        if isinstance(data, dict):
+            data = dict(data)
+            for one, many in (("model", "models"), ("prompt", "prompts"), ("method", "methods")):
+                value = data.pop(one, None)
+                if value is not None and not data.get(many):
+                    data[many] = [value]
+        return data
+
+    @field_validator("models", "methods")
+    @classmethod
+    def _once_each(cls, value: list[Any]) -> list[Any]:
+        """A model or method given twice is run once."""
+        return list(dict.fromkeys(value))
+
+    def run(
+        self, model: str, prompt: EvaluationPrompt | None = None, method: str | None = None
+    ) -> RunSettings:
+        """One cell of the matrix: these options, with one model and its prompt or method."""
+        shared = {name: getattr(self, name) for name in Options.model_fields}
+        return RunSettings.model_validate(
+            {**shared, "model": model, "prompt": prompt, "method": method}
+        )
+
+    @field_validator("methods", mode="before")
+    @classmethod
+    def _known_methods(cls, value: Any) -> Any:
+        """Named as the flag takes them: `plain` is the benchmark's prompts without a method."""
+        given = value if isinstance(value, list) else [value]
+        bad = [m for m in given if m is not None and m not in VDB_METHODS]
+        if bad:
+            raise ValueError(
+                f"must be {VDB_PLAIN} or one of {', '.join(VDB_METHODS)} (got {bad[0]!r})"
+            )
+        return value
+
+
+class RunSettings(Options):
+    """One run of the matrix: one model, with one evaluation prompt (markdown suites) or one
+    prompting method (VulDetectBench), and what the catalog said about the model."""
+
+    model: str
+    prompt: EvaluationPrompt | None = None  # None: the default prompt (and for VulDetectBench)
+    method: Annotated[VdbMethod | None, Record("vuldetectbench")] = None
+    reasoning_model: Annotated[bool | None, Record("endpoint")] = None  # found at run start
+
+    @property
+    def attempt_timeout(self) -> float:
+        """Seconds for one whole attempt: `--timeout`, else longer for a model that reasons."""
+        if self.timeout is not None:
+            return self.timeout
+        return REASONING_TIMEOUT if self.reasoning_model else DEFAULT_TIMEOUT
 
     def recorded(self, vuldetectbench: bool = False, baseline: bool = False) -> dict[str, Any]:
         """What a run records about how it was made (the fields declared with `Record`), as
@@ -405,6 +441,24 @@ class Command(BaseModel):
             group=MODE,
         ),
     ] = False
+    allow_unverified: Annotated[
+        bool,
+        Flag(
+            "with --verify: exit 0 even when some cases are not verifiable (no verification"
+            " data); failed cases still fail",
+            group=MODE,
+        ),
+    ] = False
+    verify_deadline: Annotated[
+        float,
+        Flag(
+            "with --verify: seconds each statement of suite code may run (fixtures included)"
+            " before it is stopped, and each parameter set of a Python case",
+            group=MODE,
+            metavar="SECONDS",
+            parse=_positive_seconds,
+        ),
+    ] = 10.0
     runs: Annotated[
         list[int] | None, Flag("run ids, comma separated", group=SELECTION, parse=_run_ids)
     ] = None
@@ -429,7 +483,7 @@ def declared(model: type[BaseModel], kind: type[Any]) -> dict[str, Any]:
     return found
 
 
-RECORDED: dict[str, Record] = declared(Settings, Record)
+RECORDED: dict[str, Record] = declared(RunSettings, Record)
 
 
 def flag_name(model: type[BaseModel], field: str) -> str:

@@ -36,7 +36,7 @@ from secbench_tui.core.run.events import (
     RunFinished,
     RunStarted,
 )
-from secbench_tui.core.run.matrix import Matrix, resumable
+from secbench_tui.core.run.matrix import resumable
 from secbench_tui.core.run.providers.baselines import is_baseline
 from secbench_tui.core.store.database import Store, StoreError
 from secbench_tui.core.untrusted import inert_line, redact_url
@@ -51,14 +51,8 @@ from secbench_tui.exit_codes import (
     EXIT_TERMINATED,
     EXIT_USAGE,
 )
-from secbench_tui.planner import (
-    Plan,
-    UsageError,
-    catalog_defaults,
-    plan_matrix,
-    plan_settings,
-    resolve_matrix_defaults,
-)
+from secbench_tui.lifecycle import MatrixRun
+from secbench_tui.planner import Plan, UsageError, catalog_defaults, plan_matrix, plan_settings
 
 
 def format_case_line(event: CaseFinished) -> str:
@@ -199,8 +193,8 @@ class Reader:
 
 
 async def consume_matrix(
-    matrix: Matrix, out: TextIO, err: TextIO, reader: Reader | None = None
-) -> dict[int, RunFinished]:
+    matrix: MatrixRun, out: TextIO, err: TextIO, reader: Reader | None = None
+) -> list[RunFinished]:
     """Every run's events, lines prefixed with the run id when more than one run goes on.
 
     When the reader goes away (`| head -1`), the runs stop as on Ctrl+C (the cases in flight
@@ -225,7 +219,7 @@ async def consume_matrix(
                 if not reader.gone:
                     reader.gone = True
                     matrix.stop("the output's reader went away")
-    return dict(matrix.finished)
+    return matrix.finished
 
 
 def format_matrix(finished: list[RunFinished]) -> str:
@@ -240,7 +234,7 @@ async def print_plan(settings: Settings, out: TextIO) -> int:
 
     try:
         cells = plan_settings(settings)  # bad flags are said before anything is fetched
-        remote = [one.model for one, _ in cells if not is_baseline(str(one.model))]
+        remote = [one.model for one in cells if not is_baseline(one.model)]
         catalog = (
             await load_catalog(settings.base_url) if remote else cached_catalog(settings.base_url)
         )
@@ -286,32 +280,31 @@ async def _run(settings: Settings) -> int:
         return EXIT_USAGE
     if settings.dry_run:
         return await print_plan(settings, sys.stdout)
+    matrix = MatrixRun(settings)
     try:
-        resolved = await resolve_matrix_defaults(settings)
-        plan = plan_matrix(settings, resolved=resolved)
+        plan = await matrix.plan()
     except UsageError as exc:
+        await matrix.aclose()
         say_error(exc)
         return EXIT_USAGE
     if not settings.force:
         overflows = await _overflows(settings, plan)
         if overflows:
-            await plan.aclose()
+            await matrix.aclose()
             for overflow in overflows:
                 say_error(overflow.message())
             return EXIT_USAGE
     if settings.resume and not settings.db.exists():
-        await plan.aclose()
+        await matrix.aclose()
         print(f"nothing to resume: {settings.db} holds no run yet", file=sys.stderr)
         return EXIT_OK
     try:
-        store = await Store.open(settings.db)
+        store = await matrix.open_store()
     except StoreError as exc:
-        await plan.aclose()
         say_error(exc)
         return EXIT_ABORTED
     if settings.resume and not await _keep_resumable(plan, store):
-        await plan.aclose()
-        await store.close()
+        await matrix.aclose()
         return EXIT_OK
     if settings.max_cost is not None and not all(r.provider.reports_cost for r in plan.runs):
         print(
@@ -319,7 +312,6 @@ async def _run(settings: Settings) -> int:
             "the budget only counts costs the endpoint reports",
             file=sys.stderr,
         )
-    matrix = Matrix(plan.runs, store)
     reader = Reader()
     interrupts = 0
     terminated = False
@@ -346,15 +338,11 @@ async def _run(settings: Settings) -> int:
             loop.add_signal_handler(sig, on_signal, sig)
         except (NotImplementedError, RuntimeError):
             pass
-    try:
-        by_slot = await consume_matrix(matrix, sys.stdout, sys.stderr, reader)
+    try:  # the providers and the store are closed however it ends
+        finished = await consume_matrix(matrix, sys.stdout, sys.stderr, reader)
     except Exception as exc:  # a run could not even start (the database, most likely)
         say_error(f"{type(exc).__name__}: {exc}")
         return EXIT_ABORTED
-    finally:
-        await plan.aclose()
-        await store.close()
-    finished = [by_slot[slot] for slot in sorted(by_slot)]
     if not finished:
         return EXIT_ABORTED
     try:

@@ -6,12 +6,13 @@ with `--no-ui` are the same runs: one per model x evaluation prompt (x VulDetect
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from secbench_tui.config import Settings
+from secbench_tui.config import Options, RunSettings, Settings
 from secbench_tui.core.models import Case, Completion, SuiteKind
 from secbench_tui.core.run.engine import RunSpec
 from secbench_tui.core.run.matrix import PlannedRun
@@ -21,7 +22,6 @@ from secbench_tui.core.run.providers.openai_compat import ClientSettings, OpenAI
 from secbench_tui.core.store.database import vdb_prompt_name
 from secbench_tui.core.suites.markdown import SuiteError, load_markdown_suite
 from secbench_tui.core.suites.prompts import (
-    EvaluationPrompt,
     PromptError,
     default_prompt,
     resolve_prompts,
@@ -55,13 +55,15 @@ def is_vuldetectbench(path: Path) -> bool:
     return is_vuldetectbench_dir(path)
 
 
-def load_suite(settings: Settings, prompt: EvaluationPrompt | None = None) -> LoadedSuite:
-    """The cases of one run: `prompt` for a markdown suite (default: the default prompt)."""
+def load_suite(settings: RunSettings) -> LoadedSuite:
+    """The cases of one run: with its prompt for a markdown suite (default: the default one)."""
     root = settings.cases_dir
     if not root.exists():
         raise UsageError(f"--cases {root}: no such directory")
     vuldetectbench = is_vuldetectbench(root)
-    check_suite_flags(settings, vuldetectbench)
+    check_suite_flags(settings, vuldetectbench, [settings.prompt], [settings.method])
+    if settings.original_request:
+        check_original_request(settings, vuldetectbench, settings.model)
     if vuldetectbench:
         from secbench_tui.core.vuldetectbench.loader import load_vuldetectbench
 
@@ -74,8 +76,10 @@ def load_suite(settings: Settings, prompt: EvaluationPrompt | None = None) -> Lo
         prompt_name = vdb_prompt_name(settings.method)
         kind = SuiteKind.VULDETECTBENCH
     else:
-        if prompt is None:
-            prompt = _single_prompt(settings)
+        try:
+            prompt = settings.prompt or default_prompt()
+        except PromptError as exc:
+            raise UsageError(str(exc)) from exc
         try:
             text = prompt.text if settings.original_request else prompt.normalised
             suite = load_markdown_suite(root, settings.apps, text, settings.request_style)
@@ -91,15 +95,6 @@ def load_suite(settings: Settings, prompt: EvaluationPrompt | None = None) -> Lo
     return LoadedSuite(kind, root, cases, skipped, prompt_hash, prompt_name)
 
 
-def _single_prompt(settings: Settings) -> EvaluationPrompt:
-    try:
-        if settings.prompt is None:
-            return default_prompt()
-        return resolve_prompts([settings.prompt])[0]
-    except PromptError as exc:
-        raise UsageError(str(exc)) from exc
-
-
 def filter_cases(cases: list[Case], patterns: list[str], root: Path) -> list[Case]:
     """The cases whose id (`app/file.md`) matches any `--filter` glob."""
     kept = [c for c in cases if any(fnmatchcase(c.case_id, p) for p in patterns)]
@@ -112,21 +107,27 @@ def filter_cases(cases: list[Case], patterns: list[str], root: Path) -> list[Cas
     return kept
 
 
-def check_suite_flags(settings: Settings, vuldetectbench: bool) -> None:
-    """Flags that mean nothing for this kind of suite are mistakes: say so, do not ignore them."""
+def check_suite_flags(
+    settings: Options,
+    vuldetectbench: bool,
+    prompts: Sequence[object] = (),
+    methods: Sequence[str | None] = (),
+) -> None:
+    """Flags that mean nothing for this kind of suite are mistakes: say so, do not ignore them.
+    `prompts` and `methods`: those asked for (None: none given, the plain method)."""
     if vuldetectbench and settings.apps:
         raise UsageError(f"--apps: {settings.cases_dir} is a VulDetectBench folder; use --tasks")
-    if settings.original_request:
-        check_original_request(settings, vuldetectbench)
-    if vuldetectbench and settings.prompts:
+    if settings.original_request and vuldetectbench:
+        check_original_request(settings, vuldetectbench, "")
+    if vuldetectbench and any(p is not None for p in prompts):
         raise UsageError(
             f"--prompt applies to markdown suites; {settings.cases_dir} is a VulDetectBench "
             "folder, whose prompting strategy is --method"
         )
     if not vuldetectbench:
         for flag, given in (
-            ("--method", any(m is not None for m in settings.methods) or settings.method),
-            ("--vdb-scoring", settings.vdb_scoring != "correct"),
+            ("--method", any(m is not None for m in methods)),
+            ("--vdb-scoring", settings.vdb_scoring != Options.model_fields["vdb_scoring"].default),
         ):
             if given:
                 raise UsageError(
@@ -135,7 +136,7 @@ def check_suite_flags(settings: Settings, vuldetectbench: bool) -> None:
                 )
 
 
-def check_original_request(settings: Settings, vuldetectbench: bool) -> None:
+def check_original_request(settings: Options, vuldetectbench: bool, model: str) -> None:
     """`--request-style security-bench` fixes the whole body: a flag that would change it
     is a mistake, not something to drop silently."""
     style = "--request-style security-bench"
@@ -146,7 +147,7 @@ def check_original_request(settings: Settings, vuldetectbench: bool) -> None:
     fixed = (
         ("--temperature", settings.temperature is not None, "temperature 0.1"),
         ("--max-tokens", settings.max_tokens is not None, "max_tokens 30000"),
-        ("--seed", settings.seed is not None and not is_baseline(settings.model or ""), "no seed"),
+        ("--seed", settings.seed is not None and not is_baseline(model), "no seed"),
         ("--reasoning-effort", settings.reasoning_effort is not None, "no reasoning field"),
         (
             "--response-format",
@@ -175,7 +176,7 @@ def first_cases(cases: list[Case], limit: int, per_app: bool) -> list[Case]:
     return kept
 
 
-def request_defaults(settings: Settings, info: ModelInfo | None) -> Settings:
+def request_defaults(settings: RunSettings, info: ModelInfo | None) -> RunSettings:
     """Settings with what the model's catalog entry decides about what is sent.
 
     Reasoning models spend reply tokens on thinking before they answer, so 1024 leaves many
@@ -185,8 +186,7 @@ def request_defaults(settings: Settings, info: ModelInfo | None) -> Settings:
     records the values sent and `reasoning_model`; `--max-cost` stays the guard on spend. A
     model the catalog does not list keeps the plain defaults.
     """
-    model = settings.model
-    if not model or is_baseline(model) or settings.original_request:
+    if not settings.model or is_baseline(settings.model) or settings.original_request:
         return settings
     if settings.max_tokens is not None or info is None or info.reasoning is None:
         return settings
@@ -198,7 +198,7 @@ def request_defaults(settings: Settings, info: ModelInfo | None) -> Settings:
     return settings.model_copy(update=update)
 
 
-def make_provider(settings: Settings) -> Provider:
+def make_provider(settings: RunSettings) -> Provider:
     model = settings.model
     if not model:
         raise UsageError("--model is required (for example --model baseline/random)")
@@ -226,8 +226,7 @@ def make_provider(settings: Settings) -> Provider:
     return OpenAICompatibleProvider(client)
 
 
-def build_spec(settings: Settings, suite: LoadedSuite) -> RunSpec:
-    assert settings.model
+def build_spec(settings: RunSettings, suite: LoadedSuite) -> RunSpec:
     return RunSpec(
         model=settings.model,
         cases=suite.cases,
@@ -256,7 +255,7 @@ class Plan:
     """The matrix to run: one `PlannedRun` per model x prompt (x method), in that order."""
 
     runs: list[PlannedRun]
-    settings: list[Settings]  # each run's own settings, in the same order
+    settings: list[RunSettings]  # each run's own settings, in the same order
     skipped: list[str] = field(default_factory=list)
 
     async def aclose(self) -> None:
@@ -277,7 +276,7 @@ class _NoProvider:
         return None
 
 
-def _with_defaults(one: Settings, model: Settings | None) -> Settings:
+def _with_defaults(one: RunSettings, model: RunSettings | None) -> RunSettings:
     """A cell's settings with what the catalog decided for its model."""
     if model is None:
         return one
@@ -288,15 +287,11 @@ def _with_defaults(one: Settings, model: Settings | None) -> Settings:
 
 async def resolve_matrix_defaults(
     settings: Settings, cache: Path | None = None, fetch: bool = True
-) -> dict[str, Settings]:
+) -> dict[str, RunSettings]:
     """`request_defaults` for every model of the matrix, by model id."""
     from secbench_tui.core.run.catalog import lookup_models
 
-    models = settings.models or ([settings.model] if settings.model else [])
-    cells = {
-        model: settings.model_copy(update={"model": model, "models": [model]})
-        for model in dict.fromkeys(models)
-    }
+    cells = {model: settings.run(model) for model in settings.models}
     asked = [m for m in cells if not is_baseline(m)]
     decided = settings.original_request or settings.max_tokens is not None
     timeout = min(settings.attempt_timeout, 10.0)
@@ -308,58 +303,46 @@ async def resolve_matrix_defaults(
     return {model: request_defaults(one, entries.get(model)) for model, one in cells.items()}
 
 
-def catalog_defaults(settings: Settings, catalog: Catalog) -> dict[str, Settings]:
+def catalog_defaults(settings: Settings, catalog: Catalog) -> dict[str, RunSettings]:
     """`resolve_matrix_defaults` from a catalog already loaded (the estimate's), by model id:
     an estimate must price and reuse the requests the run would send."""
-    models = settings.models or ([settings.model] if settings.model else [])
     return {
-        model: request_defaults(
-            settings.model_copy(update={"model": model, "models": [model]}), catalog.find(model)
-        )
-        for model in dict.fromkeys(models)
+        model: request_defaults(settings.run(model), catalog.find(model))
+        for model in settings.models
     }
 
 
-def plan_settings(settings: Settings) -> list[tuple[Settings, EvaluationPrompt | None]]:
-    """One `Settings` per cell: every model, times every prompt (markdown suites) or every
+def plan_settings(settings: Settings) -> list[RunSettings]:
+    """One `RunSettings` per cell: every model, times every prompt (markdown suites) or every
     method (VulDetectBench). Duplicates given twice are run once."""
     root = settings.cases_dir
     if not root.exists():
         raise UsageError(f"--cases {root}: no such directory")
-    models = settings.models or ([settings.model] if settings.model else [])
-    if not models:
+    if not settings.models:
         raise UsageError("--model is required (for example --model baseline/random)")
-    cells: list[tuple[Settings, EvaluationPrompt | None]] = []
     if is_vuldetectbench(root):
-        check_suite_flags(settings, True)
-        methods = settings.methods or [settings.method]
-        for model in models:
-            for method in methods:
-                one = settings.model_copy(
-                    update={"model": model, "models": [model], "method": method, "methods": []}
-                )
-                cells.append((one, None))
-        return cells
-    check_suite_flags(settings, False)
+        check_suite_flags(settings, True, settings.prompts, settings.methods)
+        methods = settings.methods or [None]
+        return [
+            settings.run(model, method=method) for model in settings.models for method in methods
+        ]
+    check_suite_flags(settings, False, settings.prompts, settings.methods)
     try:
         prompts = resolve_prompts(settings.prompts)
     except PromptError as exc:
         raise UsageError(str(exc)) from exc
-    for model in models:
+    cells: list[RunSettings] = []
+    for model in settings.models:
         if settings.original_request:  # --seed is refused for each model but a baseline
-            check_original_request(settings.model_copy(update={"model": model}), False)
-        for prompt in prompts:
-            one = settings.model_copy(
-                update={"model": model, "models": [model], "prompt": None, "prompts": []}
-            )
-            cells.append((one, prompt))
+            check_original_request(settings, False, model)
+        cells.extend(settings.run(model, prompt=prompt) for prompt in prompts)
     return cells
 
 
 def plan_matrix(
     settings: Settings,
     with_providers: bool = True,
-    resolved: dict[str, Settings] | None = None,
+    resolved: dict[str, RunSettings] | None = None,
 ) -> Plan:
     """Load the suite once per prompt, make one provider per model, describe every run.
 
@@ -368,26 +351,25 @@ def plan_matrix(
     """
     cells = plan_settings(settings)
     if resolved:
-        cells = [(_with_defaults(one, resolved.get(str(one.model))), p) for one, p in cells]
+        cells = [_with_defaults(one, resolved.get(one.model)) for one in cells]
     suites: dict[tuple[str | None, str | None], LoadedSuite] = {}
-    notes = list(dict.fromkeys(note for _, prompt in cells if prompt for note in prompt.notes))
-    for one, prompt in cells:
-        key = (prompt.name if prompt else None, one.method)
-        if key not in suites:
-            suites[key] = load_suite(one, prompt)
+    notes = list(dict.fromkeys(note for one in cells if one.prompt for note in one.prompt.notes))
+    for one in cells:
+        if _suite_key(one) not in suites:
+            suite = suites[_suite_key(one)] = load_suite(one)
             # every prompt folder's skipped files, said with whichever run starts first
-            suites[key].skipped = [*notes, *(s for s in suites[key].skipped if s not in notes)]
+            suite.skipped = [*notes, *(s for s in suite.skipped if s not in notes)]
     providers: dict[str, Provider] = {}
-    for one, _ in cells:
-        assert one.model
+    for one in cells:
         if one.model not in providers:  # a missing key raises before any request is made
             providers[one.model] = make_provider(one) if with_providers else _NoProvider()
     runs = [
-        PlannedRun(
-            build_spec(one, suites[(prompt.name if prompt else None, one.method)]),
-            providers[str(one.model)],
-        )
-        for one, prompt in cells
+        PlannedRun(build_spec(one, suites[_suite_key(one)]), providers[one.model]) for one in cells
     ]
     skipped = next(iter(suites.values())).skipped if suites else []
-    return Plan(runs, [one for one, _ in cells], skipped)
+    return Plan(runs, cells, skipped)
+
+
+def _suite_key(one: RunSettings) -> tuple[str | None, str | None]:
+    """Runs with the same prompt (or method) ask the same cases: the suite is loaded once."""
+    return (one.prompt.name if one.prompt else None, one.method)

@@ -5,6 +5,9 @@ Case files and database messages are suite text: every line goes through `inert_
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from secbench_tui.core.suites.verify.judge import witness_line
@@ -15,9 +18,15 @@ from secbench_tui.core.suites.verify.models import (
     Proof,
     VerifyReport,
 )
-from secbench_tui.core.untrusted import inert_line, redact_url
+from secbench_tui.core.untrusted import inert_line
 from secbench_tui.errors import say_error
-from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from secbench_tui.exit_codes import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+)
 
 _LABEL = {Proof.PROVEN: "proven", Proof.FAILED: "FAILED", Proof.NOT_VERIFIABLE: "not verifiable"}
 
@@ -34,7 +43,7 @@ def proof_line(proof: CaseProof) -> str:
     return inert_line(text)
 
 
-def summary_lines(report: VerifyReport) -> list[str]:
+def summary_lines(report: VerifyReport, allow_unverified: bool = False) -> list[str]:
     lines = []
     for app in sorted({c.app for c in report.cases}):
         cases = [c for c in report.cases if c.app == app]
@@ -56,15 +65,28 @@ def summary_lines(report: VerifyReport) -> list[str]:
             + inert_line(", ".join(c.case_id for c in unverifiable))
         )
     failed = [c for c in report.cases if c.proof is Proof.FAILED]
+    unverified = report.count(Proof.NOT_VERIFIABLE)
     if failed:
         lines.append(
             f"FAIL: {len(failed)} cases failed: " + inert_line(", ".join(c.case_id for c in failed))
         )
     elif report.count(Proof.PROVEN) == 0:
         lines.append("FAIL: no case carries verification data (see README, Verifying labels)")
+    elif unverified and not allow_unverified:
+        lines.append(
+            f"FAIL: {unverified} cases are not verifiable (each line above says why); "
+            "--allow-unverified accepts them"
+        )
+    elif unverified:
+        lines.append(f"OK: every verifiable case is proven ({unverified} not verifiable, allowed)")
     else:
-        lines.append("OK: every verifiable case is proven")
+        lines.append("OK: every case is proven")
     return lines
+
+
+def passed(report: VerifyReport, allow_unverified: bool = False) -> bool:
+    """The exit status's verdict: every case proven (not verifiable ones only if allowed)."""
+    return report.ok and (allow_unverified or report.count(Proof.NOT_VERIFIABLE) == 0)
 
 
 def _share(results: list[MutantResult]) -> str:
@@ -106,32 +128,91 @@ def mutation_lines(report: VerifyReport) -> list[str]:
     return lines
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is so that every `finally` runs on the way out."""
+
+
+@contextmanager
+def _stops() -> Iterator[None]:
+    """Ctrl+C and SIGTERM become exceptions once; later ones are ignored while we clean up."""
+
+    def stop(signum: int, _frame: object) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+
+    before = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+def _is_bundled(cases_dir: Path) -> bool:
+    from secbench_tui.config import bundled_cases_dir
+
+    try:
+        return cases_dir.resolve() == bundled_cases_dir().resolve()
+    except OSError:
+        return False
+
+
+SUITE_CODE_NOTICE = (
+    "caution: verify executes this suite's SQL (as an unprivileged PostgreSQL role, under a "
+    "deadline) and its Python (in a child process, as you, with your network access): "
+    "run it only on suites you are willing to execute (README: Verifying labels, The sandbox)"
+)
+
+
 def verify_main(
-    cases_dir: Path, apps: list[str] | None, pg_url: str | None, mutants: bool = False
+    cases_dir: Path,
+    apps: list[str] | None,
+    pg_url: str | None,
+    mutants: bool = False,
+    allow_unverified: bool = False,
+    deadline: float = 10.0,
 ) -> int:
     from secbench_tui.core.suites.markdown import SuiteError
 
     try:
         from secbench_tui.core.suites.verify.runner import verify_suite
-        from secbench_tui.core.suites.verify.server import ServerError
+        from secbench_tui.core.suites.verify.sandbox import Limits
+        from secbench_tui.core.suites.verify.server import Redactor, ServerError
     except ImportError as exc:
         from secbench_tui.core.suites.verify.extra import missing
 
         say_error(missing(exc))
         return EXIT_USAGE
+    redactor = Redactor(pg_url)
+
+    def say(line: str) -> None:
+        print(redactor.scrub(line), flush=True)
 
     def progress(proof: CaseProof) -> None:
-        print(proof_line(proof), flush=True)
+        say(proof_line(proof))
 
-    where = redact_url(pg_url) if pg_url else "the embedded PostgreSQL (pgserver)"
-    print(inert_line(f"verify {cases_dir} on {where}"), flush=True)
+    where = redactor.shown if pg_url else "the embedded PostgreSQL (pgserver)"
+    say(inert_line(f"verify {cases_dir} on {where}"))
+    if not _is_bundled(cases_dir):
+        say(SUITE_CODE_NOTICE)
+    limits = Limits(deadline=deadline)
     try:
-        report = verify_suite(cases_dir, apps, pg_url, progress, mutants=mutants)
+        with _stops():
+            report = verify_suite(cases_dir, apps, pg_url, progress, limits, mutants=mutants)
     except (SuiteError, ServerError) as exc:
-        say_error(inert_line(exc))
+        say_error(redactor.scrub(inert_line(exc)))
         return EXIT_USAGE
-    print(inert_line(f"ran on {report.engine}"))  # the server says what it is
-    print("\n".join(summary_lines(report)))
+    except Terminated:
+        say_error("verify stopped by SIGTERM; its databases, roles and server are removed")
+        return EXIT_TERMINATED
+    except KeyboardInterrupt:
+        say_error("verify interrupted; its databases, roles and server are removed")
+        return EXIT_INTERRUPTED
+    say(inert_line(f"ran on {report.engine}"))  # the server says what it is
+    for line in summary_lines(report, allow_unverified):
+        say(line)
     if mutants:
-        print("\n".join(mutation_lines(report)))
-    return EXIT_OK if report.ok else EXIT_FAILED
+        for line in mutation_lines(report):
+            say(line)
+    return EXIT_OK if passed(report, allow_unverified) else EXIT_FAILED

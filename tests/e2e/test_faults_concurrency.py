@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from secbench_tui.config import Settings
+from secbench_tui.config import RunSettings as Settings
 from secbench_tui.core.run.engine import Engine
 from secbench_tui.core.run.events import CaseFinished, Retrying, RunFinished
 from secbench_tui.core.store.database import Store

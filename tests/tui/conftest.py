@@ -119,14 +119,15 @@ async def record_run(settings: Settings) -> int:
     from secbench_tui.core.run.engine import Engine
     from secbench_tui.core.store.database import Store
     from secbench_tui.headless import consume
-    from secbench_tui.planner import build_spec, load_suite, make_provider
+    from secbench_tui.planner import build_spec, load_suite, make_provider, plan_settings
 
-    suite = load_suite(settings)
-    provider = make_provider(settings)
+    (one,) = plan_settings(settings)  # one model, one prompt: one run
+    suite = load_suite(one)
+    provider = make_provider(one)
     store = await Store.open(settings.db)
     try:
         finished = await consume(
-            Engine(build_spec(settings, suite), provider, store), io.StringIO(), io.StringIO()
+            Engine(build_spec(one, suite), provider, store), io.StringIO(), io.StringIO()
         )
     finally:
         await provider.aclose()

@@ -71,7 +71,7 @@ async def test_flags_preselect_model_and_apps(make_settings: Callable[..., Setti
 async def test_recent_models_from_the_database_are_listed_first(
     make_settings: Callable[..., Settings], remote_settings: Settings
 ) -> None:
-    used = remote_settings.model_copy(update={"model": "vendor/used-before", "limit": 1})
+    used = remote_settings.model_copy(update={"models": ["vendor/used-before"], "limit": 1})
     await record_run(used)
     app = make_app(make_settings(), offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
@@ -99,7 +99,7 @@ async def test_ctrl_r_starts_the_run_with_the_settings_on_screen(
         await wait_until(pilot, lambda: isinstance(app.screen, RunScreen))
         run = app.screen
         assert isinstance(run, RunScreen)
-        assert run.settings.limit == 2 and run.settings.model == "baseline/always-bad"
+        assert run.settings.limit == 2 and run.settings.models == ["baseline/always-bad"]
         await settle(pilot)
         assert run.state == "completed"
         assert run.query_one("#run-table").row_count == 2

@@ -65,7 +65,7 @@ def provider_for(
         base_url="https://openrouter.ai/api/v1",
         api_key="sk-secret-123",
         model="vendor/model-a",
-        **settings,  # type: ignore[arg-type]
+        **({"max_retries": 5, "timeout": 120.0} | settings),  # type: ignore[arg-type]
     )
     client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
     provider = OpenAICompatibleProvider(
@@ -114,7 +114,9 @@ async def test_local_server_gets_no_openrouter_fields_and_no_key() -> None:
         requests.append(request)
         return httpx.Response(200, json=OK_BODY)
 
-    config = ClientSettings(base_url="http://127.0.0.1:11434/v1", model="llama3")
+    config = ClientSettings(
+        base_url="http://127.0.0.1:11434/v1", model="llama3", max_retries=5, timeout=120.0
+    )
     provider = OpenAICompatibleProvider(
         config, client=httpx.AsyncClient(transport=httpx.MockTransport(handle))
     )
@@ -287,7 +289,13 @@ async def test_a_truncated_reply_keeps_its_usage() -> None:
 
 
 async def test_a_key_that_cannot_be_a_header_aborts_without_showing_it() -> None:
-    config = ClientSettings(base_url="http://127.0.0.1:9/v1", api_key="sk-or-secret\n", model="m")
+    config = ClientSettings(
+        base_url="http://127.0.0.1:9/v1",
+        api_key="sk-or-secret\n",
+        model="m",
+        max_retries=5,
+        timeout=120.0,
+    )
     provider = OpenAICompatibleProvider(config)
     with pytest.raises(RunAborted) as info:
         await provider.complete(CASE)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import httpx
 
-from secbench_tui.config import Settings
+from secbench_tui.config import RunSettings as Settings
 from secbench_tui.core.models import Case, SuiteKind
 from secbench_tui.core.run.catalog import fetch_error, save_cache
 from secbench_tui.core.run.engine import RunSpec
@@ -60,7 +60,9 @@ def test_api_url_keeps_the_query_last() -> None:
 
 
 def test_abort_hints_show_the_redacted_url() -> None:
-    settings = ClientSettings(base_url=SECRET_URL, api_key="sk", model="m")
+    settings = ClientSettings(
+        base_url=SECRET_URL, api_key="sk", model="m", max_retries=5, timeout=120.0
+    )
     for status in (401, 404):
         aborted = _abort_for(status, "nope", settings)
         assert aborted is not None

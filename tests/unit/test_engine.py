@@ -297,7 +297,7 @@ async def test_stop_drops_a_case_that_only_waits_to_retry(store: Store) -> None:
         return httpx.Response(429, headers={"Retry-After": "30"}, json={"error": {"code": 429}})
 
     provider = OpenAICompatibleProvider(
-        ClientSettings(base_url="http://127.0.0.1:9/v1", model="m"),
+        ClientSettings(base_url="http://127.0.0.1:9/v1", model="m", max_retries=5, timeout=120.0),
         client=httpx.AsyncClient(transport=httpx.MockTransport(handle)),
     )
     spec = RunSpec(model="m", cases=cases(3), suite_kind="markdown", suite_path="/s", concurrency=2)

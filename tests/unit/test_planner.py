@@ -5,9 +5,16 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from secbench_tui.config import Settings
+from secbench_tui.config import RunSettings, Settings
 from secbench_tui.core.models import Case, Message, SuiteKind
-from secbench_tui.planner import UsageError, build_spec, first_cases, load_suite, make_provider
+from secbench_tui.planner import (
+    UsageError,
+    build_spec,
+    first_cases,
+    load_suite,
+    make_provider,
+    plan_settings,
+)
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "suite"
 
@@ -36,7 +43,7 @@ def test_limit_is_per_task_for_vuldetectbench_and_overall_otherwise() -> None:
 
 
 def test_markdown_limit_takes_the_first_cases_in_path_order() -> None:
-    suite = load_suite(Settings(cases=FIXTURE, limit=3))
+    suite = load_suite(RunSettings(model="m", cases=FIXTURE, limit=3))
     assert [c.case_id for c in suite.cases] == [
         "blog/edit-post-01-good.md",
         "blog/edit-post-02-bad.md",
@@ -46,37 +53,37 @@ def test_markdown_limit_takes_the_first_cases_in_path_order() -> None:
 
 
 def test_recorded_settings_say_what_applies_and_never_the_key() -> None:
-    settings = Settings(
+    settings = RunSettings(
         model="vendor/m", cases=FIXTURE, api_key=SecretStr("sk-hidden"), temperature=0.2, seed=4
     )
     spec = build_spec(settings, load_suite(settings))
     assert spec.settings["temperature"] == 0.2 and spec.settings["response_format"]
     assert "tasks" not in spec.settings and "method" not in spec.settings
     assert "sk-hidden" not in repr(spec.settings)
-    baseline = Settings(model="baseline/random", cases=FIXTURE, seed=4)
+    baseline = RunSettings(model="baseline/random", cases=FIXTURE, seed=4)
     recorded = build_spec(baseline, load_suite(baseline)).settings
     assert recorded["seed"] == 4 and "base_url" not in recorded and "temperature" not in recorded
 
 
 def test_usage_errors_name_the_setting(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--cases"):
-        load_suite(Settings(cases=tmp_path / "missing"))
+        load_suite(RunSettings(model="m", cases=tmp_path / "missing"))
     with pytest.raises(UsageError, match="OPENROUTER_API_KEY"):
-        make_provider(Settings(model="vendor/m"))
+        make_provider(RunSettings(model="vendor/m"))
     with pytest.raises(UsageError, match="--model"):
-        make_provider(Settings())
+        plan_settings(Settings())
 
 
 def test_flags_for_the_other_kind_of_suite_are_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--method applies to VulDetectBench"):
-        load_suite(Settings(cases=FIXTURE, method="cot"))
+        load_suite(RunSettings(model="m", cases=FIXTURE, method="cot"))
     with pytest.raises(UsageError, match="--vdb-scoring"):
-        load_suite(Settings(cases=FIXTURE, vdb_scoring="library"))
+        load_suite(RunSettings(model="m", cases=FIXTURE, vdb_scoring="library"))
     vdb = tmp_path / "vdb"
     vdb.mkdir()
     (vdb / "task1_code.jsonl").write_text("")
     with pytest.raises(UsageError, match="--apps.*use --tasks"):
-        load_suite(Settings(cases=vdb, apps=["x"]))
+        load_suite(RunSettings(model="m", cases=vdb, apps=["x"]))
 
 
 def test_key_and_base_url_are_checked_and_tidied() -> None:
@@ -95,12 +102,12 @@ def test_the_original_request_style_is_for_markdown_suites_only(tmp_path: Path) 
     vdb.mkdir()
     (vdb / "task1_code.jsonl").write_text("")
     with pytest.raises(UsageError, match="applies to markdown suites"):
-        load_suite(Settings(cases=vdb, request_style="security-bench"))
+        load_suite(RunSettings(model="m", cases=vdb, request_style="security-bench"))
     with pytest.raises(ValueError, match="request_style"):
         Settings(request_style="other")
     # a baseline may keep its seed: nothing is sent
     load_suite(
-        Settings(model="baseline/random", cases=FIXTURE, request_style="security-bench", seed=1)
+        RunSettings(model="baseline/random", cases=FIXTURE, request_style="security-bench", seed=1)
     )
 
 

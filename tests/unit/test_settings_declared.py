@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from secbench_tui.cli import build_parser, main, parse_command, settings_from_args
 from secbench_tui.config import Settings, describe_error
-from secbench_tui.planner import plan_matrix
+from secbench_tui.planner import plan_matrix, plan_settings
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "suite"
 LOCAL = "http://127.0.0.1:9/v1"  # never asked: the plan is built without providers
@@ -57,7 +57,7 @@ def test_the_shipped_defaults_are_the_declared_ones() -> None:
     declared = Settings()
     for name in ("max_retries", "concurrency", "request_style", "vdb_scoring", "db", "tasks"):
         assert getattr(settings, name) == getattr(declared, name), name
-    assert settings.timeout is None and settings.attempt_timeout == 120.0
+    assert settings.timeout is None and settings.run("vendor/m").attempt_timeout == 120.0
 
 
 def test_a_flag_given_wins_over_the_declared_default() -> None:
@@ -112,3 +112,20 @@ def test_repeated_flags_keep_every_value_in_order() -> None:
     )
     assert settings.filters == ["beta/*", "a/x-*"]
     assert settings.models == ["a", "b", "c"]
+
+
+def test_the_matrix_request_and_one_run_are_two_types(tmp_path: Path) -> None:
+    """What was asked lists models and prompts; each run has one of each, and its options."""
+    asked = _from_cli(
+        *("--model", "baseline/random,vendor/m", "--prompt", "default,attacker"),
+        *("--cases", str(FIXTURE), "--temperature", "0.3"),
+    )
+    assert not hasattr(asked, "model") and asked.models == ["baseline/random", "vendor/m"]
+    cells = plan_settings(asked)
+    assert [(c.model, c.prompt.name if c.prompt else None) for c in cells] == [
+        ("baseline/random", "default"),
+        ("baseline/random", "attacker"),
+        ("vendor/m", "default"),
+        ("vendor/m", "attacker"),
+    ]
+    assert all(c.temperature == 0.3 and not hasattr(c, "models") for c in cells)

@@ -24,6 +24,7 @@ from typing import Any
 
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.results.report import Contender, ReportData
+from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.untrusted import csv_cell, inert
 
 # Per evaluation, in this order; the spec's seven columns are among them under their names.
@@ -66,7 +67,7 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _C1 = re.compile("[\x7f-\x9f]")
 
 
-def _result(row: dict[str, Any]) -> dict[str, Any]:
+def _result(row: ResultRow) -> dict[str, Any]:
     record = {column: row.get(column) for column in RESULT_COLUMNS}
     record["scores"] = json.loads(row.get("scores") or "{}")
     return record
@@ -152,7 +153,7 @@ def _xml_text(value: object) -> str:
     return _NOT_XML.sub("\ufffd", "" if value is None else str(value))
 
 
-def _testcase(row: dict[str, Any], repeats: int) -> tuple[ET.Element, str]:
+def _testcase(row: ResultRow, repeats: int) -> tuple[ET.Element, str]:
     name = row["case_id"] + (f" #{row['repeat'] + 1}" if repeats > 1 else "")
     case = ET.Element(
         "testcase",

@@ -45,6 +45,7 @@ from secbench_tui.core.results.metrics import (
     verdict_stats,
 )
 from secbench_tui.core.store.database import RunRecord, Store
+from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.untrusted import inert
 
 BASELINE_PREFIX = "baseline/"
@@ -82,7 +83,7 @@ ENDPOINT_SETTINGS = frozenset(
 VDB_ONLY_SETTINGS = frozenset({"tasks", "method", "vdb_scoring"})
 MARKDOWN_ONLY_SETTINGS = frozenset({"apps"})
 
-Row = dict[str, Any]
+Row = ResultRow
 
 
 class ReportError(Exception):

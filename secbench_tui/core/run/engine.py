@@ -57,6 +57,7 @@ from secbench_tui.core.run.providers.retry import (
     unreachable_message,
 )
 from secbench_tui.core.store.database import Store, prompt_keyed
+from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.values import now_iso, text_hash
 from secbench_tui.core.suites import security_bench
 
@@ -341,7 +342,7 @@ class Engine:
         )
         return run_id, False
 
-    async def _reuse(self, run_id: int, work: _Work, row: dict[str, Any]) -> Evaluation:
+    async def _reuse(self, run_id: int, work: _Work, row: ResultRow) -> Evaluation:
         completion = Completion(
             text=row["raw_reply"],
             status=row["http_status"],
@@ -678,7 +679,7 @@ def request_body(spec: RunSpec, provider: object, case: Case) -> dict[str, Any] 
 
 async def adopted_answers(
     spec: RunSpec, provider: object, store: Store, work: Sequence[Any]
-) -> dict[tuple[str, int], dict[str, Any]]:
+) -> dict[tuple[str, int], ResultRow]:
     """Answers the original evaluator recorded (in a database it wrote, adopted) for exactly
     the requests `work` would send, by (case id, repeat)."""
     if not work or not store.adopted_requests:
@@ -691,7 +692,7 @@ async def adopted_answers(
     return await store.adopted_answers(spec.model, bodies)
 
 
-def no_answer(rows: Sequence[dict[str, Any]]) -> str | None:
+def no_answer(rows: Sequence[ResultRow]) -> str | None:
     """When no case of a run got an answer, why: its commonest error and how many it ended."""
     if not rows or any(row["outcome"] != Outcome.ERROR.value for row in rows):
         return None

@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import aiosqlite
 
@@ -31,6 +31,7 @@ from secbench_tui.core.store.comparison import (
     Verdict,
     flip_of,
 )
+from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.stored_values import BELIEVABLE_COST_SQL
 from secbench_tui.core.store.values import now_iso, storable, text_hash
 from secbench_tui.core.untrusted import redact_url
@@ -628,11 +629,9 @@ class Store:
         cursor = await self.db.execute(sql, (run_id,))
         return {(row[0], row[1]) for row in await cursor.fetchall()}
 
-    async def reusable(
-        self, request_hashes: Sequence[str]
-    ) -> dict[tuple[str, int], dict[str, Any]]:
+    async def reusable(self, request_hashes: Sequence[str]) -> dict[tuple[str, int], ResultRow]:
         """The latest complete (non-error) result of each request, by (request hash, repeat)."""
-        found: dict[tuple[str, int], dict[str, Any]] = {}
+        found: dict[tuple[str, int], ResultRow] = {}
         unique = sorted(set(request_hashes))
         for start in range(0, len(unique), 500):
             chunk = unique[start : start + 500]
@@ -652,13 +651,13 @@ class Store:
 
     async def adopted_answers(
         self, model: str, bodies: dict[str, dict[str, Any]]
-    ) -> dict[tuple[str, int], dict[str, Any]]:
+    ) -> dict[tuple[str, int], ResultRow]:
         """Answers the original evaluator recorded for exactly these requests: rows of its
         imported runs of `model` whose stored request body is the one given for their case id.
         Keyed by (case id, n): the n-th such row of the case, in the order they were written."""
         from secbench_tui.core.store.original import same_request
 
-        found: dict[tuple[str, int], dict[str, Any]] = {}
+        found: dict[tuple[str, int], ResultRow] = {}
         if not self.adopted_requests or not bodies:
             return found
         taken: dict[str, int] = {}
@@ -806,7 +805,7 @@ class Store:
         limit: int = 200,
         with_text: bool = False,
         newest_first: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ResultRow]:
         """One page of results in id order (keyset pagination: pass the last id seen)."""
         where, params = self._where(flt)
         if after_id is not None:
@@ -831,7 +830,7 @@ class Store:
         )
         return [stored.evaluation_row(dict(row)) for row in await cursor.fetchall()]
 
-    async def result(self, evaluation_id: int) -> dict[str, Any] | None:
+    async def result(self, evaluation_id: int) -> ResultRow | None:
         cursor = await self.db.execute(
             f"SELECT {_ROW}, c.code AS code, c.description AS description FROM evaluations e"
             " LEFT JOIN case_texts c ON c.hash = e.case_hash WHERE e.id=?",
@@ -840,7 +839,7 @@ class Store:
         row = await cursor.fetchone()
         return stored.evaluation_row(dict(row)) if row else None
 
-    async def run_results(self, run_id: int, with_text: bool = True) -> list[dict[str, Any]]:
+    async def run_results(self, run_id: int, with_text: bool = True) -> list[ResultRow]:
         """A run's results in case order; without text, only what figures are made of."""
         columns = (
             f"{_ROW}, c.code AS code, c.description AS description"
@@ -943,7 +942,7 @@ class Store:
             return GridCounts(0, 0)
         return GridCounts(int(row[0]), int(row[1]), int(row[2]))
 
-    async def case_answers(self, run_ids: Sequence[int], case_id: str) -> list[dict[str, Any]]:
+    async def case_answers(self, run_ids: Sequence[int], case_id: str) -> list[ResultRow]:
         """Each run's full first answer to one case, in the order of `run_ids`."""
         if not run_ids:
             return []
@@ -954,7 +953,7 @@ class Store:
             " AND e.repeat = 0",
             [*run_ids, case_id],
         )
-        found = {row["run_id"]: dict(row) for row in await cursor.fetchall()}
+        found = {row["run_id"]: cast(ResultRow, dict(row)) for row in await cursor.fetchall()}
         return [found[r] for r in run_ids if r in found]
 
     async def flips_page(
@@ -1031,7 +1030,7 @@ class Store:
         after: tuple[Any, int] | None = None,
         limit: int = 200,
         descending: bool = False,
-    ) -> list[dict[str, Any]]:
+    ) -> list[ResultRow]:
         """One page of results ordered by `sort` ("case", "outcome", "run"), then id.
 
         Keyset pagination on (that column, id): pass the last row's pair as `after`."""
@@ -1050,7 +1049,7 @@ class Store:
             f" FROM evaluations e{where} ORDER BY {column}{way}, e.id{way} LIMIT ?",
             [*params, limit],
         )
-        return [dict(row) for row in await cursor.fetchall()]
+        return [cast(ResultRow, dict(row)) for row in await cursor.fetchall()]
 
 
 # The columns the results browser sorts by (`Store.results_page_sorted`), by the row key.

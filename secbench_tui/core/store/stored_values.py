@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, cast
 
 from secbench_tui.core import believable
+from secbench_tui.core.store.rows import ResultRow
 
 _TEXT = (
     "timestamp", "test_file", "model_name", "expected_result", "actual_result", "explanation",
@@ -77,7 +78,7 @@ def scores(value: Any) -> str:
     return json.dumps(kept, sort_keys=True)
 
 
-def evaluation_row(row: dict[str, Any]) -> dict[str, Any]:
+def evaluation_row(row: dict[str, Any]) -> ResultRow:
     """One `evaluations` row (possibly joined with `case_texts`) with believable values."""
     clean = dict(row)
     for name in _TEXT:
@@ -102,7 +103,7 @@ def evaluation_row(row: dict[str, Any]) -> dict[str, Any]:
             clean[name] = whole(clean[name], -(2**63), 2**63 - 1)
     if "scores" in clean:
         clean["scores"] = scores(clean["scores"])
-    return clean
+    return cast(ResultRow, clean)
 
 
 # SQL for a believable cost, for sums made in the database (budgets, per-run totals).

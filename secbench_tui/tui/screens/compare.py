@@ -9,7 +9,6 @@ carry one), `DiffScreen` the cases whose outcome changed from one run to another
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.rule import Rule
@@ -22,6 +21,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from secbench_tui.core.store.comparison import FlipCounts, GridCounts
 from secbench_tui.core.store.database import RunRecord
+from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.screens.base import BaseScreen
@@ -304,7 +304,7 @@ class DiffScreen(CompareBase):
         self.query_one("#compare-status", Static).update(text)
 
 
-def answer_panel(run: RunRecord | None, run_id: int, row: dict[str, Any] | None) -> RenderableType:
+def answer_panel(run: RunRecord | None, run_id: int, row: ResultRow | None) -> RenderableType:
     """One run's answer to the case: verdict, outcome, explanation, raw reply (all inert)."""
     head = Text(run_label(run, run_id, 60), style="bold")
     if row is None:
@@ -343,7 +343,7 @@ class AnswersScreen(BaseScreen):
         self.run_ids = list(run_ids)
         self.runs = runs
         self.case_id = case_id
-        self.rows: dict[int, dict[str, Any]] = {}
+        self.rows: dict[int, ResultRow] = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -383,7 +383,7 @@ class AnswersScreen(BaseScreen):
     def current_case(self) -> str | None:
         return self.case_id
 
-    def current_row(self) -> dict[str, Any] | None:
+    def current_row(self) -> ResultRow | None:
         focused = self.focused
         for run_id in self.run_ids:
             if focused is not None and focused.id == f"answer-{run_id}":

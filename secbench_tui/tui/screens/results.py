@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -22,6 +21,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 from secbench_tui.config import bundled_cases_dir
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.store.database import ResultFilter, RunRecord
+from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.plain import plain_line
@@ -275,15 +275,14 @@ class ResultsScreen(BaseScreen):
     async def show_detail(self, result_id: int | None) -> None:
         if result_id is None:
             return
-        row: dict[str, Any] | None = await (await self.secbench.store()).result(result_id)
+        row: ResultRow | None = await (await self.secbench.store()).result(result_id)
         run = self.runs.get(int(row["run_id"])) if row and row.get("run_id") is not None else None
-        if row is not None and run is not None:
-            row["prompt_name"] = run.prompt_name
+        prompt = run.prompt_name if run is not None else None
         if not self.query_one(ResultsTable).shows(result_id):
             return  # the filter changed while it was read: that result is not listed now
         self.query_one("#detail-pane").border_title = f"Result {result_id}"
         detail = self.query_one("#detail", Static)
-        detail.update(render_result(row) if row else Text(f"result {result_id} is gone"))
+        detail.update(render_result(row, prompt) if row else Text(f"result {result_id} is gone"))
         self.query_one("#detail-pane", VerticalScroll).scroll_home(animate=False)
 
     def on_resize(self) -> None:

@@ -9,7 +9,6 @@ the focused run (every case is in the database; the results screen pages through
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import deque
 from typing import Any
@@ -38,9 +37,9 @@ from secbench_tui.core.run.events import (
     RunFinished,
     RunStarted,
 )
-from secbench_tui.core.run.matrix import Matrix, PlannedRun
+from secbench_tui.core.run.matrix import PlannedRun
 from secbench_tui.core.untrusted import inert, inert_line
-from secbench_tui.planner import plan_matrix, resolve_matrix_defaults
+from secbench_tui.lifecycle import MatrixRun
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.inflight import InFlight
 from secbench_tui.tui.messages import (
@@ -143,7 +142,8 @@ class RunScreen(BaseScreen):
     def __init__(self, settings: Settings) -> None:
         super().__init__()
         self.settings = settings
-        self.matrix: Matrix | None = None
+        self.lifecycle: MatrixRun | None = None
+        self._stop_asked = False  # stop() came before the runs' lifecycle existed
         self.planned: list[PlannedRun] = []
         self.focus_slot = 0  # the slot of the run whose cases the table shows
         self.tallies: dict[int, RunTally] = {}
@@ -153,7 +153,6 @@ class RunScreen(BaseScreen):
         self._recent: dict[int, deque[CaseFinished]] = {}  # slot -> its latest rows
         self._retry_until: float | None = None
         self._last_retry: Retrying | None = None
-        self._stop_asked = False  # stop() came before the engine existed
         self._case_width = 12
         self._case_column: Any = None  # the case column's key
         self._vdb = False
@@ -202,7 +201,7 @@ class RunScreen(BaseScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.sub_title = f"run: {inert_line(self.settings.model)}"
+        self.sub_title = f"run: {inert_line(next(iter(self.settings.models), ''))}"
         table = self.query_one("#run-table", DataTable)
         keys = table.add_columns("#", "case", "expected", "actual", "outcome", "latency")
         self._case_column = keys[1]
@@ -221,31 +220,25 @@ class RunScreen(BaseScreen):
 
     @work(exclusive=True, group="eval", exit_on_error=False)
     async def run_engine(self) -> None:
-        settings = self.settings
+        run = self.lifecycle = MatrixRun(
+            self.settings,
+            shared_store=self.secbench.store,
+            cache_dir=self.secbench.cache_dir,
+            fetch_catalog=not self.secbench.offline_catalog,
+        )
+        if self._stop_asked:
+            run.stop()
         try:
-            resolved = await resolve_matrix_defaults(
-                settings, self.secbench.cache_dir, fetch=not self.secbench.offline_catalog
-            )
-            plan = await asyncio.to_thread(plan_matrix, settings, True, resolved)
+            plan = await run.plan()
+            await run.open_store()
         except Exception as exc:
-            self.post_message(RunFailed(describe_error(exc)))
-            return
-        try:
-            store = await self.secbench.store()
-        except Exception as exc:
-            await plan.aclose()
+            await run.aclose()
             self.post_message(RunFailed(describe_error(exc)))
             return
         self.planned = plan.runs
-        self.matrix = Matrix(plan.runs, store)
         self._draw_matrix()
-        if self._stop_asked:
-            self.matrix.stop()
-        try:
-            async for tagged in self.matrix.events():
-                self._post_event(tagged.event, tagged.slot)
-        finally:
-            await plan.aclose()
+        async for tagged in run.events():
+            self._post_event(tagged.event, tagged.slot)
 
     def _post_event(self, event: object, slot: int = 0) -> None:
         if isinstance(event, RunStarted):
@@ -696,8 +689,8 @@ class RunScreen(BaseScreen):
         if not self.active:
             return
         self._stop_asked = True
-        if self.matrix is not None:
-            self.matrix.stop()
+        if self.lifecycle is not None:
+            self.lifecycle.stop()
         self.state = "stopping"
 
     def notify_stopping(self, text: str) -> None:

@@ -5,6 +5,7 @@ estimate of requests, tokens and cost (as `--dry-run` prints it) follows every c
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -62,10 +63,10 @@ class SetupScreen(BaseScreen):
         with Horizontal(id="setup-panes"):
             with Vertical(id="model-pane", classes="pane") as pane:
                 pane.border_title = "Model"
-                yield ModelPicker(s.model, s.models[1:], id="model-picker")
+                yield ModelPicker(first(s.models), s.models[1:], id="model-picker")
             with Vertical(id="suite-pane", classes="pane") as pane:
                 pane.border_title = "Suite"
-                yield SuitePicker(s.cases_dir, s.apps, s.tasks, s.method, id="suite-picker")
+                yield SuitePicker(s.cases_dir, s.apps, s.tasks, first(s.methods), id="suite-picker")
                 prompts = SelectionList[str](*prompt_options(s.prompts), id="prompt-list")
                 prompts.border_title = "Evaluation prompts"
                 yield prompts
@@ -92,7 +93,7 @@ class SetupScreen(BaseScreen):
         self.sub_title = "setup"
         self.query_one("#model-list").focus()
         picker = self.query_one(ModelPicker)
-        chosen = [self.settings.model] if self.settings.model else []
+        chosen = self.settings.models[:1]
         picker.set_catalog(model_catalog.Catalog(model_catalog.arrange([], chosen), "none"))
         self.load_catalog()
 
@@ -106,9 +107,7 @@ class SetupScreen(BaseScreen):
         except Exception as exc:  # a bad --db should not hide the model list
             self.notify(str(exc), title="database", severity="warning")
         # the model given first, then the ones used before; only those are tagged "recent"
-        first = list(
-            dict.fromkeys([*([self.settings.model] if self.settings.model else []), *used])
-        )
+        first = list(dict.fromkeys([*self.settings.models[:1], *used]))
         base_url = self.settings.base_url
         cached = model_catalog.cached_catalog(base_url, first, app.cache_dir)
         cached.recent = used
@@ -211,10 +210,9 @@ class SetupScreen(BaseScreen):
         suite = self.query_one(SuitePicker)
         updates: dict[str, Any] = dict(suite.updates())
         picker = self.query_one(ModelPicker)
-        updates["model"], updates["models"] = picker.chosen, picker.selected
-        updates["methods"] = []  # the method on screen
+        updates["models"] = picker.selected or ([picker.chosen] if picker.chosen else [])
+        updates["methods"] = []  # the method on screen (the suite picker's `method`)
         prompts = list(self.query_one("#prompt-list", SelectionList).selected)
-        updates["prompt"] = None
         updates["prompts"] = [] if suite.choice.vuldetectbench else prompts
         for field in ("limit", "temperature", "concurrency"):
             value = self.query_one(f"#{field}", Input).value.strip()
@@ -231,7 +229,7 @@ class SetupScreen(BaseScreen):
         except ValidationError as exc:
             self.notify(describe_error(exc), title="check the settings", severity="error")
             return
-        if not settings.model:
+        if not settings.models:
             self.notify("choose a model first (/ filters the list)", severity="warning")
             return
         edited = self.query_one(SuitePicker).edited_path
@@ -324,6 +322,10 @@ class SetupScreen(BaseScreen):
         from secbench_tui.tui.screens.verify import VerifyScreen
 
         self.app.push_screen(VerifyScreen(picker.choice.root, list(picker.selected)))
+
+
+def first(values: Sequence[str | None]) -> str | None:
+    return values[0] if values else None
 
 
 def _text(value: object) -> str:

@@ -18,6 +18,7 @@ from rich.rule import Rule
 from rich.syntax import Syntax
 from rich.text import Text
 
+from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.plain import plain
@@ -36,7 +37,7 @@ def _fence_language(test_file: str) -> str | None:
     return match.group(1).lower() if match else None
 
 
-def code_language(row: dict[str, Any]) -> str:
+def code_language(row: ResultRow) -> str:
     """The language to highlight: the case file's fence, C for VulDetectBench, else a guess."""
     if row.get("suite_kind") == "vuldetectbench":
         return "c"
@@ -65,7 +66,7 @@ def score_line(scores: dict[str, Any]) -> Text:
     return line or Text("(none)", style="dim")
 
 
-def _scores(row: dict[str, Any]) -> dict[str, Any]:
+def _scores(row: ResultRow) -> dict[str, Any]:
     try:
         scores = json.loads(row.get("scores") or "{}")
     except ValueError:
@@ -76,7 +77,7 @@ def _scores(row: dict[str, Any]) -> dict[str, Any]:
 REASONING_SHOWN = 20_000  # characters: a long chain of thought is cut, the database keeps it
 
 
-def _reasoning(row: dict[str, Any]) -> list[RenderableType]:
+def _reasoning(row: ResultRow) -> list[RenderableType]:
     """The stored reasoning, neutralised (it is the model's text), cut when very long."""
     text = str(row.get("reasoning") or "")
     shown: list[RenderableType] = [Text(inert(text[:REASONING_SHOWN]), style="italic dim")]
@@ -90,14 +91,15 @@ def _reasoning(row: dict[str, Any]) -> list[RenderableType]:
     return shown
 
 
-def render_result(row: dict[str, Any]) -> RenderableType:
+def render_result(row: ResultRow, prompt: str | None = None) -> RenderableType:
+    """`prompt`: the name of the evaluation prompt the result was asked with (its run's)."""
     outcome = str(row.get("outcome") or "")
     head = Text.assemble(
         (inert_line(row.get("case_id")), "bold"),
         ("  ", ""),
         (inert_line(outcome.upper()), f"bold {fmt.OUTCOME_STYLES.get(outcome, '')}"),
         (f"\n{inert_line(row.get('model_name'))}", "dim"),
-        (f" · prompt {inert_line(row['prompt_name'])}" if row.get("prompt_name") else "", "dim"),
+        (f" · prompt {inert_line(prompt)}" if prompt else "", "dim"),
         (f" · run {row.get('run_id')} · {inert_line(row.get('app'))}", "dim"),
     )
     if row.get("repeat"):

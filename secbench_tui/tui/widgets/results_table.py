@@ -17,6 +17,8 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 from secbench_tui.core.store.database import SORT_COLUMNS, ResultFilter, Store
+from secbench_tui.core.store.rows import ResultRow
+from secbench_tui.core.store.rows import column as row_column
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.errors import Guarded
@@ -62,7 +64,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         self.case_width = 12
         self.sort_key = "id"  # a column key of SORTS; `newest_first` reverses the order
         self._others = 0  # cells the columns other than the case take
-        self._rows: list[dict[str, Any]] = []  # what is shown, to draw again at a new width
+        self._rows: list[ResultRow] = []  # what is shown, to draw again at a new width
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
@@ -79,11 +81,11 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         self._require_update_dimensions = True
         self.refresh()
 
-    async def _page(self, store: Store, after: dict[str, Any] | None) -> list[dict[str, Any]]:
+    async def _page(self, store: Store, after: ResultRow | None) -> list[ResultRow]:
         if self.sort_key == "id":
             last = int(after["id"]) if after else None
             return await store.results_page(self.filter, last, PAGE, newest_first=self.newest_first)
-        key = (after[self.sort_key], int(after["id"])) if after else None
+        key = (row_column(after, self.sort_key), int(after["id"])) if after else None
         return await store.results_page_sorted(
             self.filter, self.sort_key, key, PAGE, descending=self.newest_first
         )
@@ -134,13 +136,15 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         return not self.exhausted and self.cursor_row >= self.row_count - PREFETCH
 
     @staticmethod
-    def _other_widths(rows: list[dict[str, Any]], sort_key: str = "id") -> int:
+    def _other_widths(rows: list[ResultRow], sort_key: str = "id") -> int:
         """Cells the columns other than the case need for `rows` (the first page)."""
         keys = {"id": "id", "run_id": "run_id", "expected_result": "expected"}
         keys.update({"actual_result": "actual", "outcome": "outcome"})
 
         def widest(key: str, header: str, cap: int = 100) -> int:
-            shown = (str("-" if r[key] is None else r[key])[:cap] for r in rows)
+            shown = (
+                str("-" if row_column(r, key) is None else row_column(r, key))[:cap] for r in rows
+            )
             arrow = 2 if keys.get(key) == sort_key else 0  # the sorted column's " ▲"
             return max([len(header) + arrow, *(len(v) for v in shown)])
 
@@ -168,14 +172,14 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         self._draw(rows)
         self.move_cursor(row=cursor, animate=False)
 
-    def _append(self, rows: list[dict[str, Any]]) -> None:
+    def _append(self, rows: list[ResultRow]) -> None:
         if len(rows) < PAGE:
             self.exhausted = True
         if rows:
             self.last_id = int(rows[-1]["id"])
         self._draw(rows)
 
-    def _draw(self, rows: list[dict[str, Any]]) -> None:
+    def _draw(self, rows: list[ResultRow]) -> None:
         self._rows.extend(rows)
         for row in rows:
             self.add_row(*self._cells(row, self.case_width), key=str(row["id"]))
@@ -196,7 +200,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         return int(key) if key is not None else None
 
     @staticmethod
-    def _cells(row: dict[str, Any], case_width: int = CASE_WIDTH) -> tuple[str | Text, ...]:
+    def _cells(row: ResultRow, case_width: int = CASE_WIDTH) -> tuple[str | Text, ...]:
         outcome = str(row["outcome"])
         repeat = f" #{row['repeat'] + 1}" if row.get("repeat") else ""
         return (

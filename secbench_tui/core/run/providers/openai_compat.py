@@ -69,8 +69,9 @@ class ClientSettings:
     response_format: str = "json_schema"
     reasoning_effort: str | None = None  # sent as reasoning.effort when set
     request_style: str = "secbench-tui"  # "security-bench": the original evaluator's body
-    max_retries: int = 5
-    timeout: float = 120.0
+    # what every run sets from its settings (config.Options declares them, with their defaults)
+    max_retries: int = field(kw_only=True)
+    timeout: float = field(kw_only=True)  # seconds for one whole attempt
     backoff_base: float = 0.5
     backoff_max: float = 30.0
     retry_after_max: float = 300.0

@@ -130,7 +130,7 @@ def backoff_delay(attempt: int, base: float, cap: float, rng: random.Random) -> 
 class RetryPolicy:
     """How often and how patiently to try again; one per provider, shared by its cases."""
 
-    max_retries: int = 5
+    max_retries: int  # the run's --max-retries (declared in config.Options)
     backoff_base: float = 0.5
     backoff_max: float = 30.0
     retry_after_max: float = 300.0

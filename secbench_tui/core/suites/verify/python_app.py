@@ -25,7 +25,8 @@ import psycopg
 
 from secbench_tui.core.suites.verify.data import Scenario
 from secbench_tui.core.suites.verify.execution import Execution, dumps, json_value
-from secbench_tui.core.suites.verify.sql import create_result_table, execute_sql
+from secbench_tui.core.suites.verify.sandbox import Watchdog
+from secbench_tui.core.suites.verify.sql import Checker, CodeError, RowCapExceeded
 
 
 @dataclass
@@ -83,30 +84,38 @@ def _request(client: Any, params: dict[str, Any]) -> Any:
     )
 
 
-def _record(
-    raw: psycopg.Connection[Any], out: Execution, response: Any, sandbox: Path
-) -> psycopg.ClientCursor[Any]:
+def _record(checker: Checker, out: Execution, response: Any, sandbox: Path) -> None:
+    """The tables the property reads, made by the checker: result, response and files."""
     try:
         body = response.json()
     except ValueError:
         body = response.text or None
     out.rows = _body_rows(json_value(body)) if 200 <= response.status_code < 300 else []
-    cur = psycopg.ClientCursor(raw)
-    create_result_table(cur, out.rows)
-    cur.execute("CREATE TEMP TABLE response (status int, body jsonb, location text, headers jsonb)")
-    cur.execute(
-        "INSERT INTO response VALUES (%s, %s::jsonb, %s, %s::jsonb)",
-        (
-            response.status_code,
-            dumps(body),
-            response.headers.get("location"),
-            dumps(dict(response.headers)),
-        ),
+    cap = checker.watchdog.limits.rows
+    if len(out.rows) > cap:
+        raise RowCapExceeded(cap)
+    checker.result_table(out.rows)
+    literal = psycopg.ClientCursor(checker.conn).mogrify
+    checker.execute(
+        literal(
+            "CREATE TEMP TABLE response AS SELECT %s::int AS status, %s::jsonb AS body, "
+            "%s::text AS location, %s::jsonb AS headers",
+            (
+                response.status_code,
+                dumps(body),
+                response.headers.get("location"),
+                dumps(dict(response.headers)),
+            ),
+        )
     )
-    cur.execute("CREATE TEMP TABLE files (path text, size bigint)")
-    for path, size in _files(sandbox):
-        cur.execute("INSERT INTO files VALUES (%s, %s)", (path, size))
-    return cur
+    files = [{"path": path, "size": size} for path, size in _files(sandbox)]
+    checker.execute(
+        literal(
+            "CREATE TEMP TABLE files AS SELECT x.path, x.size FROM "
+            "jsonb_to_recordset(%s::jsonb) AS x(path text, size bigint)",
+            (dumps(files),),
+        )
+    )
 
 
 def _where(exc: BaseException) -> str:
@@ -159,7 +168,9 @@ class HandlerApp:
         self._folder.cleanup()
 
 
-def run_case(engine: Any, handler: HandlerApp, scenario: Scenario, index: int) -> Execution:
+def run_case(
+    engine: Any, handler: HandlerApp, scenario: Scenario, index: int, token: str, watchdog: Watchdog
+) -> Execution:
     from sqlalchemy.orm import Session
 
     params = scenario.parameters[index]
@@ -172,10 +183,10 @@ def run_case(engine: Any, handler: HandlerApp, scenario: Scenario, index: int) -
         trans = conn.begin()
         raw = conn.connection.driver_connection
         session = Session(bind=conn, join_transaction_mode="create_savepoint")
+        checker = Checker(raw, token, watchdog)
         try:
-            cur = psycopg.ClientCursor(raw)
             if scenario.setup:
-                execute_sql(cur, scenario.setup, params)
+                checker.run(scenario.setup, params)
             user = params.get("as_user")
             handler.state.session = session
             handler.state.user_id = int(user) if user is not None else None
@@ -185,14 +196,16 @@ def run_case(engine: Any, handler: HandlerApp, scenario: Scenario, index: int) -
             out.status = response.status_code
             out.refused = response.status_code >= 400
             out.affected = 1 if 200 <= response.status_code < 400 else 0
-            cur = _record(raw, out, response, handler.sandbox)
+            _record(checker, out, response, handler.sandbox)
             out.compared = {"status": out.status, "rows": out.rows}
             if scenario.verify:
-                out.compared, _ = execute_sql(cur, scenario.verify, params)
+                out.compared = checker.run(scenario.verify, params)
             if scenario.property_sql:
-                out.violations, _ = execute_sql(cur, scenario.property_sql, params)
+                out.violations = checker.run(scenario.property_sql, params)
         except psycopg.Error as exc:
             out.error = f"in the scenario's own SQL: {exc.sqlstate}: {exc.diag.message_primary}"
+        except (CodeError, RowCapExceeded) as exc:
+            out.error = str(exc)
         except Exception as exc:  # the handler's own failure is the case's result
             out.error = f"{type(exc).__name__}: {exc}{_where(exc)}"
         finally:

@@ -17,13 +17,22 @@ import psycopg
 
 from secbench_tui.core.models import Case
 from secbench_tui.core.suites.markdown import load_markdown_suite
-from secbench_tui.core.suites.verify import python_app, sql
+from secbench_tui.core.suites.verify import sql
 from secbench_tui.core.suites.verify.data import AppData, Scenario, load_app_data, scenario_of
 from secbench_tui.core.suites.verify.execution import Execution
 from secbench_tui.core.suites.verify.judge import CaseRun, case_rule, judge
 from secbench_tui.core.suites.verify.models import CaseProof, Proof, VerifyReport
 from secbench_tui.core.suites.verify.mutants import Mutation
-from secbench_tui.core.suites.verify.server import app_database, postgres
+from secbench_tui.core.suites.verify.python_child import ChildError, PythonChild
+from secbench_tui.core.suites.verify.sandbox import (
+    AppDatabase,
+    DeadlineExceeded,
+    Limits,
+    Roles,
+    Watchdog,
+    sandbox_roles,
+)
+from secbench_tui.core.suites.verify.server import ServerError, postgres
 
 Progress = Callable[[CaseProof], None]
 # Runs one case on every parameter set of its scenario.
@@ -56,48 +65,59 @@ def _by_scenario(cases: Sequence[Case], data: AppData) -> tuple[dict[str, list[C
 
 
 @contextmanager
-def _sql_executor(conninfo: str) -> Iterator[Executor]:
-    with psycopg.connect(conninfo) as conn:
-
-        def execute(case: Case, scenario: Scenario) -> tuple[Execution, ...]:
-            return tuple(
-                sql.run_case(conn, case.code, scenario, i, case.case_id)
-                for i in range(len(scenario.parameters))
-            )
-
-        yield execute
-
-
-@contextmanager
-def _python_executor(conninfo: str, harness_path: Path) -> Iterator[Executor]:
-    try:
-        from sqlalchemy import create_engine
-        from sqlalchemy.pool import StaticPool
-
-        harness = python_app.load_harness(harness_path)
-    except ImportError as exc:
-        reason = f"the Python app needs the verify extra (fastapi, sqlalchemy): {exc}"
-        raise Unverifiable(Proof.NOT_VERIFIABLE, reason) from exc
-    except Exception as exc:  # the suite's harness is suite code: its failure is data
-        raise Unverifiable(Proof.FAILED, f"{harness_path} does not load: {exc}") from exc
-    engine = create_engine(
-        "postgresql+psycopg://", creator=lambda: psycopg.connect(conninfo), poolclass=StaticPool
-    )
+def _sql_executor(db: AppDatabase, fixtures: str) -> Iterator[Executor]:
+    session = sql.CaseSession(db, fixtures, db.watchdog)
 
     def execute(case: Case, scenario: Scenario) -> tuple[Execution, ...]:
-        handler = python_app.HandlerApp(harness, case.code, case.case_id)
-        try:
-            return tuple(
-                python_app.run_case(engine, handler, scenario, i)
-                for i in range(len(scenario.parameters))
-            )
-        finally:
-            handler.close()
+        return tuple(
+            sql.run_case(session, case.code, scenario, i, case.case_id)
+            for i in range(len(scenario.parameters))
+        )
 
     try:
         yield execute
     finally:
-        engine.dispose()
+        session.close()
+
+
+@contextmanager
+def _python_executor(db: AppDatabase, fixtures: str, harness: Path) -> Iterator[Executor]:
+    limits = db.watchdog.limits
+    child = PythonChild(harness, limits.deadline, limits.grace, limits.rows)
+    try:
+        child.start()
+    except ChildError as exc:
+        child.close()
+        if exc.missing:
+            reason = f"the Python app needs the verify extra (fastapi, sqlalchemy): {exc}"
+            raise Unverifiable(Proof.NOT_VERIFIABLE, reason) from exc
+        raise Unverifiable(Proof.FAILED, str(exc)) from exc
+    before = db.fingerprint()
+
+    def execute(case: Case, scenario: Scenario) -> tuple[Execution, ...]:
+        nonlocal before
+        job = {
+            "conninfo": db.case_conninfo,
+            "token": db.token,
+            "case_id": case.case_id,
+            "code": case.code,
+            "scenario": str(scenario.path),
+        }
+        runs = child.run(job, len(scenario.parameters))
+        db.end_sessions(db.roles.case)  # a killed child's session may still hold locks
+        if db.fingerprint() != before:  # a handler committed: rows outlived the case
+            reason = "the case's changes outlived its transaction (a COMMIT in the handler)"
+            runs = [Execution(r.params_index, error=reason) for r in runs]
+            db.drop()
+            db.create()
+            sql.load_fixtures(db, fixtures)
+            before = db.fingerprint()
+        return tuple(runs)
+
+    try:
+        yield execute
+    finally:
+        child.close()
 
 
 def _run_groups(
@@ -119,7 +139,13 @@ def _run_groups(
 
 
 def _verify_app(
-    uri: str, data: AppData, cases: Sequence[Case], emit: Progress, mutation: Mutation | None
+    uri: str,
+    roles: Roles,
+    watchdog: Watchdog,
+    data: AppData,
+    cases: Sequence[Case],
+    emit: Progress,
+    mutation: Mutation | None,
 ) -> None:
     groups, missing = _by_scenario(cases, data)
     for case in missing:
@@ -128,28 +154,37 @@ def _verify_app(
         for proof in _proofs([case], Proof.NOT_VERIFIABLE, f"no verification data ({where})"):
             emit(proof)
     waiting = [c for g in groups.values() for c in g]
+    if not groups:
+        return
+    db = AppDatabase(uri, roles, watchdog)
     try:
-        if not groups:
-            return
         if data.fixtures is None:
             reason = "no fixtures (verify/fixtures.sql with the schema and seed rows)"
             raise Unverifiable(Proof.NOT_VERIFIABLE, reason)
-        with app_database(uri, data.name) as conninfo:
-            try:
-                with psycopg.connect(conninfo) as conn:
-                    sql.load_fixtures(conn, data.fixtures.read_text(encoding="utf-8"))
-            except (psycopg.Error, OSError, UnicodeDecodeError) as exc:
-                raise Unverifiable(Proof.FAILED, f"{data.fixtures} does not load: {exc}") from exc
-            executor = (
-                _python_executor(conninfo, data.harness)
-                if data.harness is not None
-                else _sql_executor(conninfo)
-            )
-            with executor as execute:
-                _run_groups(execute, data, groups, emit, mutation)
+        try:
+            fixtures = data.fixtures.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise Unverifiable(Proof.FAILED, f"{data.fixtures} cannot be read: {exc}") from exc
+        try:
+            db.create()
+        except psycopg.Error as exc:
+            raise ServerError(f"cannot create a database to verify {data.name}: {exc}") from exc
+        try:
+            sql.load_fixtures(db, fixtures)
+        except (psycopg.Error, sql.CodeError, DeadlineExceeded) as exc:
+            raise Unverifiable(Proof.FAILED, f"{data.fixtures} does not load: {exc}") from exc
+        executor = (
+            _python_executor(db, fixtures, data.harness)
+            if data.harness is not None
+            else _sql_executor(db, fixtures)
+        )
+        with executor as execute:
+            _run_groups(execute, data, groups, emit, mutation)
     except Unverifiable as exc:
         for proof in _proofs(waiting, exc.proof, str(exc)):
             emit(proof)
+    finally:
+        db.drop()
 
 
 def verify_suite(
@@ -157,14 +192,19 @@ def verify_suite(
     apps: Sequence[str] | None = None,
     pg_url: str | None = None,
     progress: Progress | None = None,
+    limits: Limits | None = None,
     mutants: bool = False,
 ) -> VerifyReport:
     """Raises SuiteError for an unusable suite and ServerError when no PostgreSQL is at hand.
-    With `mutants`, every good case's mutants are verified too (`report.mutants`)."""
+    With `mutants`, every good case's mutants are verified too (`report.mutants`).
+
+    Whatever happens (an error, KeyboardInterrupt, a SIGTERM turned into an exception), the
+    databases and roles it made are dropped and the embedded server is stopped and removed."""
     started = time.monotonic()
     mutation = Mutation() if mutants else None
     suite = load_markdown_suite(root, apps)
-    with postgres(pg_url) as (uri, engine):
+    with postgres(pg_url) as (uri, engine), sandbox_roles(uri) as roles:
+        watchdog = Watchdog(uri, limits or Limits())
         report = VerifyReport(engine)
 
         def emit(proof: CaseProof) -> None:
@@ -180,7 +220,7 @@ def verify_suite(
                 for proof in _proofs(broken, Proof.FAILED, str(problem)):
                     emit(proof)
                 cases = [c for c in cases if c not in broken]
-            _verify_app(uri, data, cases, emit, mutation)
+            _verify_app(uri, roles, watchdog, data, cases, emit, mutation)
     report.seconds = time.monotonic() - started
     if mutation is not None:
         report.mutants = mutation.results

@@ -1,5 +1,12 @@
 """The PostgreSQL a verification runs on: the embedded one of the `pgserver` package, or the
-server of `--pg-url`. Each app gets a database of its own, dropped afterwards."""
+server of `--pg-url`; and the redaction of `--pg-url`'s secrets from everything shown.
+
+The embedded server lives in a temporary folder that is stopped and removed on the way out,
+however the way out comes (an error, Ctrl+C, or SIGTERM turned into an exception by the front
+end). Secrets: libpq and the server may echo any part of a connection string in their
+messages, so `Redactor.scrub` replaces every form of the password (and of a URI's user info)
+wherever it appears, and `Redactor.shown` is the string to display instead of the URL.
+"""
 
 from __future__ import annotations
 
@@ -8,22 +15,91 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import unquote
 
 import psycopg
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 
 from secbench_tui.core.suites.verify import extra
+from secbench_tui.core.untrusted import redact_url
+
+_HIDDEN = "***"
 
 
 class ServerError(Exception):
     """No PostgreSQL to verify on; the message says how to get one."""
 
 
+class Redactor:
+    """Hides a `--pg-url`'s secrets in every form: URI or `key=value`, well formed or not."""
+
+    def __init__(self, pg_url: str | None) -> None:
+        self.pg_url = pg_url or ""
+        self.secrets = sorted(_secrets(self.pg_url), key=len, reverse=True)
+
+    @property
+    def shown(self) -> str:
+        url = self.pg_url
+        if not url:
+            return ""
+        if "://" in url:
+            return self._hide(redact_url(url))
+        try:
+            params = conninfo_to_dict(url)
+        except psycopg.Error:
+            return "(the --pg-url given, not shown: it does not parse)"
+        return " ".join(f"{k}={_HIDDEN if k == 'password' else v}" for k, v in params.items())
+
+    def scrub(self, text: object) -> str:
+        out = str(text)
+        if self.pg_url and "://" in self.pg_url:
+            out = out.replace(self.pg_url, self.shown)
+        return self._hide(out)
+
+    def _hide(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, _HIDDEN)
+        return text
+
+
+def _secrets(url: str) -> set[str]:
+    found: set[str] = set()
+    if not url:
+        return found
+    try:
+        password = conninfo_to_dict(url).get("password")
+        if password:
+            found.add(str(password))
+    except psycopg.Error:
+        pass
+    if "://" in url:  # a URI's user info, even when the URI does not parse
+        rest = url.split("://", 1)[1]
+        authority = rest.split("/", 1)[0].split("?", 1)[0]
+        if "@" in authority:
+            userinfo = authority.rsplit("@", 1)[0]
+            if ":" in userinfo:  # user:password (a user name alone is no secret)
+                found.add(userinfo.split(":", 1)[1])
+        for pair in rest.split("?", 1)[1].split("&") if "?" in rest else ():
+            name, _, value = pair.partition("=")
+            if name.strip().lower() in ("password", "sslpassword") and value:
+                found.add(value)
+    words = url.replace("=", " = ").split()  # key = value, as libpq reads it
+    for i, word in enumerate(words[:-2]):
+        if word.lower() in ("password", "sslpassword") and words[i + 1] == "=":
+            found.add(words[i + 2].strip("'"))
+    found |= {unquote(s) for s in found}
+    return {s for s in found if s}
+
+
 @contextmanager
 def postgres(pg_url: str | None) -> Iterator[tuple[str, str]]:
     """(connection URI, description such as 'PostgreSQL 16.2 (pgserver)')."""
     if pg_url:
-        yield pg_url, f"{_version(pg_url)} (--pg-url)"
+        redactor = Redactor(pg_url)
+        try:
+            yield pg_url, f"{_version(pg_url)} (--pg-url)"
+        except ServerError as exc:
+            raise ServerError(redactor.scrub(exc)) from None
         return
     try:
         with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
@@ -34,18 +110,45 @@ def postgres(pg_url: str | None) -> Iterator[tuple[str, str]]:
             f"--verify needs PostgreSQL: install the verify extra ({extra.HINT})"
             " or give --pg-url postgresql://..."
         ) from None
+    except Exception as exc:  # platformdirs refuses a TMPDIR others may write to, for one
+        raise ServerError(f"the embedded PostgreSQL (pgserver) cannot start: {exc}") from None
     with tempfile.TemporaryDirectory(prefix="secbench-verify-") as tmp:
+        server: Any = None
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                server: Any = getattr(pgserver, "get_server")(tmp, cleanup_mode="delete")  # noqa: B009
+                server = getattr(pgserver, "get_server")(tmp, cleanup_mode="delete")  # noqa: B009
         except Exception as exc:
             raise ServerError(f"the embedded PostgreSQL (pgserver) did not start: {exc}") from exc
+        finally:
+            if server is None:  # interrupted while starting: stop what may have started
+                _stop_folder(tmp)
         try:
             uri = str(server.get_uri())
             yield uri, f"{_version(uri)} (pgserver)"
         finally:
             server.cleanup()
+
+
+def _stop_folder(folder: str) -> None:
+    """Stop a PostgreSQL that pgserver may have left running in `folder` (best effort)."""
+    import subprocess
+    from pathlib import Path
+
+    if not (Path(folder) / "postmaster.pid").exists():
+        return
+    try:
+        from pgserver._commands import POSTGRES_BIN_PATH  # the binaries pgserver ships
+
+        pg_ctl = str(Path(POSTGRES_BIN_PATH) / "pg_ctl")
+        subprocess.run(
+            [pg_ctl, "-D", folder, "-m", "immediate", "-w", "stop"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except Exception:
+        pass
 
 
 def _version(uri: str) -> str:
@@ -55,17 +158,3 @@ def _version(uri: str) -> str:
     except psycopg.Error as exc:
         raise ServerError(f"cannot connect to PostgreSQL: {exc}") from exc
     return f"PostgreSQL {row[0] if row else '?'}"
-
-
-@contextmanager
-def app_database(uri: str, name: str) -> Iterator[str]:
-    """A fresh database for one app, dropped on exit; yields its conninfo."""
-    db = f"secbench_verify_{name}".replace("-", "_")
-    with psycopg.connect(uri, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{db}"')
-        admin.execute(f'CREATE DATABASE "{db}"')
-    try:
-        yield make_conninfo(uri, dbname=db)
-    finally:
-        with psycopg.connect(uri, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')

@@ -1,0 +1,56 @@
+"""What the store hands back for a result: one `evaluations` row, typed.
+
+The report, the exports, the metrics and the app's tables all read these rows; the type names
+every column once, so a column read under the wrong name is a type error, not a silent `None`.
+A read selects the columns it needs (a page of the results table needs no reply text), so
+every key is optional. Values are the believable ones (`stored_values.evaluation_row`): a
+number a server sent that cannot be true reads as None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypedDict, cast
+
+
+class ResultRow(TypedDict, total=False):
+    id: int
+    timestamp: str
+    test_file: str
+    model_name: str
+    expected_result: str
+    actual_result: str | None
+    explanation: str | None
+    run_id: int
+    suite_kind: str
+    app: str
+    case_id: str
+    case_index: int
+    repeat: int
+    outcome: str
+    raw_reply: str | None
+    error: str | None
+    http_status: int | None
+    finish_reason: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost: float | None
+    latency_ms: float | None
+    attempts: int
+    served_model: str | None
+    provider: str | None
+    scores: str  # a JSON object of finite numbers, as the engine writes it
+    case_hash: str | None
+    request_hash: str | None
+    reused_from: int | None
+    reasoning: str | None
+    reasoning_tokens: int | None
+    notes: str | None
+    prompt_name: str | None  # the run's, where a reader adds it (the report: exports carry it)
+    code: str | None  # joined from case_texts
+    description: str | None
+
+
+def column(row: ResultRow, name: str) -> Any:
+    """A column chosen at run time (a table's sort key); None when the read did not select it."""
+    return cast(Mapping[str, Any], row).get(name)

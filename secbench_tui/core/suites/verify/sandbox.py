@@ -1,0 +1,309 @@
+"""The sandbox suite code runs in on PostgreSQL, and the deadline it runs under.
+
+A verification creates two roles of its own (dropped afterwards), neither a superuser, neither
+able to create roles, databases, schemas or extensions, neither a member of any role (so not of
+pg_read_server_files, pg_write_server_files or pg_execute_server_program):
+
+- the *checker* owns each app database's `public` schema. It loads the fixtures, and it runs a
+  scenario's `# Setup`, `# Verify` and `# Property`, through two SECURITY DEFINER functions
+  (`secbench_gate_exec`, `secbench_gate_query`) that refuse any caller without this database's
+  secret token, with `search_path` pinned to `public, pg_temp` (a case's temporary tables come
+  after the fixtures' tables, its functions are never seen);
+- the *case* role logs in to run a case's code and `# Run`. It may read and write the rows of
+  the fixtures' tables and create objects in a schema of its own (`case_code`, first on its
+  search path); it cannot alter, drop or replace what the checker owns.
+
+Each app gets a fresh database (a random name, quoted by the driver), dropped afterwards.
+Every statement runs under a deadline kept by a `Watchdog` outside the session: it cancels the
+statement, then ends the session if the cancel was caught, so nothing a suite sets can lift it.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from secbench_tui.core.suites.verify.server import ServerError
+
+CASE_SCHEMA = "case_code"
+GATE_EXEC = "secbench_gate_exec"
+GATE_QUERY = "secbench_gate_query"
+GATE_ERROR = "SB001"  # SQLSTATE of a gate call without the token: never a refusal
+
+
+@dataclass(frozen=True)
+class Limits:
+    deadline: float = 10.0  # seconds per statement, fixtures included
+    rows: int = 10_000  # rows a statement may return; one more fails the case
+    grace: float = 2.0  # after the cancel, seconds before the session is ended
+
+
+class DeadlineExceeded(Exception):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"did not finish within the {seconds:g} s deadline (stopped from outside the "
+            "session; --verify-deadline sets it)"
+        )
+
+
+class SandboxError(ServerError):
+    """The server would not set up the sandbox; the message says what it refused."""
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    password: str
+
+
+@dataclass(frozen=True)
+class Roles:
+    checker: Role
+    case: Role
+
+
+def _role(tag: str, kind: str) -> Role:
+    return Role(f"secbench_{tag}_{kind}", secrets.token_urlsafe(24))
+
+
+@contextmanager
+def sandbox_roles(admin_uri: str) -> Iterator[Roles]:
+    """The run's two roles; dropped on exit (after the databases that use them)."""
+    tag = secrets.token_hex(4)
+    roles = Roles(_role(tag, "checker"), _role(tag, "case"))
+    created: list[Role] = []
+    try:
+        with psycopg.connect(admin_uri, autocommit=True) as admin:
+            for role in (roles.checker, roles.case):
+                admin.execute(
+                    sql.SQL(
+                        "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT "
+                        "NOREPLICATION NOBYPASSRLS PASSWORD {}"
+                    ).format(sql.Identifier(role.name), sql.Literal(role.password))
+                )
+                created.append(role)
+    except psycopg.Error as exc:
+        _drop_roles(admin_uri, created)
+        raise SandboxError(
+            f"cannot create the verification's roles ({exc.diag.message_primary or exc}); "
+            "--pg-url needs a role with CREATEROLE and CREATEDB, or a superuser"
+        ) from exc
+    try:
+        yield roles
+    finally:
+        _drop_roles(admin_uri, created)
+
+
+def _drop_roles(admin_uri: str, roles: list[Role]) -> None:
+    if not roles:
+        return
+    with psycopg.connect(admin_uri, autocommit=True, connect_timeout=10) as admin:
+        for role in roles:
+            admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role.name)))
+
+
+def _gate_sql(token: str, case_role: str) -> sql.Composed:
+    digest = sql.Literal("\\x" + _sha256(token))
+    return sql.SQL(
+        """
+CREATE FUNCTION public.{exec}(token text, statement text) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $gate$
+BEGIN
+  IF sha256(convert_to(token, 'UTF8')) IS DISTINCT FROM {digest}::bytea THEN
+    RAISE EXCEPTION 'only the verifier may run the checker' USING ERRCODE = {code};
+  END IF;
+  EXECUTE statement;
+END $gate$;
+CREATE FUNCTION public.{query}(token text, query text, cap int) RETURNS SETOF jsonb
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $gate$
+BEGIN
+  IF sha256(convert_to(token, 'UTF8')) IS DISTINCT FROM {digest}::bytea THEN
+    RAISE EXCEPTION 'only the verifier may run the checker' USING ERRCODE = {code};
+  END IF;
+  RETURN QUERY EXECUTE 'SELECT to_jsonb(q) FROM (' || query || E'\n) q LIMIT ' || cap;
+END $gate$;
+REVOKE ALL ON FUNCTION public.{exec}(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.{query}(text, text, int) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION public.{exec}(text, text) TO {case};
+GRANT EXECUTE ON FUNCTION public.{query}(text, text, int) TO {case};
+GRANT USAGE ON SCHEMA public TO {case};
+GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {case};
+GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO {case};
+"""
+    ).format(
+        exec=sql.Identifier(GATE_EXEC),
+        query=sql.Identifier(GATE_QUERY),
+        digest=digest,
+        code=sql.Literal(GATE_ERROR),
+        case=sql.Identifier(case_role),
+    )
+
+
+def _sha256(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class Watchdog:
+    """Keeps the deadline of statements on a connection, from outside its session.
+
+    Without `admin_uri` (in the Python child, which holds no administrator's secret) it only
+    cancels; the parent ends the child, and its sessions, when the cancel was caught."""
+
+    def __init__(self, admin_uri: str | None, limits: Limits) -> None:
+        self.admin_uri = admin_uri
+        self.limits = limits
+
+    @contextmanager
+    def limit(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
+        pid = conn.info.backend_pid
+        lock = threading.Lock()
+        state = {"done": False, "fired": False}
+
+        def cancel() -> None:
+            with lock:
+                if state["done"]:
+                    return
+                state["fired"] = True
+                try:
+                    conn.cancel_safe(timeout=self.limits.grace)
+                except Exception:  # the terminate below still comes
+                    pass
+
+        def terminate() -> None:  # the cancel was caught (EXCEPTION WHEN query_canceled)
+            with lock:
+                if state["done"] or self.admin_uri is None:
+                    return
+                try:
+                    with psycopg.connect(self.admin_uri, autocommit=True, connect_timeout=5) as a:
+                        a.execute("SELECT pg_terminate_backend(%s)", [pid])
+                except psycopg.Error:
+                    pass
+
+        timers = [
+            threading.Timer(self.limits.deadline, cancel),
+            threading.Timer(self.limits.deadline + self.limits.grace, terminate),
+        ]
+        for timer in timers:
+            timer.daemon = True
+            timer.start()
+        try:
+            yield
+        except psycopg.Error as exc:
+            if state["fired"]:
+                raise DeadlineExceeded(self.limits.deadline) from exc
+            raise
+        finally:
+            with lock:
+                state["done"] = True
+            for timer in timers:
+                timer.cancel()
+        if state["fired"]:
+            raise DeadlineExceeded(self.limits.deadline)
+
+
+class AppDatabase:
+    """One app's database in the sandbox, with its fixtures loaded by the checker.
+
+    `rebuild()` starts over from the fixtures: for when a case's changes outlived it."""
+
+    def __init__(self, admin_uri: str, roles: Roles, watchdog: Watchdog) -> None:
+        self.admin_uri = admin_uri
+        self.roles = roles
+        self.watchdog = watchdog
+        self.name = f"secbench_verify_{secrets.token_hex(6)}"
+        self.token = secrets.token_urlsafe(32)
+        self.exists = False
+
+    def conninfo(self, role: Role, **extra: Any) -> str:
+        return make_conninfo(
+            self.admin_uri, user=role.name, password=role.password, dbname=self.name, **extra
+        )
+
+    @property
+    def case_conninfo(self) -> str:
+        return self.conninfo(self.roles.case, options=f"-c search_path={CASE_SCHEMA},public")
+
+    @property
+    def checker_conninfo(self) -> str:
+        return self.conninfo(self.roles.checker)
+
+    def create(self) -> None:
+        db, checker, case = (
+            sql.Identifier(self.name),
+            sql.Identifier(self.roles.checker.name),
+            sql.Identifier(self.roles.case.name),
+        )
+        with psycopg.connect(self.admin_uri, autocommit=True) as admin:
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(db))
+            self.exists = True
+            admin.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(db))
+            admin.execute(
+                sql.SQL("GRANT CONNECT, TEMPORARY ON DATABASE {} TO {}, {}").format(
+                    db, checker, case
+                )
+            )
+        with psycopg.connect(make_conninfo(self.admin_uri, dbname=self.name)) as admin:
+            admin.execute("REVOKE ALL ON SCHEMA public FROM PUBLIC")
+            admin.execute(sql.SQL("ALTER SCHEMA public OWNER TO {}").format(checker))
+            admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(CASE_SCHEMA)))
+            admin.execute(
+                sql.SQL("GRANT USAGE, CREATE ON SCHEMA {} TO {}").format(
+                    sql.Identifier(CASE_SCHEMA), case
+                )
+            )
+
+    def install_gate(self, conn: psycopg.Connection[Any]) -> None:
+        """Run by the checker once the fixtures are in: the gate, and the case role's grants."""
+        with self.watchdog.limit(conn):
+            conn.execute(_gate_sql(self.token, self.roles.case.name))
+
+    def drop(self) -> None:
+        if not self.exists:
+            return
+        with psycopg.connect(self.admin_uri, autocommit=True, connect_timeout=10) as admin:
+            prepared = admin.execute(
+                "SELECT gid FROM pg_prepared_xacts WHERE database = %s", [self.name]
+            ).fetchall()
+            for (gid,) in prepared:  # PREPARE TRANSACTION would keep the database alive
+                admin.execute(sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(gid)))
+            admin.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(self.name))
+            )
+        self.exists = False
+
+    def fingerprint(self) -> list[tuple[str, str]]:
+        """A digest of every row of every table in `public`: to see that nothing was committed."""
+        with psycopg.connect(make_conninfo(self.admin_uri, dbname=self.name)) as admin:
+            tables = admin.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+            ).fetchall()
+            if not tables:
+                return []
+            parts = [
+                sql.SQL(
+                    "SELECT {name}, md5(coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), ''))"
+                    " FROM public.{table} t"
+                ).format(name=sql.Literal(name), table=sql.Identifier(name))
+                for (name,) in tables
+            ]
+            rows = admin.execute(sql.SQL(" UNION ALL ").join(parts)).fetchall()
+        return [(str(a), str(b)) for a, b in rows]
+
+    def end_sessions(self, role: Role, keep: int | None = None) -> None:
+        """End every session of `role` on this database but `keep` (a backend pid)."""
+        with psycopg.connect(self.admin_uri, autocommit=True, connect_timeout=10) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = %s AND usename = %s AND pid IS DISTINCT FROM %s",
+                [self.name, role.name, keep],
+            )

@@ -1,0 +1,115 @@
+"""One run lifecycle for every front end: resolve, plan, open the store, run the matrix, end.
+
+`--no-ui` and the app's run screen both go through `MatrixRun`, so a run started from either is
+the same run: what each model's catalog entry decides (`planner.resolve_matrix_defaults`), one
+run per model x prompt (`planner.plan_matrix`), the store opened (or the app's own, kept open),
+the runs of the matrix driven together (`core.run.matrix.Matrix`), and every run's end, in plan
+order. The front ends only watch the events and decide what to show and how to exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+from secbench_tui.config import Settings
+from secbench_tui.core.run.events import RunFinished
+from secbench_tui.core.run.matrix import Matrix, MatrixEvent, PlannedRun
+from secbench_tui.core.store.database import Store
+from secbench_tui.planner import Plan, plan_matrix, resolve_matrix_defaults
+
+
+class MatrixRun:
+    """The runs one `Settings` asks for, from plan to end. Use it once:
+
+        run = MatrixRun(settings)
+        plan = await run.plan()      # UsageError: a flag or file is wrong
+        await run.open_store()       # StoreError: the database is unusable
+        async for tagged in run.events(): ...
+        run.finished                 # every run's end, in plan order
+
+    `stop()` may come at any time, even before the runs exist; `events()` closes the
+    providers (and the store, unless it is the caller's `shared_store`) however it ends.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        shared_store: Callable[[], Awaitable[Store]] | None = None,
+        cache_dir: Path | None = None,
+        fetch_catalog: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.store: Store | None = None
+        self._shared_store = shared_store  # the caller's (the app's), left open at the end
+        self.cache_dir = cache_dir
+        self.fetch_catalog = fetch_catalog
+        self.matrix: Matrix | None = None
+        self._plan: Plan | None = None
+        self._stop: tuple[str | None] | None = None  # a stop asked before the runs existed
+        self._closed = False
+
+    @property
+    def runs(self) -> list[PlannedRun]:
+        return self._plan.runs if self._plan else []
+
+    async def plan(self) -> Plan:
+        """What each model's catalog entry decides, then one planned run per cell."""
+        if self._plan is None:
+            resolved = await resolve_matrix_defaults(
+                self.settings, self.cache_dir, fetch=self.fetch_catalog
+            )
+            plan = await asyncio.to_thread(plan_matrix, self.settings, True, resolved)
+            self._plan = plan
+            return plan
+        return self._plan
+
+    async def open_store(self) -> Store:
+        if self.store is None:
+            try:
+                if self._shared_store is not None:
+                    self.store = await self._shared_store()
+                else:
+                    self.store = await Store.open(self.settings.db)
+            except BaseException:
+                await self.aclose()
+                raise
+        return self.store
+
+    async def events(self) -> AsyncIterator[MatrixEvent]:
+        """Every run's events as they come (see `Matrix.events`), then everything closed."""
+        try:
+            plan = await self.plan()
+            store = await self.open_store()
+            self.matrix = Matrix(plan.runs, store)
+            if self._stop is not None:
+                self.matrix.stop(self._stop[0])
+            async for tagged in self.matrix.events():
+                yield tagged
+        finally:
+            await self.aclose()
+
+    def stop(self, message: str | None = None) -> None:
+        """Start no new case; the cases in flight get their grace (the engine's)."""
+        if self.matrix is not None:
+            self.matrix.stop(message)
+        elif self._stop is None:
+            self._stop = (message,)
+
+    @property
+    def finished(self) -> list[RunFinished]:
+        """How each run ended, in plan order (a run that never started is left out)."""
+        done = self.matrix.finished if self.matrix else {}
+        return [done[slot] for slot in sorted(done)]
+
+    async def aclose(self) -> None:
+        """Close the providers, and the store when this run opened it; once."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._plan is not None:
+            await self._plan.aclose()
+        if self._shared_store is None and self.store is not None:
+            await self.store.close()
