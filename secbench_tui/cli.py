@@ -203,6 +203,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from secbench_tui.linting import lint_main
 
         return int(lint_main(settings.cases_dir))
+    if command.rescore:
+        from secbench_tui.rescoring import rescore_main
+
+        return rescore_main(settings.db, command.runs)
     if command.verify:
         from secbench_tui.verifying import verify_main
 

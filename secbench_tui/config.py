@@ -17,11 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, cast, get_args
 from urllib.parse import urlparse
 
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from secbench_tui.core.models import RecordedSettings
 from secbench_tui.core.run.providers.openai_compat import OPENROUTER_URL
 from secbench_tui.core.suites import security_bench
 from secbench_tui.core.suites.prompts import EvaluationPrompt, ResponseFormat
@@ -388,7 +389,7 @@ class RunSettings(Options):
             return self.timeout
         return REASONING_TIMEOUT if self.reasoning_model else DEFAULT_TIMEOUT
 
-    def recorded(self, vuldetectbench: bool = False, baseline: bool = False) -> dict[str, Any]:
+    def recorded(self, vuldetectbench: bool = False, baseline: bool = False) -> RecordedSettings:
         """What a run records about how it was made (the fields declared with `Record`), as
         far as it applies: never the key, and the endpoint without credentials (`redact_url`;
         requests use the real one).
@@ -407,7 +408,7 @@ class RunSettings(Options):
                 recorded[name] = getattr(self, record.sent or name)
         if "base_url" in recorded:
             recorded["base_url"] = redact_url(recorded["base_url"])
-        return recorded
+        return cast(RecordedSettings, recorded)
 
 
 class Command(BaseModel):
@@ -426,6 +427,14 @@ class Command(BaseModel):
         ),
     ] = None
     lint: Annotated[bool, Flag("check a suite and exit", group=MODE)] = False
+    rescore: Annotated[
+        bool,
+        Flag(
+            "score the stored replies again with this version's scoring, without a request"
+            " (--runs picks runs), and exit",
+            group=MODE,
+        ),
+    ] = False
     verify: Annotated[bool, Flag("prove the suite's labels on PostgreSQL and exit", group=MODE)] = (
         False
     )
@@ -469,8 +478,9 @@ class Command(BaseModel):
 
     @property
     def uses_key(self) -> bool:
-        """Only runs send the API key: linting, reports, exports and --verify never read it."""
-        return not (self.lint or self.report or self.export or self.verify)
+        """Only runs send the API key: linting, reports, exports, --rescore and --verify never
+        read it."""
+        return not (self.lint or self.report or self.export or self.verify or self.rescore)
 
 
 def declared(model: type[BaseModel], kind: type[Any]) -> dict[str, Any]:
@@ -512,6 +522,14 @@ def describe_error(exc: ValidationError, model: type[BaseModel] = Settings) -> s
 def bundled_cases_dir() -> Path:
     """The suite shipped inside the package, from any working directory or install."""
     return Path(str(resources.files("secbench_tui") / "cases"))
+
+
+def is_bundled_suite(cases_dir: Path) -> bool:
+    """Is `cases_dir` the suite shipped with the tool (whose code verify runs unasked)?"""
+    try:
+        return cases_dir.resolve() == bundled_cases_dir().resolve()
+    except OSError:
+        return False
 
 
 def load_env(dotenv_path: Path | None = None) -> dict[str, str]:

@@ -27,7 +27,6 @@ from secbench_tui.core.models import Outcome, RunStatus
 from secbench_tui.core.results.summary import RunSummary, matrix_lines, plain, summary_lines
 from secbench_tui.core.run.catalog import cached_catalog
 from secbench_tui.core.run.engine import STOP_GRACE, Engine
-from secbench_tui.core.run.estimate import Overflow, context_overflows
 from secbench_tui.core.run.events import (
     CaseFinished,
     CaseStarted,
@@ -52,7 +51,13 @@ from secbench_tui.exit_codes import (
     EXIT_USAGE,
 )
 from secbench_tui.lifecycle import MatrixRun
-from secbench_tui.planner import Plan, UsageError, catalog_defaults, plan_matrix, plan_settings
+from secbench_tui.planner import (
+    Plan,
+    UsageError,
+    catalog_defaults,
+    plan_matrix,
+    plan_settings,
+)
 
 
 def format_case_line(event: CaseFinished) -> str:
@@ -287,13 +292,12 @@ async def _run(settings: Settings) -> int:
         await matrix.aclose()
         say_error(exc)
         return EXIT_USAGE
-    if not settings.force:
-        overflows = await _overflows(settings, plan)
-        if overflows:
-            await matrix.aclose()
-            for overflow in overflows:
-                say_error(overflow.message())
-            return EXIT_USAGE
+    overflows = await matrix.refusals()
+    if overflows:
+        await matrix.aclose()
+        for overflow in overflows:
+            say_error(overflow.message())
+        return EXIT_USAGE
     if settings.resume and not settings.db.exists():
         await matrix.aclose()
         print(f"nothing to resume: {settings.db} holds no run yet", file=sys.stderr)
@@ -382,24 +386,6 @@ async def _run(settings: Settings) -> int:
     if reader.gone or silence_closed(sys.stdout, sys.stderr):
         codes.append(EXIT_BROKEN_PIPE)
     return worst_exit(codes) or (EXIT_FAILED if unwritten else EXIT_OK)
-
-
-async def _overflows(settings: Settings, plan: Plan) -> list[Overflow]:
-    """Runs whose largest request is more than the model's context, by its catalog entry
-    (one `GET /models` for the whole matrix, or its cached copy; none known, none refused)."""
-    from secbench_tui.core.run.catalog import cache_path, load_cache, lookup_models
-
-    models = list(dict.fromkeys(r.model for r in plan.runs if not is_baseline(r.model)))
-    if not models:
-        return []
-    cached = load_cache(cache_path(settings.base_url))  # what the defaults just read, mostly
-    known = {m.id: m for m in cached[0]} if cached else {}
-    if any(m not in known for m in models):
-        timeout = min(settings.attempt_timeout, 10.0)
-        entries = await lookup_models(settings.base_url, models, timeout=timeout)
-        known |= {m: info for m, info in entries.items() if info is not None}
-    contexts = {m: known[m].context_length if m in known else None for m in models}
-    return context_overflows([r.spec for r in plan.runs], contexts)
 
 
 async def _keep_resumable(plan: Plan, store: Store) -> bool:

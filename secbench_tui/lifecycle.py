@@ -12,12 +12,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from secbench_tui.config import Settings
 from secbench_tui.core.run.events import RunFinished
 from secbench_tui.core.run.matrix import Matrix, MatrixEvent, PlannedRun
 from secbench_tui.core.store.database import Store
-from secbench_tui.planner import Plan, plan_matrix, resolve_matrix_defaults
+from secbench_tui.planner import Plan, context_refusals, plan_matrix, resolve_matrix_defaults
+
+if TYPE_CHECKING:
+    from secbench_tui.core.run.estimate import Overflow
 
 
 class MatrixRun:
@@ -25,6 +29,7 @@ class MatrixRun:
 
         run = MatrixRun(settings)
         plan = await run.plan()      # UsageError: a flag or file is wrong
+        await run.refusals()         # requests larger than a model's context: not sent
         await run.open_store()       # StoreError: the database is unusable
         async for tagged in run.events(): ...
         run.finished                 # every run's end, in plan order
@@ -65,6 +70,14 @@ class MatrixRun:
             self._plan = plan
             return plan
         return self._plan
+
+    async def refusals(self) -> list[Overflow]:
+        """Runs whose largest request is more than the model's context, by its catalog entry:
+        refused before anything is sent (none with `--force`)."""
+        if self.settings.force:
+            return []
+        plan = await self.plan()
+        return await context_refusals(self.settings, plan, self.cache_dir, fetch=self.fetch_catalog)
 
     async def open_store(self) -> Store:
         if self.store is None:

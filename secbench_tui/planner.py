@@ -30,6 +30,7 @@ from secbench_tui.core.suites.prompts import (
 
 if TYPE_CHECKING:
     from secbench_tui.core.run.catalog import Catalog, ModelInfo
+    from secbench_tui.core.run.estimate import Overflow
 
 REASONING_MAX_TOKENS = 32768
 
@@ -373,3 +374,26 @@ def plan_matrix(
 def _suite_key(one: RunSettings) -> tuple[str | None, str | None]:
     """Runs with the same prompt (or method) ask the same cases: the suite is loaded once."""
     return (one.prompt.name if one.prompt else None, one.method)
+
+
+async def context_refusals(
+    settings: Settings, plan: Plan, cache: Path | None = None, fetch: bool = True
+) -> list[Overflow]:
+    """Runs whose largest request (the prompt with the case) is more than the model's context,
+    by its catalog entry: refused before anything is sent, unless `--force`. One `GET /models`
+    for the whole matrix at most (the defaults have usually just cached it); a model whose
+    context is not known is never refused."""
+    from secbench_tui.core.run.catalog import cache_path, load_cache, lookup_models
+    from secbench_tui.core.run.estimate import context_overflows
+
+    models = list(dict.fromkeys(r.model for r in plan.runs if not is_baseline(r.model)))
+    if not models:
+        return []
+    cached = load_cache(cache_path(settings.base_url, cache))
+    known = {m.id: m for m in cached[0]} if cached else {}
+    if fetch and any(m not in known for m in models):
+        timeout = min(settings.attempt_timeout, 10.0)
+        entries = await lookup_models(settings.base_url, models, cache, timeout)
+        known |= {m: info for m, info in entries.items() if info is not None}
+    contexts = {m: known[m].context_length if m in known else None for m in models}
+    return context_overflows([r.spec for r in plan.runs], contexts)

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from secbench_tui.config import is_bundled_suite
+from secbench_tui.core.suites.verify import SUITE_CODE_NOTICE
 from secbench_tui.core.suites.verify.judge import witness_line
 from secbench_tui.core.suites.verify.models import (
     CaseProof,
@@ -149,22 +151,6 @@ def _stops() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def _is_bundled(cases_dir: Path) -> bool:
-    from secbench_tui.config import bundled_cases_dir
-
-    try:
-        return cases_dir.resolve() == bundled_cases_dir().resolve()
-    except OSError:
-        return False
-
-
-SUITE_CODE_NOTICE = (
-    "caution: verify executes this suite's SQL (as an unprivileged PostgreSQL role, under a "
-    "deadline) and its Python (in a child process, as you, with your network access): "
-    "run it only on suites you are willing to execute (README: Verifying labels, The sandbox)"
-)
-
-
 def verify_main(
     cases_dir: Path,
     apps: list[str] | None,
@@ -194,8 +180,8 @@ def verify_main(
 
     where = redactor.shown if pg_url else "the embedded PostgreSQL (pgserver)"
     say(inert_line(f"verify {cases_dir} on {where}"))
-    if not _is_bundled(cases_dir):
-        say(SUITE_CODE_NOTICE)
+    if not is_bundled_suite(cases_dir):
+        say(f"caution: {SUITE_CODE_NOTICE}")
     limits = Limits(deadline=deadline)
     try:
         with _stops():

@@ -6,10 +6,23 @@ the `Evaluation` recorded for it. Front ends and the store exchange these, never
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
+
+_CASE_NAME = re.compile(r"^(?P<scenario>.+)-\d{2}-(?P<label>good|bad)\.md$")
+
+
+def scenario_of(case_id: str) -> str | None:
+    """`app/po-approve-03-bad.md` -> `app/po-approve`: the cases of one scenario are minimal
+    pairs of each other. None for a case id not named `<scenario>-NN-<good|bad>.md`."""
+    folder, _, name = case_id.rpartition("/")
+    match = _CASE_NAME.match(name)
+    if match is None:
+        return None
+    return f"{folder}/{match.group('scenario')}" if folder else match.group("scenario")
 
 
 class Outcome(StrEnum):
@@ -59,6 +72,18 @@ class Case(BaseModel):
     description: str = ""
     structured: bool = True
     meta: dict[str, Any] = Field(default_factory=dict)
+    # Why a bad case is bad (never sent to the model): the SPEC rule it breaks, the other
+    # rules a careful reviewer could cite, the lines of its code where the flaw is (1-based),
+    # and the numbers of its SPEC's rules. Empty for suites that do not name rules.
+    rule: int | None = None
+    also_rules: tuple[int, ...] = ()
+    gold_lines: tuple[int, ...] = ()
+    spec_rules: tuple[int, ...] = ()
+
+    @property
+    def scenario(self) -> str | None:
+        """The case's scenario (`app/name` without `-NN-good.md`), which pairs cases up."""
+        return scenario_of(self.case_id)
 
     def prompt_messages(self) -> tuple[Message, ...]:
         """The messages sent to the model for this case."""
@@ -89,13 +114,48 @@ class Completion(BaseModel):
     notes: str | None = None  # about the reply's numbers: e.g. a cost not believed
 
 
+class Citation(BaseModel):
+    """One violation a reply names: the rule, the quote as written, and the lines of the
+    case's code the quote was found on (1-based; empty when it is not in the code)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    rule: int
+    quote: str = ""
+    lines: tuple[int, ...] = ()
+
+
+class ReasonScore(BaseModel):
+    """Why the reply said what it said, scored against the case's gold reason.
+
+    `given`: the reply kept verdict schema 2 (it listed its violations, none for good). `problem`:
+    how it broke schema 2 (the case is then unparsed). `right_rule` / `right_line` are None
+    when the case has no gold rule (a good case, or a suite that names no rules)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    given: bool = False
+    citations: tuple[Citation, ...] = ()
+    problem: str | None = None
+    right_rule: bool | None = None
+    right_line: bool | None = None
+
+    @property
+    def rules(self) -> tuple[int, ...]:
+        """The rules cited, each once, in the reply's order."""
+        return tuple(dict.fromkeys(c.rule for c in self.citations))
+
+
 class Scored(BaseModel):
-    """A reply read against the case's expected answer."""
+    """A reply read against the case's expected answer (and its reason, for markdown cases),
+    by the scoring of version `scoring_version` (0: the scoring before versions were kept)."""
 
     actual: str | None
     outcome: Outcome
     explanation: str | None = None
     scores: dict[str, float] = Field(default_factory=dict)
+    reason: ReasonScore | None = None
+    scoring_version: int = 0
 
 
 class Evaluation(BaseModel):
@@ -109,6 +169,32 @@ class Evaluation(BaseModel):
     scored: Scored
     timestamp: str = ""
     reused: bool = False
+
+
+class RecordedSettings(TypedDict, total=False):
+    """How a run was made, as it records it: what `config.RunSettings.recorded` gives (the
+    fields declared with a `Record`), with `repeats`, `concurrency` and `vdb_scoring` added by
+    the engine. Read back from a database an older version wrote, a key may be missing."""
+
+    seed: int | None
+    limit: int | None
+    apps: list[str] | None
+    tasks: list[int]
+    method: str | None
+    base_url: str
+    temperature: float | None
+    max_tokens: int
+    max_retries: int
+    timeout: float
+    reasoning_effort: str | None
+    reasoning_model: bool | None
+    response_format: str
+    request_style: str
+    repeats: int
+    concurrency: int
+    vdb_scoring: str
+    api: str  # "python": recorded through the vuldetectbench library API
+    prompt_name: str  # where older versions recorded the prompt's name
 
 
 class RunStatus(StrEnum):

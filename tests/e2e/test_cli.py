@@ -261,7 +261,7 @@ def test_every_request_carries_the_settings_schema_and_attribution(session: Sess
         assert fmt["json_schema"]["strict"] is True
         schema = fmt["json_schema"]["schema"]
         assert schema["properties"]["assessment"]["enum"] == ["good", "bad"]
-        assert set(schema["required"]) == {"assessment", "explanation"}
+        assert set(schema["required"]) == {"assessment", "explanation", "violations"}
         assert request.header("HTTP-Referer")
         assert request.header("X-Title") == "secbench-tui"
         assert request.header("Authorization") == f"Bearer {FAKE_KEY}"

@@ -68,3 +68,37 @@ def test_a_bad_case_proven_by_another_rule_is_reported_with_its_witness(tmp_path
     assert "another rule" not in lines["shop/list-orders-04-bad.md"]  # its # Rule section: 1
     note = next(line for line in out.splitlines() if line.startswith("note:"))
     assert "1 bad cases" in note and "shop/list-orders-03-bad.md (rule 2)" in note
+
+
+def test_rows_are_identified_by_the_tables_keys_not_the_column_names(tmp_path: Path) -> None:
+    """The issue's two cases: a good case that renames `id` stays proven, and a bad case whose
+    flaw was fixed stays unproven when it also renames `id` (it used to stay 'proven bad')."""
+    from secbench_tui.config import bundled_cases_dir
+
+    source = bundled_cases_dir() / "warehouse-management-system"
+    app = tmp_path / "suite" / "warehouse-management-system"
+    (app / "verify").mkdir(parents=True)
+    (app / "SPEC.md").write_text((source / "SPEC.md").read_text(encoding="utf-8"), encoding="utf-8")
+    for name in ("fixtures.sql", "get-item.md"):
+        text = (source / "verify" / name).read_text(encoding="utf-8")
+        (app / "verify" / name).write_text(text, encoding="utf-8")
+    good = (source / "get-item-01-good.md").read_text(encoding="utf-8")
+    renamed = good.replace("SELECT i.id, i.sku", "SELECT i.id AS item_id, i.sku")
+    assert renamed != good
+    (app / "get-item-01-good.md").write_text(renamed, encoding="utf-8")
+    bad = (source / "get-item-03-bad.md").read_text(encoding="utf-8")
+    fixed = bad.replace("SELECT i.id, i.sku", "SELECT i.id AS item_id, i.sku").replace(
+        "WHERE i.id = :item_id", "WHERE i.id = :item_id AND i.company_id = :current_company_id"
+    )
+    assert "AS item_id" in fixed and "i.company_id = :current_company_id" in fixed
+    (app / "get-item-03-bad.md").write_text(fixed, encoding="utf-8")
+
+    done = _run(app.parent, "--verify")
+
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    assert "proven          warehouse-management-system/get-item-01-good.md (good)" in out
+    assert (
+        "FAILED          warehouse-management-system/get-item-03-bad.md (bad): labelled bad but"
+        " keeps the property" in out
+    ), out

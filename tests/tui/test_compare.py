@@ -26,6 +26,7 @@ from secbench_tui.tui.screens.compare import AnswersScreen, CompareScreen, DiffS
 from secbench_tui.tui.screens.results import ResultsScreen
 from secbench_tui.tui.widgets.case_tables import FlipTable, GridTable
 from secbench_tui.tui.widgets.results_table import ResultsTable
+from tests.e2e.server import LoopbackServer, answer
 from tests.tui.conftest import SIZE, record_run, search_palette, settle, wait_until
 
 GOOD_CASES = 2
@@ -479,3 +480,46 @@ async def test_case_ids_and_replies_from_outside_are_shown_not_obeyed(
         await settle(pilot)
         panes = [shown(p.query_one(Static)) for p in app.screen.query(".answer")]
         assert all("[red]x[/]\\x1b[2J" in pane and "\x1b" not in pane for pane in panes)
+
+
+async def test_the_grid_groups_by_pair_one_row_per_scenario(
+    make_settings: Callable[..., Settings],
+    remote_settings: Settings,
+    clean_suite: Path,
+    server: LoopbackServer,
+) -> None:
+    """`p`: one row per scenario, each run's good/bad pairs both right; ✓ when solved."""
+    from secbench_tui.core.suites.markdown import read_case
+    from secbench_tui.tui.widgets.case_tables import PairGridTable
+
+    for path in clean_suite.glob("*/*-*.md"):  # the loopback server answers every case right
+        case = read_case(path)
+        assert not isinstance(case, str)
+        server.always(case.code, answer(case.expected))
+    await record_run(make_settings(model="baseline/always-bad"))
+    await record_run(remote_settings)
+    app = make_app(make_settings(), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_results(pilot, app)
+        await mark(pilot, screen, 1, 2)
+        await pilot.press("c")
+        await settle(pilot)
+        await pilot.press("p")
+        await settle(pilot)
+        pairs = app.screen.query_one(PairGridTable)
+        assert pairs.display and not app.screen.query_one(GridTable).display
+        assert [item.case_id for item in pairs.items] == [
+            "blog/edit-post",
+            "shop/get-order",
+            "shop/list-orders",
+        ]
+        rows = [plain(pairs.get_row_at(i)) for i in range(pairs.row_count)]
+        assert [row[1:] for row in rows] == [
+            ["2", "0/1", "1/1 ✓"],  # always bad: the pair is P-V; the right answers solve it
+            ["1", "·", "·"],  # a bad case without a good sibling makes no pair
+            ["2", "0/1", "1/1 ✓"],
+        ]
+        assert "3 scenarios" in str(app.screen.query_one("#compare-status", Static).render())
+        await pilot.press("p")
+        await settle(pilot)
+        assert app.screen.query_one(GridTable).row_count == GOOD_CASES + BAD_CASES

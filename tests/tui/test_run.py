@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from pydantic import SecretStr
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
@@ -283,3 +284,31 @@ async def test_every_retry_is_counted_even_when_several_arrive_at_once(
         await pilot.pause()
         assert run.tally.retries == 3
         assert "retries 3" in str(run.query_one("#tally", Static).render())
+
+
+async def test_a_prompt_larger_than_the_models_context_is_refused_before_sending(
+    make_settings: Callable[..., Settings], clean_suite: Path, tmp_path: Path
+) -> None:
+    """Issue 22: the app refuses what the headless runner refuses, naming both sizes."""
+    from tests.e2e.server import MODELS
+
+    prompt = tmp_path / "long.txt"
+    prompt.write_text("Consider every rule. " * 400, encoding="utf-8")
+    small = [{**MODELS[0], "context_length": 1000}]
+    with LoopbackServer(models=small) as server:
+        settings = make_settings(
+            model="openai/gpt-4o-mini",
+            base_url=server.base_url,
+            api_key=SecretStr("sk-test"),
+            prompts=[str(prompt)],
+        )
+        app = make_app(settings, cache_dir=tmp_path / "cache")
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            app.start_run(settings)
+            await settle(pilot)
+            run = app.screen
+            assert isinstance(run, RunScreen) and run.state == "failed"
+            said = " ".join(n.message for n in app._notifications)
+            assert "1,000-token context of openai/gpt-4o-mini" in said and "--force" in said
+        assert server.completions() == []

@@ -13,6 +13,7 @@ from textual.widgets import DataTable
 
 from secbench_tui.config import Settings
 from secbench_tui.tui.app import make_app
+from secbench_tui.tui.screens.confirm import ConfirmScreen
 from secbench_tui.tui.screens.setup import SetupScreen
 from secbench_tui.tui.screens.verify import ProofScreen, VerifyScreen
 from tests.tui.conftest import SIZE, settle, wait_until
@@ -62,6 +63,13 @@ async def test_ctrl_v_on_setup_verifies_the_selected_suite_case_by_case(
         await settle(pilot)
         assert isinstance(app.screen, SetupScreen)
         await pilot.press("ctrl+v")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)  # not the bundled suite: asked first
+        assert "executes this suite's SQL" in str(
+            app.screen.query_one("#confirm-question").render()
+        )
+        await pilot.press("y")
+        await settle(pilot)
         screen = app.screen
         assert isinstance(screen, VerifyScreen)
         await wait_until(pilot, lambda: screen.report is not None, limit=6000)
@@ -93,3 +101,19 @@ async def test_ctrl_v_on_setup_verifies_the_selected_suite_case_by_case(
         await pilot.press("escape")
         await settle(pilot)
         assert isinstance(app.screen, SetupScreen)
+
+
+async def test_ctrl_v_on_a_suite_not_bundled_runs_nothing_unless_confirmed(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    suite = make_suite(tmp_path / "declined")
+    app = make_app(make_settings(cases=suite), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+v")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        await settle(pilot)
+        assert isinstance(app.screen, SetupScreen)
+        assert not any(isinstance(s, VerifyScreen) for s in app.screen_stack)

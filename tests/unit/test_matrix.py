@@ -175,11 +175,16 @@ def _v2_fingerprint(spec: RunSpec) -> str:
 
 
 def test_the_schema_asks_for_the_explanation_before_the_verdict() -> None:
-    assert list(VERDICT_SCHEMA["properties"]) == ["explanation", "assessment"]
-    assert VERDICT_SCHEMA["required"] == ["explanation", "assessment"]
-    for name in bundled_prompt_names():
+    assert list(VERDICT_SCHEMA["properties"]) == ["explanation", "assessment", "violations"]
+    assert VERDICT_SCHEMA["required"] == ["explanation", "assessment", "violations"]
+    item = VERDICT_SCHEMA["properties"]["violations"]["items"]
+    assert item["required"] == ["rule", "quote"]
+    assert item["properties"]["rule"]["type"] == "integer"
+    for name in bundled_prompt_names():  # every bundled prompt asks for verdict schema 2
         text = bundled_prompt(name).text
         assert text.index('"explanation"') < text.index('"assessment"'), name
+        assert text.index('"assessment"') < text.index('"violations"'), name
+        assert '"rule"' in text and '"quote"' in text, name
 
 
 def test_bundled_prompts_are_distinct_strategies() -> None:

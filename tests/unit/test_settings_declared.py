@@ -129,3 +129,14 @@ def test_the_matrix_request_and_one_run_are_two_types(tmp_path: Path) -> None:
         ("vendor/m", "attacker"),
     ]
     assert all(c.temperature == 0.3 and not hasattr(c, "models") for c in cells)
+
+
+def test_every_recorded_setting_has_a_typed_key() -> None:
+    """The record's type names each setting a run records (and nothing is recorded untyped)."""
+    from secbench_tui.config import RECORDED
+    from secbench_tui.core.models import RecordedSettings
+
+    assert set(RECORDED) <= set(RecordedSettings.__annotations__)
+    run = Settings(cases=FIXTURE, base_url=LOCAL).run("vendor/m")
+    assert set(run.recorded()) <= set(RecordedSettings.__annotations__)
+    assert set(run.recorded(vuldetectbench=True)) <= set(RecordedSettings.__annotations__)

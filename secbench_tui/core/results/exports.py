@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from secbench_tui.core.models import Outcome
+from secbench_tui.core.results.reasons import stored_gold, stored_reason
 from secbench_tui.core.results.report import Contender, ReportData
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.untrusted import csv_cell, inert
@@ -59,7 +60,15 @@ RESULT_COLUMNS = (
     "reused_from",
     "scores",
     "notes",
+    "gold_rules",
+    "rules_cited",
+    "quotes",
+    "right_rule",
+    "right_line",
+    "schema_problem",
+    "scoring_version",
 )
+
 
 # XML 1.0 cannot carry most control characters, whatever the escaping; model output can.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -67,9 +76,24 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _C1 = re.compile("[\x7f-\x9f]")
 
 
+def reason_fields(row: ResultRow) -> dict[str, Any]:
+    """The rules a bad case breaks, the rules the reply cited with its quotes, and whether
+    they were right (None: not scored, e.g. a good case or a suite that names no rules)."""
+    reason = stored_reason(row.get("reasons"))
+    return {
+        "gold_rules": list(stored_gold(row.get("gold"))),
+        "rules_cited": [c.rule for c in reason.citations] if reason else [],
+        "quotes": [c.quote for c in reason.citations] if reason else [],
+        "right_rule": reason.right_rule if reason else None,
+        "right_line": reason.right_line if reason else None,
+        "schema_problem": reason.problem if reason else None,  # how it broke schema 2
+    }
+
+
 def _result(row: ResultRow) -> dict[str, Any]:
     record = {column: row.get(column) for column in RESULT_COLUMNS}
     record["scores"] = json.loads(row.get("scores") or "{}")
+    record.update(reason_fields(row))
     return record
 
 
@@ -84,6 +108,8 @@ def _run_summary(c: Contender) -> dict[str, Any]:
         summary["repeats"] = c.repeat
     if c.vdb:
         summary["vuldetectbench"] = c.vdb
+    for key, figures in c.figures.items():  # pairwise, reason, scenarios
+        summary[key] = figures.model_dump(mode="json")
     return {
         "id": run.id,
         "model": run.model_name,
@@ -128,13 +154,18 @@ def to_csv(data: ReportData) -> str:
     writer.writerow(RESULT_COLUMNS)
     for c in data.runs:
         for row in c.rows:
-            writer.writerow([_csv_value(row.get(k)) for k in RESULT_COLUMNS])
+            record = {**row, **reason_fields(row)}
+            writer.writerow([_csv_value(record.get(k)) for k in RESULT_COLUMNS])
     return buffer.getvalue()
 
 
 def _csv_value(value: object) -> object:
     if value is None:
         return ""
+    if isinstance(value, list):  # rules as `1;3`, quotes as a JSON list (they hold anything)
+        if all(isinstance(v, int) for v in value):
+            return ";".join(map(str, value))
+        return csv_cell(inert(json.dumps(value, ensure_ascii=False)))
     return csv_cell(inert(value)) if isinstance(value, str) else value
 
 
@@ -162,6 +193,17 @@ def _testcase(row: ResultRow, repeats: int) -> tuple[ET.Element, str]:
         time=f"{(row.get('latency_ms') or 0) / 1000:.3f}",
         file=_xml_text(row["test_file"]),
     )
+    reason = reason_fields(row)
+    if reason["gold_rules"] or reason["rules_cited"]:  # the rules, as CI tools show properties
+        properties = ET.SubElement(case, "properties")
+        for key in ("gold_rules", "rules_cited"):
+            value = ",".join(map(str, reason[key]))
+            ET.SubElement(properties, "property", name=key, value=value)
+        for quote in reason["quotes"]:
+            ET.SubElement(properties, "property", name="quote", value=_xml_text(quote))
+        if reason["right_rule"] is not None:
+            value = "true" if reason["right_rule"] else "false"
+            ET.SubElement(properties, "property", name="right_rule", value=value)
     outcome = row["outcome"]
     said = row["actual_result"]
     if outcome == Outcome.WRONG.value:
@@ -173,9 +215,13 @@ def _testcase(row: ResultRow, repeats: int) -> tuple[ET.Element, str]:
         )
         failure.text = _xml_text(row.get("explanation"))
     elif outcome == Outcome.UNPARSED.value:
-        failure = ET.SubElement(
-            case, "failure", type="unparsed", message="the reply could not be read as a verdict"
+        problem = reason["schema_problem"]
+        message = (
+            f"the reply breaks verdict schema 2: {problem}"
+            if problem
+            else "the reply could not be read as a verdict"
         )
+        failure = ET.SubElement(case, "failure", type="unparsed", message=_xml_text(message))
         failure.text = _xml_text(row.get("raw_reply"))
     elif outcome == Outcome.ERROR.value:
         error = ET.SubElement(

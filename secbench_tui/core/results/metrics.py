@@ -12,7 +12,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 Row = Mapping[str, Any]
 NO_VERDICT = "none"  # what an unreadable reply or an error said
@@ -54,11 +54,69 @@ def label(value: object) -> str:
     return str(value).strip().lower() if value is not None else ""
 
 
+class Confusion(TypedDict):
+    tp: int
+    fp: int
+    tn: int
+    fn: int
+
+
+class VerdictStats(TypedDict):
+    """`verdict_stats`: accuracy and friends for good/bad verdicts (None: not defined)."""
+
+    cases: int
+    correct: int
+    wrong: int
+    unparsed: int
+    errors: int
+    accuracy: float | None
+    accuracy_ci: tuple[float, float] | None
+    recall_bad: float | None
+    recall_good: float | None
+    balanced_accuracy: float | None
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    confusion: Confusion
+
+
+class UsageStats(TypedDict):
+    """`usage_stats`: tokens, cost (None: unknown) and latency of a run's answers."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    reasoning_tokens: int
+    cost: float | None
+    spent: float | None
+    cost_missing: int
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+
+
+class RunStats(VerdictStats, UsageStats):
+    """`summarize`: one run's verdict figures and usage, and each app's verdict figures."""
+
+    reused: int
+    apps: dict[str, VerdictStats]
+
+
+class RepeatStats(TypedDict):
+    """`repeat_stats`: consistency and pass^N of a run that asked each case several times."""
+
+    repeats: int
+    cases: int
+    incomplete: int
+    pass_at_1: float | None
+    pass_hat_n: float | None
+    consistency: float | None
+    always_same: float | None
+
+
 def _ratio(a: float, b: float) -> float | None:
     return a / b if b else None
 
 
-def verdict_stats(rows: Iterable[Row]) -> dict[str, Any]:
+def verdict_stats(rows: Iterable[Row]) -> VerdictStats:
     """Accuracy and friends for good/bad verdicts, `bad` being the positive class.
 
     Accuracy counts every case asked (unparsed and errors are never correct), so a model
@@ -142,7 +200,7 @@ def cost_per_correct(cost: float | None, correct: int) -> float | None:
     return cost / correct
 
 
-def usage_stats(rows: Iterable[Row]) -> dict[str, Any]:
+def usage_stats(rows: Iterable[Row]) -> UsageStats:
     """Tokens (reasoning tokens are part of the completion tokens), cost and latency.
     `cost` is what the answers cost, reused ones included (what
     comparing models needs); `spent` leaves reused results out (what this run paid).
@@ -177,7 +235,7 @@ def usage_stats(rows: Iterable[Row]) -> dict[str, Any]:
     }
 
 
-def summarize(rows: Sequence[Row]) -> dict[str, Any]:
+def summarize(rows: Sequence[Row]) -> RunStats:
     """The summary of one run: overall, per app, usage.
 
     Outcome counts cover every row; accuracy and the verdict figures cover the markdown
@@ -187,7 +245,7 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
     for row in rows:
         by_app.setdefault(row["app"], []).append(row)
     verdict_rows = [r for r in rows if r.get("suite_kind", "markdown") == "markdown"]
-    summary: dict[str, Any] = {
+    summary: RunStats = {
         **verdict_stats(verdict_rows),
         "reused": sum(1 for r in rows if r.get("reused_from")),
         "apps": {
@@ -200,13 +258,11 @@ def summarize(rows: Sequence[Row]) -> dict[str, Any]:
     outcomes = {o: 0 for o in ("correct", "wrong", "unparsed", "error")}
     for row in rows:
         outcomes[row["outcome"]] = outcomes.get(row["outcome"], 0) + 1
-    summary.update(
-        cases=len(rows),
-        correct=outcomes["correct"],
-        wrong=outcomes["wrong"],
-        unparsed=outcomes["unparsed"],
-        errors=outcomes["error"],
-    )
+    summary["cases"] = len(rows)
+    summary["correct"] = outcomes["correct"]
+    summary["wrong"] = outcomes["wrong"]
+    summary["unparsed"] = outcomes["unparsed"]
+    summary["errors"] = outcomes["error"]
     return summary
 
 
@@ -345,7 +401,7 @@ def case_repeats(rows: Iterable[Row]) -> CaseRepeats:
     return CaseRepeats(tries=len(rows), correct=correct, verdicts=ordered)
 
 
-def repeat_stats(rows: Iterable[Row], repeats: int) -> dict[str, Any] | None:
+def repeat_stats(rows: Iterable[Row], repeats: int) -> RepeatStats | None:
     """Consistency and pass^N of a run that asked each case `repeats` times.
 
     None when `repeats` < 2. Cases with fewer than `repeats` recorded tries (a stopped run)

@@ -31,9 +31,12 @@ import jinja2
 from secbench_tui import __version__
 from secbench_tui.core import numbers
 from secbench_tui.core.models import Outcome, RunStatus, SuiteKind
+from secbench_tui.core.results.figures import answer_figures
 from secbench_tui.core.results.metrics import (
     CaseRepeats,
     PairComparison,
+    RepeatStats,
+    VerdictStats,
     case_interval,
     case_repeats,
     compare_pair,
@@ -44,6 +47,13 @@ from secbench_tui.core.results.metrics import (
     usage_stats,
     verdict_stats,
 )
+from secbench_tui.core.results.pairwise import (
+    PairTally,
+    ScenarioComparison,
+    compare_scenarios,
+    scenario_tallies,
+)
+from secbench_tui.core.results.reasons import ReasonFigures, first_answers, reason_figures
 from secbench_tui.core.store.database import RunRecord, Store
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.untrusted import inert
@@ -93,6 +103,12 @@ class ReportError(Exception):
 # --- what the report is made of ----------------------------------------------------------
 
 
+class AppStats(VerdictStats):
+    """One app's verdict figures in a run, with how many distinct cases it has."""
+
+    distinct_cases: int
+
+
 @dataclass
 class Contender:
     """One selected run: a model on a suite, with every figure the report shows for it."""
@@ -103,9 +119,9 @@ class Contender:
     rows: list[Row]
     repeats: int = 1
     stats: dict[str, Any] = field(default_factory=dict)
-    apps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    apps: dict[str, AppStats] = field(default_factory=dict)
     confusion: dict[str, dict[str, int]] = field(default_factory=dict)
-    repeat: dict[str, Any] | None = None
+    repeat: RepeatStats | None = None
     by_case: dict[str, list[Row]] = field(default_factory=dict)
     vdb: dict[str, Any] = field(default_factory=dict)
     rank: int | None = None  # 1 = most accurate on its suite; None for references
@@ -113,6 +129,10 @@ class Contender:
     standing: str = ""  # against its suite's most accurate model: best, tied, behind, ahead
     vs_best: PairComparison | None = None
     settings: list[tuple[str, str]] = field(default_factory=list)  # shown, not common to all
+    # right for the right reason: pairwise, reason and scenario summaries; the per-rule table
+    figures: dict[str, Any] = field(default_factory=dict)
+    reasons: ReasonFigures | None = None
+    scenarios: dict[str, PairTally] = field(default_factory=dict)
 
     @property
     def model(self) -> str:
@@ -185,6 +205,7 @@ class Pair:
     b: Contender
     comparison: PairComparison
     differing: list[CaseView]
+    scenarios: ScenarioComparison | None = None  # McNemar on scenarios solved
 
     @property
     def better(self) -> Contender | None:
@@ -273,7 +294,7 @@ class ReportData:
     apps: list[str]
     cases: list[CaseView]
     overall: dict[str, Any]
-    app_totals: dict[str, dict[str, Any]]
+    app_totals: dict[str, VerdictStats]
     pairs: list[Pair]
     hardest: list[CaseView]
     vdb_columns: list[tuple[str, str]]
@@ -388,8 +409,9 @@ def is_whole(run: RunRecord) -> bool:
 def narrowed_by(run: RunRecord) -> str:
     """Why a run covers only part of its suite, in the words of the command line."""
     settings, parts = run.settings, []
-    if settings.get("apps"):
-        parts.append("--apps " + ",".join(map(str, settings["apps"])))
+    apps = settings.get("apps")
+    if apps:
+        parts.append("--apps " + ",".join(map(str, apps)))
     if settings.get("limit") is not None:
         parts.append(f"--limit {settings['limit']}")
     tasks = settings.get("tasks")
@@ -473,11 +495,16 @@ def _markdown_contender(index: int, run: RunRecord, label: str, rows: list[Row])
     for row in rows:
         by_app.setdefault(row["app"], []).append(row)
         contender.by_case.setdefault(case_key(row), []).append(row)
-    contender.apps = {app: verdict_stats(app_rows) for app, app_rows in by_app.items()}
-    for app, app_rows in by_app.items():
-        contender.apps[app]["distinct_cases"] = len({row["case_id"] for row in app_rows})
+    contender.apps = {
+        app: {**verdict_stats(app_rows), "distinct_cases": len({r["case_id"] for r in app_rows})}
+        for app, app_rows in by_app.items()
+    }
     contender.confusion = confusion_matrix(rows)
     contender.repeat = repeat_stats(rows, contender.repeats)
+    answers = first_answers(rows)
+    contender.figures = answer_figures(answers)
+    contender.reasons = reason_figures(answers)
+    contender.scenarios = scenario_tallies(answers)
     stats = contender.stats
     if contender.repeats > 1:  # tries of one case are not independent: cases are the units
         stats["accuracy_ci"] = case_interval(rows)
@@ -566,7 +593,8 @@ def _pairs(contenders: Sequence[Contender], cases: dict[str, CaseView]) -> list[
         comparison = compare_pair(a.first_tries(), b.first_tries())
         if comparison.shared:
             differing = [cases[key] for key in comparison.differing[:DIFFERING_SHOWN]]
-            pairs.append(Pair(a, b, comparison, differing))
+            solved = compare_scenarios(a.scenarios, b.scenarios)
+            pairs.append(Pair(a, b, comparison, differing, solved if solved.scenarios else None))
     pairs.sort(key=lambda p: (p.a.baseline or p.b.baseline, p.a.index, p.b.index))
     return pairs
 

@@ -4,14 +4,33 @@ from __future__ import annotations
 
 from secbench_tui.core.models import Case, Completion, Outcome, Scored, SuiteKind
 from secbench_tui.core.results.parsing import parse_verdict
+from secbench_tui.core.results.reasons import judge
+
+# Stored beside every score. Raise it whenever a change here or in parsing/reasons would score
+# a stored reply differently; `--rescore` then recomputes stored results from their raw replies.
+# 1: the verdict alone. 2: verdict schema 2, reasons (rule cited, quote on the gold lines).
+SCORING_VERSION = 2
 
 
 def score_markdown(case: Case, reply: str | None) -> Scored:
     verdict = parse_verdict(reply)
+    reason = judge(case, verdict)
     if verdict.assessment is None:
-        return Scored(actual=None, outcome=Outcome.UNPARSED, explanation=None)
+        return Scored(
+            actual=None,
+            outcome=Outcome.UNPARSED,
+            explanation=verdict.explanation if verdict.problem else None,
+            reason=reason if verdict.problem else None,
+            scoring_version=SCORING_VERSION,
+        )
     outcome = Outcome.CORRECT if verdict.assessment == case.expected else Outcome.WRONG
-    return Scored(actual=verdict.assessment, outcome=outcome, explanation=verdict.explanation)
+    return Scored(
+        actual=verdict.assessment,
+        outcome=outcome,
+        explanation=verdict.explanation,
+        reason=reason,
+        scoring_version=SCORING_VERSION,
+    )
 
 
 def score_completion(case: Case, completion: Completion, vdb_scoring: str = "correct") -> Scored:
@@ -29,7 +48,14 @@ def score_completion(case: Case, completion: Completion, vdb_scoring: str = "cor
             reply = ""  # it arrived, but nothing in it can be read as an answer
         return score_vuldetectbench(case, reply, vdb_scoring)
     if completion.error is not None:
-        return Scored(actual=None, outcome=Outcome.ERROR, explanation=None)
+        return Scored(
+            actual=None, outcome=Outcome.ERROR, explanation=None, scoring_version=SCORING_VERSION
+        )
     if completion.unreadable is not None:
-        return Scored(actual=None, outcome=Outcome.UNPARSED, explanation=None)
+        return Scored(
+            actual=None,
+            outcome=Outcome.UNPARSED,
+            explanation=None,
+            scoring_version=SCORING_VERSION,
+        )
     return score_markdown(case, completion.text)

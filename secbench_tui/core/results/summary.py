@@ -46,12 +46,51 @@ class VerdictStats(BaseModel):
     confusion: dict[str, int] = Field(default_factory=dict)
 
 
+class PairwiseSummary(BaseModel):
+    """Over every (good, bad) pair of a scenario: rates are fractions of `pairs`."""
+
+    pairs: int = 0
+    p_c: float | None = None
+    p_v: float | None = None
+    p_b: float | None = None
+    p_r: float | None = None
+    p_c_rule: float | None = None
+    unanswered: int = 0  # pairs with a case that got no verdict (never P-C)
+    p_c_ci: tuple[float, float] | None = None  # bootstrap over scenarios
+
+
+class ReasonSummary(BaseModel):
+    """Over bad cases that name their rule; every rate None when the suite names none."""
+
+    bad_cases: int = 0
+    right_rule: float | None = None
+    right_rule_and_line: float | None = None
+    rule_precision: float | None = None
+    right_rule_ci: tuple[float, float] | None = None  # Wilson, over cases
+    right_rule_and_line_ci: tuple[float, float] | None = None
+    right_rule_cases: int = 0  # answered bad citing a right rule (the count behind the rate)
+    right_rule_and_line_cases: int = 0
+    wrong_rule: int = 0  # answered bad citing no right rule
+    wrong_verdict: int = 0  # answered good, or not answered
+    # by SPEC rule number: bad_cases, right, cited, cited_right, false_alarms (on good cases)
+    per_rule: dict[str, dict[str, int]] = Field(default_factory=dict)
+
+
+class ScenarioSummary(BaseModel):
+    count: int = 0
+    solved: int = 0
+    solved_ci: tuple[float, float] | None = None  # of the share solved, bootstrap
+
+
 # Keys `--summary-json` has only when they apply.
 _OPTIONAL_KEYS = (
     "summary_error",
     "vuldetectbench",
     "vuldetectbench_counts",
     "vdb_scoring",
+    "pairwise",
+    "reason",
+    "scenarios",
     "no_answer",
 )
 
@@ -78,6 +117,9 @@ class RunSummary(VerdictStats):
     vuldetectbench: dict[str, dict[str, float]] | None = None
     vuldetectbench_counts: dict[str, dict[str, int]] | None = None
     vdb_scoring: str | None = None
+    pairwise: PairwiseSummary | None = None
+    reason: ReasonSummary | None = None
+    scenarios: ScenarioSummary | None = None
     # Set when no case got an answer: the commonest error, and how many cases it ended
     no_answer: str | None = None
 
@@ -160,6 +202,7 @@ def summary_lines(
         if s.no_answer:
             lines.append(_line("  ", Segment(inert_line(s.no_answer), "warning")))
     elif s.accuracy is not None:
+        lines.extend(reason_lines(s))
         low, high = s.accuracy_ci or (None, None)
         lines.append(
             _line(
@@ -195,6 +238,65 @@ def summary_lines(
     return lines
 
 
+def _ci(interval: tuple[float, float] | None) -> str:
+    if interval is None:
+        return ""
+    return f" (95% CI {numbers.pct(interval[0])}-{numbers.pct(interval[1])})"
+
+
+def lead_text(s: RunSummary) -> str:
+    """`P-C 45.0% of 196 pairs  right reason 40.8% of 98 bad cases`: what a run leads with."""
+    parts = []
+    if s.pairwise is not None and s.pairwise.pairs:
+        p = s.pairwise
+        parts.append(f"P-C {numbers.pct(p.p_c)}{_ci(p.p_c_ci)} of {p.pairs} pairs")
+    if s.reason is not None:
+        r = s.reason
+        if r.bad_cases:
+            parts.append(
+                f"right reason {numbers.pct(r.right_rule)}{_ci(r.right_rule_ci)}"
+                f" of {r.bad_cases} bad cases"
+            )
+        else:
+            parts.append(f"right reason {numbers.EMPTY} (the suite names no rules)")
+    return "  ".join(parts)
+
+
+def reason_lines(s: RunSummary) -> list[Line]:
+    """P-C and the right-reason rate first, then the other pair, scenario and reason figures,
+    each with what chance scores beside it."""
+    lead = lead_text(s)
+    if not lead:
+        return []
+    lines = [_line("  ", Segment(lead, "heading"))]
+    p = s.pairwise
+    if p is not None and p.pairs:
+        scenarios = s.scenarios or ScenarioSummary()
+        lines.append(
+            _line(
+                f"    pairs: P-V {numbers.pct(p.p_v)}  P-B {numbers.pct(p.p_b)}"
+                f"  P-R {numbers.pct(p.p_r)}  P-C with the rule {numbers.pct(p.p_c_rule)}"
+                + (f"  unanswered {p.unanswered}" if p.unanswered else "")
+                + f"  scenarios solved {scenarios.solved} of {scenarios.count}",
+                Segment(
+                    "  (chance: coin flip P-C 25%; always bad P-V 100%, P-C 0%)",
+                    "dim",
+                ),
+            )
+        )
+    r = s.reason
+    if r is not None and r.bad_cases:
+        lines.append(
+            _line(
+                f"    reason: rule and line {numbers.pct(r.right_rule_and_line)}"
+                f"  rule precision {numbers.pct(r.rule_precision)}"
+                f"  bad cases: right rule {r.right_rule_cases},"
+                f" wrong rule {r.wrong_rule}, wrong verdict {r.wrong_verdict}"
+            )
+        )
+    return lines
+
+
 def _vuldetectbench_lines(s: RunSummary) -> list[Line]:
     if not s.vuldetectbench:
         return []
@@ -216,13 +318,22 @@ def _vuldetectbench_lines(s: RunSummary) -> list[Line]:
 
 def matrix_lines(ended: Sequence[tuple[RunStatus | str, str | None, RunSummary]]) -> list[Line]:
     """Several runs, one line each: model x prompt, accuracy, CI, balanced, cost, status."""
-    lines = [_line(Segment("Matrix (accuracy, 95% CI, balanced accuracy):", "heading"))]
+    lines = [
+        _line(
+            Segment(
+                "Matrix (accuracy, 95% CI, balanced accuracy; led by P-C and the right-reason"
+                " rate where the suite has pairs and rules):",
+                "heading",
+            )
+        )
+    ]
     for status, message, s in ended:
         figure = numbers.EMPTY
         if s.accuracy is not None:
             low, high = s.accuracy_ci or (None, None)
+            lead = _matrix_lead(s)
             figure = (
-                f"{numbers.pct(s.accuracy)} ({numbers.pct(low)}-{numbers.pct(high)})"
+                f"{lead}{numbers.pct(s.accuracy)} ({numbers.pct(low)}-{numbers.pct(high)})"
                 f"  balanced {numbers.pct(s.balanced_accuracy)}"
             )
         lines.append(
@@ -235,3 +346,13 @@ def matrix_lines(ended: Sequence[tuple[RunStatus | str, str | None, RunSummary]]
         if message:
             lines.append(_line(Segment(f"    {inert_line(message)}", "dim")))
     return lines
+
+
+def _matrix_lead(s: RunSummary) -> str:
+    """`P-C 45.0%  right reason 40.8%  ` before a matrix run's accuracy, where they apply."""
+    parts = []
+    if s.pairwise is not None and s.pairwise.pairs:
+        parts.append(f"P-C {numbers.pct(s.pairwise.p_c)}")
+    if s.reason is not None and s.reason.bad_cases:
+        parts.append(f"right reason {numbers.pct(s.reason.right_rule)}")
+    return "".join(f"{part}  " for part in parts) + ("accuracy " if parts else "")

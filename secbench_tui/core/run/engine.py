@@ -21,13 +21,22 @@ import contextlib
 import json
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 from secbench_tui import __version__
-from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, RunStatus, SuiteKind
+from secbench_tui.core.models import (
+    Case,
+    Completion,
+    Evaluation,
+    Outcome,
+    RecordedSettings,
+    RunStatus,
+    SuiteKind,
+)
+from secbench_tui.core.results.figures import run_figures
 from secbench_tui.core.results.metrics import summarize, usage_stats
 from secbench_tui.core.results.scoring import score_completion
 from secbench_tui.core.results.summary import RunSummary
@@ -76,7 +85,7 @@ class RunSpec:
     cases: Sequence[Case]
     suite_kind: str
     suite_path: str
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: RecordedSettings = field(default_factory=lambda: RecordedSettings())
     prompt_hash: str = ""
     prompt_name: str = ""  # the evaluation prompt's name: part of the reuse and resume keys
     repeats: int = 1
@@ -120,12 +129,13 @@ class RunSpec:
         return prompt_keyed(base, self.prompt_name)
 
     def _request_settings(self) -> dict[str, Any]:
-        request = {k: self.settings.get(k) for k in REQUEST_SETTINGS}
+        recorded = cast(Mapping[str, Any], self.settings)  # read by name, as stored
+        request = {k: recorded.get(k) for k in REQUEST_SETTINGS}
         endpoint = request["base_url"] if self.base_url is None else self.base_url
         request["base_url"] = str(endpoint or "").rstrip("/")
         for key, unset in OPTIONAL_REQUEST_SETTINGS.items():
-            if self.settings.get(key, unset) != unset:
-                request[key] = self.settings[key]
+            if recorded.get(key, unset) != unset:
+                request[key] = recorded[key]
         return request
 
     def request_hash(self, case: Case) -> str:
@@ -467,7 +477,8 @@ class Engine:
             summary_error: str | None = f"could not read the results back: {exc}"
         else:
             summary_error = None
-        figures = summarize(rows)
+        # the summary's fields, by name
+        figures: dict[str, object] = {**summarize(rows), **run_figures(rows)}
         vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
         if vdb_rows:
             from secbench_tui.core.vuldetectbench.scoring import (

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import aiosqlite
 
-from secbench_tui.core.models import Case, Evaluation, RunStatus
+from secbench_tui.core.models import Case, Evaluation, RecordedSettings, RunStatus
 from secbench_tui.core.store import stored_values as stored
 from secbench_tui.core.store.comparison import (
     FlipCounts,
@@ -33,13 +33,13 @@ from secbench_tui.core.store.comparison import (
 )
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.stored_values import BELIEVABLE_COST_SQL
-from secbench_tui.core.store.values import now_iso, storable, text_hash
+from secbench_tui.core.store.values import gold_json, now_iso, storable, text_hash
 from secbench_tui.core.untrusted import redact_url
 
 if TYPE_CHECKING:
     from secbench_tui.core.store.original import WriteLayout
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -135,6 +135,9 @@ _EVAL_COLUMNS = (
     "reasoning",
     "reasoning_tokens",
     "notes",
+    "gold",
+    "reasons",
+    "scoring_version",
 )
 # What reads of whole rows select: a table adopted from the original evaluator also holds its
 # `request` and `response` bodies, which no read of ours needs.
@@ -271,6 +274,18 @@ async def _add_case_index(db: aiosqlite.Connection) -> None:
     )
 
 
+async def _add_reasons(db: aiosqlite.Connection) -> None:
+    """Version 6 -> 7: why a bad case is bad (`gold`: its right rules and lines, JSON), why the
+    model said what it said (`reasons`: the violations cited, scored, JSON) and the version of
+    the scoring that wrote the row's scores (`scoring_version`; NULL: before versions were kept,
+    which `--rescore` brings up to date from the raw replies)."""
+    cursor = await db.execute("PRAGMA table_info(evaluations)")
+    have = {row[1] for row in await cursor.fetchall()}
+    for column, kind in (("gold", "TEXT"), ("reasons", "TEXT"), ("scoring_version", "INTEGER")):
+        if column not in have:
+            await db.execute(f"ALTER TABLE evaluations ADD COLUMN {column} {kind}")
+
+
 # MIGRATIONS[n] brings a file at version n to version n + 1.
 MIGRATIONS: dict[int, Migration] = {
     0: _migrate_legacy,
@@ -279,6 +294,7 @@ MIGRATIONS: dict[int, Migration] = {
     3: _add_reasoning,
     4: _add_notes,
     5: _add_case_index,
+    6: _add_reasons,
 }
 
 
@@ -292,13 +308,13 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def recorded_settings(text: str | None) -> dict[str, Any]:
+def recorded_settings(text: str | None) -> RecordedSettings:
     """A run's settings as read back: a `base_url` recorded with credentials (by a version
     that stored it whole) comes out redacted, so no report or export shows them."""
     settings = stored.json_object(text)
     if isinstance(settings.get("base_url"), str):
         settings["base_url"] = redact_url(settings["base_url"])
-    return settings
+    return cast(RecordedSettings, settings)
 
 
 def effective_status(status: str, pid: int | None, host: str | None) -> RunStatus:
@@ -357,7 +373,7 @@ class RunRecord:
     suite_path: str
     suite_hash: str | None
     prompt_hash: str | None
-    settings: dict[str, Any]
+    settings: RecordedSettings
     fingerprint: str
     tool_version: str | None
     started_at: str
@@ -525,7 +541,7 @@ class Store:
         suite_path: str,
         suite_hash: str,
         prompt_hash: str,
-        settings: dict[str, Any],
+        settings: RecordedSettings,
         fingerprint: str,
         tool_version: str,
         total_cases: int,
@@ -758,6 +774,9 @@ class Store:
                 completion.reasoning,
                 completion.reasoning_tokens,
                 completion.notes,
+                gold_json(case),
+                scored.reason.model_dump_json() if scored.reason is not None else None,
+                scored.scoring_version or None,
             )
         )
         columns: Sequence[str] = _EVAL_COLUMNS
@@ -819,7 +838,7 @@ class Store:
             else (
                 "e.id, e.timestamp, e.model_name, e.run_id, e.app, e.case_id, e.expected_result,"
                 " e.actual_result, e.outcome, e.latency_ms, e.cost, e.prompt_tokens,"
-                " e.completion_tokens, e.repeat, e.suite_kind"
+                " e.completion_tokens, e.repeat, e.suite_kind, e.reasons"
             )
         )
         join = " LEFT JOIN case_texts c ON c.hash = e.case_hash" if with_text else ""
@@ -846,7 +865,8 @@ class Store:
             if with_text
             else "e.id, e.app, e.case_id, e.case_index, e.repeat, e.suite_kind, e.outcome,"
             " e.expected_result, e.actual_result, e.prompt_tokens, e.completion_tokens, e.cost,"
-            " e.latency_ms, e.reused_from, e.scores, e.explanation, e.reasoning_tokens, e.error"
+            " e.latency_ms, e.reused_from, e.scores, e.explanation, e.reasoning_tokens, e.error,"
+            " e.gold, e.reasons, e.scoring_version"
         )
         join = " LEFT JOIN case_texts c ON c.hash = e.case_hash" if with_text else ""
         cursor = await self.db.execute(
@@ -855,6 +875,40 @@ class Store:
             (run_id,),
         )
         return [stored.evaluation_row(dict(row)) for row in await cursor.fetchall()]
+
+    async def rescorable_page(
+        self, run_ids: Sequence[int] = (), after_id: int = 0, limit: int = 500
+    ) -> list[ResultRow]:
+        """Markdown results whose reply arrived readable (no error), with what scoring reads:
+        the raw reply, the case's code, its label and gold. Keyset pages by id."""
+        where = "e.suite_kind = 'markdown' AND e.error IS NULL AND e.id > ?"
+        params: list[Any] = [after_id]
+        if run_ids:
+            where += f" AND e.run_id IN ({', '.join('?' * len(run_ids))})"
+            params.extend(run_ids)
+        if self._adopted is not None:
+            where += " AND e.run_id IS NOT NULL"
+        cursor = await self.db.execute(
+            "SELECT e.id, e.run_id, e.app, e.case_id, e.test_file, e.expected_result,"
+            " e.actual_result, e.outcome, e.explanation, e.raw_reply, e.gold, e.reasons,"
+            " e.scoring_version, c.code AS code FROM evaluations e"
+            f" LEFT JOIN case_texts c ON c.hash = e.case_hash WHERE {where} ORDER BY e.id LIMIT ?",
+            [*params, limit],
+        )
+        return [stored.evaluation_row(dict(row)) for row in await cursor.fetchall()]
+
+    async def update_scores(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Write rescored results: (outcome, actual_result, explanation, reasons, gold,
+        scoring_version, id) each, in one transaction."""
+        required = self._adopted.required if self._adopted is not None else frozenset()
+        if "actual_result" in required:  # the original's NOT NULL column: "" for no verdict
+            rows = [(r[0], "" if r[1] is None else r[1], *r[2:]) for r in rows]
+        await self.db.executemany(
+            "UPDATE evaluations SET outcome=?, actual_result=?, explanation=?, reasons=?,"
+            " gold=?, scoring_version=? WHERE id=?",
+            [tuple(storable(v) for v in row) for row in rows],
+        )
+        await self.db.commit()
 
     async def spent(self, run_id: int) -> float:
         """What a run's own requests cost (results reused from earlier runs cost nothing)."""
@@ -1045,7 +1099,7 @@ class Store:
         cursor = await self.db.execute(
             "SELECT e.id, e.timestamp, e.model_name, e.run_id, e.app, e.case_id,"
             " e.expected_result, e.actual_result, e.outcome, e.latency_ms, e.cost,"
-            " e.prompt_tokens, e.completion_tokens, e.repeat, e.suite_kind"
+            " e.prompt_tokens, e.completion_tokens, e.repeat, e.suite_kind, e.reasons"
             f" FROM evaluations e{where} ORDER BY {column}{way}, e.id{way} LIMIT ?",
             [*params, limit],
         )

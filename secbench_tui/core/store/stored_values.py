@@ -22,7 +22,7 @@ _TEXT = (
     "timestamp", "test_file", "model_name", "expected_result", "actual_result", "explanation",
     "suite_kind", "app", "case_id", "outcome", "raw_reply", "error", "finish_reason",
     "served_model", "provider", "case_hash", "request_hash", "notes", "code", "description",
-    "reasoning",
+    "reasoning", "gold", "reasons",
 )  # fmt: skip
 _REQUIRED_TEXT = frozenset(
     ("timestamp", "test_file", "model_name", "expected_result", "suite_kind", "app", "case_id")
@@ -96,6 +96,8 @@ def evaluation_row(row: dict[str, Any]) -> ResultRow:
         clean["latency_ms"] = duration_ms(clean["latency_ms"])
     if "attempts" in clean:
         clean["attempts"] = whole(clean["attempts"], 1, MAX_INDEX) or 1
+    if "scoring_version" in clean:
+        clean["scoring_version"] = whole(clean["scoring_version"], 0, MAX_INDEX)
     if "http_status" in clean:
         clean["http_status"] = whole(clean["http_status"], 100, 999)
     for name in ("id", "run_id", "reused_from"):

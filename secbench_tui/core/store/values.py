@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import UTC, datetime
 from typing import Any
+
+from secbench_tui.core.models import Case
 
 
 def now_iso() -> str:
@@ -30,3 +33,14 @@ def storable(value: Any) -> Any:
         except UnicodeEncodeError:
             return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
     return value
+
+
+def gold_json(case: Case) -> str | None:
+    """What the store keeps of a bad case's gold reason: its right rules (the gold rule first,
+    then those also acceptable) and its gold lines. None: the case names no rule."""
+    if case.rule is None:
+        return None
+    return json.dumps(
+        {"rules": [case.rule, *case.also_rules], "lines": list(case.gold_lines)},
+        separators=(",", ":"),
+    )

@@ -24,11 +24,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from secbench_tui.core.suites.gold import CaseGold, spec_rules
 from secbench_tui.core.suites.markdown import (
     SuiteError,
     discover_apps,
-    parse_case_file,
     read_app_prompt,
+    read_case,
     split_sections,
 )
 
@@ -82,7 +83,7 @@ class Finding:
     """One thing wrong with the suite. `fails` findings make the lint exit non-zero."""
 
     check: str  # parse | duplicate | balance | name | comment | classifier | description | verify
-    # | equivalent (a mutant the suite declares no real flaw)
+    # | equivalent (a mutant the suite declares no real flaw) | rule (# Rule of a case)
     message: str
     path: Path | None = None
     app: str | None = None
@@ -104,6 +105,7 @@ class LintCase:
     code: str
     language: str
     scenario: str
+    gold: CaseGold = CaseGold()
 
 
 @dataclass(frozen=True)
@@ -499,6 +501,13 @@ def _load_apps(root: Path, report: LintReport) -> list[tuple[str, tuple[Path, ..
     return apps
 
 
+def _app_rules(folder: Path) -> tuple[int, ...]:
+    try:
+        return spec_rules(read_app_prompt(folder / "SPEC.md"))
+    except SuiteError:
+        return ()
+
+
 def _orphan_folders(root: Path) -> list[Finding]:
     if not root.is_dir():
         return []
@@ -511,11 +520,13 @@ def _orphan_folders(root: Path) -> list[Finding]:
 
 def _read_case(app: str, path: Path, root: Path, report: LintReport) -> LintCase | None:
     shown = path.relative_to(root) if path.is_relative_to(root) else path
-    parsed = parse_case_file(path)
-    if isinstance(parsed, str):
-        report.findings.append(Finding("parse", parsed, shown, app))
+    read = read_case(path)
+    if isinstance(read, str):
+        report.findings.append(Finding("parse", read, shown, app))
         return None
-    code, expected, description = parsed
+    code, expected, description = read.code, read.expected, read.description
+    if read.gold_problem is not None:
+        report.findings.append(Finding("rule", read.gold_problem, shown, app))
     name = _CASE_NAME.match(path.name)
     if name is None:
         report.findings.append(
@@ -531,7 +542,37 @@ def _read_case(app: str, path: Path, root: Path, report: LintReport) -> LintCase
     fence = _FENCE_INFO.match(sections["code"].lstrip("\n").split("\n", 1)[0])
     language = _language(fence.group(1) if fence else "", code)
     scenario = name.group("scenario") if name else path.stem
-    return LintCase(app, shown, expected, code, language, scenario)
+    return LintCase(app, shown, expected, code, language, scenario, read.gold)
+
+
+def _rule_findings(cases: Sequence[LintCase], rules: Sequence[int]) -> list[Finding]:
+    """A bad case must name the SPEC rule it breaks, by a number of the SPEC's numbered list;
+    a good case breaks none. In an app where no case names a rule (a suite written before
+    rules, such as the original security-bench's) the missing rules are a warning: its reason
+    scores are shown as not available."""
+    findings = []
+    any_rule = any(c.gold.rule is not None for c in cases)
+    known = ", ".join(str(n) for n in rules) or "none"
+    for case in cases:
+        gold = case.gold
+        if case.expected == "good" and gold.present:
+            message = (
+                "a good case breaks no rule: remove its '# Rule', '# Also acceptable', '# Lines'"
+            )
+            findings.append(Finding("rule", message, case.path, case.app))
+            continue
+        if case.expected != "bad":
+            continue
+        if gold.rule is None:
+            message = "bad case without '# Rule': add one naming the SPEC rule it breaks"
+            if not any_rule:
+                message += " (no case of this app names one: reason scores not available)"
+            findings.append(Finding("rule", message, case.path, case.app, fails=any_rule))
+        for number in (gold.rule, *gold.also):
+            if number is not None and number not in rules:
+                message = f"rule {number} is not in the SPEC's numbered list (rules: {known})"
+                findings.append(Finding("rule", message, case.path, case.app))
+    return findings
 
 
 def _comment_findings(case: LintCase, comments: Sequence[Comment]) -> list[Finding]:
@@ -642,6 +683,7 @@ def lint_suite(root: Path, limit: float = MAX_TRIVIAL_ACCURACY) -> LintReport:
     stripped: list[str] = []
     for app, files in apps:
         cases = [c for p in files if (c := _read_case(app, p, root, report)) is not None]
+        report.findings.extend(_rule_findings(cases, _app_rules(root / app)))
         report.findings.extend(_verification_findings(app, root / app, cases))
         words = []
         for case in cases:

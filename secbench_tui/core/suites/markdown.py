@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from secbench_tui.core.models import Case, Message, SuiteKind
+from secbench_tui.core.models import Case, Message, SuiteKind, scenario_of
 from secbench_tui.core.paths import outside_reason
 from secbench_tui.core.suites import security_bench
+from secbench_tui.core.suites.gold import CaseGold, derived_lines, read_gold, spec_rules
 from secbench_tui.core.suites.prompts import build_markdown_prefix
 
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t]*#*[ \t]*$")
@@ -173,8 +174,30 @@ def is_parameter_file(path: Path) -> bool:
     return "parameters" in sections and "code" not in sections
 
 
+@dataclass(frozen=True)
+class ParsedCase:
+    """A case file read: what is asked, the label, and why a bad case is bad (`gold`).
+
+    `gold_problem` says why `# Rule`, `# Also acceptable` or `# Lines` could not be read: the
+    case is still usable (its reason is not scored), and `--lint` reports it."""
+
+    code: str
+    expected: str
+    description: str
+    gold: CaseGold = CaseGold()
+    gold_problem: str | None = None
+
+
 def parse_case_file(path: Path) -> tuple[str, str, str] | str:
     """(code, expected, description) or a reason the file cannot be used."""
+    parsed = read_case(path)
+    if isinstance(parsed, str):
+        return parsed
+    return parsed.code, parsed.expected, parsed.description
+
+
+def read_case(path: Path) -> ParsedCase | str:
+    """The case file read whole, or a reason the file cannot be used."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -193,7 +216,35 @@ def parse_case_file(path: Path) -> tuple[str, str, str] | str:
     if expected not in ("good", "bad"):
         shown = sections["expected"].strip()[:40] or "(empty)"
         return f"'# Expected' must be good or bad, found {shown!r}"
-    return code, expected, sections.get("description", "").strip()
+    gold = read_gold(sections)
+    problem = gold if isinstance(gold, str) else None
+    return ParsedCase(
+        code,
+        expected,
+        sections.get("description", "").strip(),
+        gold if isinstance(gold, CaseGold) else CaseGold(),
+        problem,
+    )
+
+
+def good_codes_by_scenario(cases: dict[str, ParsedCase]) -> dict[str, list[str]]:
+    """The code of each scenario's good cases, keyed by scenario (cases keyed by case id)."""
+    goods: dict[str, list[str]] = {}
+    for case_id, case in cases.items():
+        scenario = scenario_of(case_id)
+        if case.expected == "good" and scenario is not None:
+            goods.setdefault(scenario, []).append(case.code)
+    return goods
+
+
+def gold_lines_of(case: ParsedCase, case_id: str, goods: dict[str, list[str]]) -> tuple[int, ...]:
+    """A bad case's gold lines: as `# Lines` gives them, else its difference with the nearest
+    good case of its scenario (none: no good sibling, or no rule to score)."""
+    if case.expected != "bad" or case.gold.rule is None:
+        return ()
+    if case.gold.lines:
+        return case.gold.lines
+    return derived_lines(case.code, goods.get(scenario_of(case_id) or "", []))
 
 
 def _exact_text(path: Path) -> str:
@@ -240,12 +291,17 @@ def load_markdown_suite(
                 spec = security_bench.spec_prompt(_exact_text(app.root / "SPEC.md"))
             except (OSError, UnicodeDecodeError) as exc:
                 raise SuiteError(f"{app.root / 'SPEC.md'}: cannot read SPEC.md ({exc})") from exc
+        rules = spec_rules(app.prompt)
+        readable: dict[str, tuple[Path, ParsedCase]] = {}
         for path in app.case_files:
-            parsed = parse_case_file(path)
+            parsed = read_case(path)
             if isinstance(parsed, str):
                 suite.skipped.append(SkippedFile(path, parsed))
-                continue
-            code, expected, description = parsed
+            else:
+                readable[path.relative_to(root).as_posix()] = (path, parsed)
+        goods = good_codes_by_scenario({key: case for key, (_, case) in readable.items()})
+        for case_id, (path, case) in readable.items():
+            code, expected, description = case.code, case.expected, case.description
             sent: tuple[Message, ...] = ()
             if original:
                 sent, problem = _original_messages(spec, path, evaluation_prompt)
@@ -256,7 +312,7 @@ def load_markdown_suite(
                 Case(
                     kind=SuiteKind.MARKDOWN,
                     app=app.name,
-                    case_id=path.relative_to(root).as_posix(),
+                    case_id=case_id,
                     test_file=str(path.resolve() if path.is_symlink() else folder / path.name),
                     expected=expected,
                     code=code,
@@ -264,6 +320,30 @@ def load_markdown_suite(
                     prompt_prefix="" if sent else prefix,
                     messages=sent,
                     structured=True,
+                    rule=case.gold.rule if expected == "bad" else None,
+                    also_rules=case.gold.also if expected == "bad" else (),
+                    gold_lines=gold_lines_of(case, case_id, goods),
+                    spec_rules=rules,
                 )
             )
     return suite
+
+
+def gold_from_file(
+    path: Path, code: str | None
+) -> tuple[int | None, tuple[int, ...], tuple[int, ...]]:
+    """(rule, also acceptable, gold lines) of the case file at `path` as it is now, for a result
+    recorded before results kept them; nothing when the file is gone or its code has changed
+    since (its gold would belong to another question)."""
+    parsed = read_case(path) if path.is_file() else "gone"
+    if isinstance(parsed, str) or parsed.gold.rule is None or parsed.expected != "bad":
+        return None, (), ()
+    if code is not None and parsed.code != code:
+        return None, (), ()
+    siblings: dict[str, ParsedCase] = {}
+    scenario = scenario_of(path.name)
+    for other in sorted(path.parent.glob("*-good.md")):
+        if scenario_of(other.name) == scenario and not isinstance(read := read_case(other), str):
+            siblings[other.name] = read
+    lines = gold_lines_of(parsed, path.name, good_codes_by_scenario(siblings))
+    return parsed.gold.rule, parsed.gold.also, lines

@@ -7,7 +7,9 @@ and the files a user names. Each has a name (a file's stem, or the bundled name)
 beside its hash, so results of different prompts are told apart.
 
 The schema lists `explanation` before `assessment`: models fill a strict schema in order, so the
-reasoning is written before the verdict and can inform it. Every bundled prompt asks for it so.
+reasoning is written before the verdict and can inform it. Then `violations` (verdict schema 2):
+each rule the code breaks, by its SPEC number, with the offending line quoted; empty exactly when
+the assessment is good. Every bundled prompt asks for it so.
 """
 
 from __future__ import annotations
@@ -22,13 +24,25 @@ from typing import Any, Literal
 
 from secbench_tui.core.paths import outside_reason
 
-VERDICT_SCHEMA: dict[str, Any] = {
+VERDICT_SCHEMA: dict[str, Any] = {  # verdict schema 2: the verdict, then what breaks which rule
     "type": "object",
     "properties": {
         "explanation": {"type": "string"},
         "assessment": {"type": "string", "enum": ["good", "bad"]},
+        "violations": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "rule": {"type": "integer"},
+                    "quote": {"type": "string"},
+                },
+                "required": ["rule", "quote"],
+                "additionalProperties": False,
+            },
+        },
     },
-    "required": ["explanation", "assessment"],
+    "required": ["explanation", "assessment", "violations"],
     "additionalProperties": False,
 }
 

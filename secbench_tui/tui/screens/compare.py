@@ -30,6 +30,7 @@ from secbench_tui.tui.widgets.case_tables import (
     CaseTable,
     FlipTable,
     GridTable,
+    PairGridTable,
     run_label,
 )
 
@@ -148,6 +149,7 @@ class CompareScreen(CompareBase):
         Binding("escape", "back", "Back", id="compare.back"),
         Binding("d", "toggle_disagreements", "Only disagreements", id="compare.disagree"),
         Binding("f", "toggle_failures", "Only failures", id="compare.failures"),
+        Binding("p", "toggle_pairs", "By pair", id="compare.pairs"),
         Binding("enter", "answers", "Answers side by side", id="compare.answers", show=False),
         Binding("m", "maximize_pane", "Maximise", id="compare.maximise"),
     ]
@@ -156,17 +158,40 @@ class CompareScreen(CompareBase):
         super().__init__(runs)
         self.run_ids = list(run_ids)
         self.counts: GridCounts | None = None
+        self.by_pair = False
 
     def answer_runs(self) -> list[int]:
         return self.run_ids
+
+    @property
+    def table(self) -> CaseTable:
+        return self.query_one("#compare-pairs" if self.by_pair else self.TABLE, CaseTable)
 
     def compose(self) -> ComposeResult:
         yield Header()
         table = GridTable(list(self.runs.values()), self.run_ids, id="compare-table")
         table.border_title = "Cases x runs (enter: the answers side by side)"
         yield table
+        pairs = PairGridTable(list(self.runs.values()), self.run_ids, id="compare-pairs")
+        pairs.border_title = "Scenarios x runs: good/bad pairs both right (P-C), ✓ all right"
+        pairs.display = False
+        yield pairs
         yield Static(id="compare-status")
         yield Footer()
+
+    def action_toggle_pairs(self) -> None:
+        """One row per scenario, each run's pairs both right, or back to one row per case."""
+        self.by_pair = not self.by_pair
+        self.query_one(GridTable).display = not self.by_pair
+        self.query_one(PairGridTable).display = self.by_pair
+        self.table.focus()
+        self.reload()
+
+    def action_answers(self) -> None:
+        if self.by_pair:  # a scenario has no one answer: back to its cases
+            self.action_toggle_pairs()
+            return
+        super().action_answers()
 
     def on_mount(self) -> None:
         self.sub_title = "compare: " + ", ".join(f"run {r}" for r in self.run_ids)
@@ -193,6 +218,16 @@ class CompareScreen(CompareBase):
 
     def draw_status(self) -> None:
         if not self.is_mounted:
+            return
+        if self.by_pair:
+            self.query_one("#compare-status", Static).update(
+                Text.assemble(
+                    f"showing {self.table.row_count:,} scenarios",
+                    ("  ·  each cell: pairs both right of pairs; a coin flip gets 1 in 4", "dim"),
+                    ("  ·  p ", "dim"),
+                    ("one row per case", "dim"),
+                )
+            )
             return
         table = self.query_one(GridTable)
         counts = self.counts or GridCounts(0, 0)

@@ -230,10 +230,16 @@ class RunScreen(BaseScreen):
             run.stop()
         try:
             plan = await run.plan()
-            await run.open_store()
+            refused = await run.refusals()  # a prompt larger than the model's context
+            if not refused:
+                await run.open_store()
         except Exception as exc:
             await run.aclose()
             self.post_message(RunFailed(describe_error(exc)))
+            return
+        if refused:
+            await run.aclose()
+            self.post_message(RunFailed("; ".join(o.message() for o in refused)))
             return
         self.planned = plan.runs
         self._draw_matrix()

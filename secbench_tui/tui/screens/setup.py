@@ -319,9 +319,21 @@ class SetupScreen(BaseScreen):
         if not picker.selected:
             self.notify("choose at least one app", severity="warning")
             return
+        from secbench_tui.config import is_bundled_suite
+        from secbench_tui.core.suites.verify import SUITE_CODE_NOTICE
         from secbench_tui.tui.screens.verify import VerifyScreen
 
-        self.app.push_screen(VerifyScreen(picker.choice.root, list(picker.selected)))
+        root, apps = picker.choice.root, list(picker.selected)
+
+        def answered(go: bool | None) -> None:
+            if go:
+                self.app.push_screen(VerifyScreen(root, apps))
+
+        if is_bundled_suite(root):
+            answered(True)
+            return
+        question = f"{root}\n\nThis is not the bundled suite: {SUITE_CODE_NOTICE}.\n\nVerify it?"
+        self.app.push_screen(ConfirmScreen(question, yes="Verify", no="Back"), answered)
 
 
 def first(values: Sequence[str | None]) -> str | None:

@@ -18,6 +18,7 @@ from rich.rule import Rule
 from rich.syntax import Syntax
 from rich.text import Text
 
+from secbench_tui.core.results.reasons import reason_summary_text, stored_gold, stored_reason
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.tui import format as fmt
@@ -130,6 +131,11 @@ def render_result(row: ResultRow, prompt: str | None = None) -> RenderableType:
                 (inert_line(row.get("actual_result") or "-"), "bold"),
             )
         )
+        reason = reason_summary_text(
+            stored_reason(row.get("reasons")), stored_gold(row.get("gold"))
+        )
+        if reason:
+            parts += [_section("reason"), plain("\n".join(reason))]
     if row.get("error"):
         parts += [_section("error"), plain(row["error"], style="red")]
     if row.get("notes"):  # e.g. a cost from the server that was not believed

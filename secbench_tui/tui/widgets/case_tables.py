@@ -9,12 +9,16 @@ came from files and models: every cell is a `Text` of `inert_line` text, never m
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
+from secbench_tui.core.models import scenario_of
+from secbench_tui.core.results.pairwise import PairTally, scenario_tally
+from secbench_tui.core.results.reasons import Answer
 from secbench_tui.core.store.comparison import FlipRow, GridRow, Verdict
 from secbench_tui.core.store.database import RunRecord, Store
 from secbench_tui.core.untrusted import inert_line
@@ -37,14 +41,14 @@ def prompt_of(run: RunRecord | None) -> str | None:
 
 def run_label(run: RunRecord | None, run_id: int, width: int = 24, with_prompt: bool = True) -> str:
     """`model-name #12` (with the prompt's name when runs carry one and `with_prompt`): the
-    end of a long model id, which is the part that tells models apart."""
+    model without its vendor, a long one cut from the middle (its start and variant stay)."""
     if run is None:
         return f"#{run_id}"
     prompt = prompt_of(run) if with_prompt else None
     name = inert_line(run.model_name).rsplit("/", 1)[-1]
     if prompt:
         name += f" · {inert_line(prompt)}"
-    return fmt.tail(name, max(4, width - len(str(run_id)) - 2)) + f" #{run_id}"
+    return fmt.middle(name, max(4, width - len(str(run_id)) - 2)) + f" #{run_id}"
 
 
 def verdict_cell(verdict: Verdict | None, expected: str = "") -> Text:
@@ -298,3 +302,81 @@ class FlipTable(CaseTable):
             verdict_cell(item.after),
             Text(flip, style=f"bold {FLIP_STYLES[flip]}"),
         )
+
+
+@dataclass
+class ScenarioRow:
+    """One scenario of the grid grouped by pair: its cases, each with every run's verdict."""
+
+    case_id: str  # the scenario (the row key); named so for `CaseTable`
+    cases: list[GridRow]
+
+    def tally(self, run_id: int) -> PairTally:
+        answers = []
+        for row in self.cases:
+            verdict = row.verdicts.get(run_id)
+            said = None
+            if verdict is not None and verdict.outcome in ("correct", "wrong") and verdict.actual:
+                said = verdict.actual.strip().lower()
+            answers.append(Answer(row.case_id, row.expected.strip().lower(), said))
+        return scenario_tally(answers)
+
+
+def pair_cell(tally: PairTally) -> Text:
+    """`3/4 P-C` for a scenario's pairs right in one run, ✓ when every case is right."""
+    if not tally.pairs:
+        return Text("·", style="dim")
+    style = "green" if tally.solved else ("red" if not tally.p_c else "yellow")
+    return Text(f"{tally.p_c}/{tally.pairs}" + (" ✓" if tally.solved else ""), style=style)
+
+
+class PairGridTable(CaseTable):
+    """The grid grouped by pair: one row per scenario, each run's P-C over its pairs (both
+    cases of a good/bad pair right), ✓ when the run solved the scenario (every case right)."""
+
+    def __init__(self, runs: Sequence[RunRecord], run_ids: Sequence[int], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.run_ids = list(run_ids)
+        self.runs = {r.id: r for r in runs}
+        prompts = {prompt_of(self.runs.get(r)) for r in self.run_ids}
+        self.labels = [
+            run_label(self.runs.get(r), r, 24, with_prompt=len(prompts) > 1) for r in self.run_ids
+        ]
+        self._after: str | None = None  # the last case read (a scenario may span pages)
+        self._done = False
+
+    def on_mount(self) -> None:
+        self.add_column(Text("scenario"), key="case")
+        self.add_column(Text("cases"), key="expected")
+        for run_id, label in zip(self.run_ids, self.labels, strict=True):
+            self.add_column(Text(label), key=f"run-{run_id}")
+
+    def other_widths(self) -> int:
+        runs = sum(max(len(label), VERDICT_WIDTH) + 2 for label in self.labels)
+        return len("cases") + 2 + runs + 2 + 2
+
+    async def reload(self, store: Store) -> None:
+        self._after, self._done = None, False
+        await super().reload(store)
+
+    async def fetch(self, store: Store, after: str | None) -> Sequence[ScenarioRow]:
+        rows = list(await store.grid_page(self.run_ids, self._after, PAGE))
+        self._done = len(rows) < PAGE
+        groups: dict[str, list[GridRow]] = {}
+        for row in rows:
+            groups.setdefault(scenario_of(row.case_id) or row.case_id, []).append(row)
+        found = [ScenarioRow(name, cases) for name, cases in groups.items()]
+        if not self._done and len(found) > 1:  # the last scenario may go on in the next page
+            found.pop()
+        taken = [case for item in found for case in item.cases]
+        self._after = taken[-1].case_id if taken else self._after
+        return found
+
+    def _append(self, items: Sequence[Any]) -> None:
+        super()._append(items)
+        self.exhausted = self._done
+
+    def cells(self, item: ScenarioRow) -> tuple[Text, ...]:
+        case = Text(fmt.case_id(inert_line(item.case_id), self.case_width))
+        count = Text(str(len(item.cases)), style="dim")
+        return (case, count, *(pair_cell(item.tally(r)) for r in self.run_ids))

@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
+from secbench_tui.core.results.reasons import rule_text, stored_reason
 from secbench_tui.core.store.database import SORT_COLUMNS, ResultFilter, Store
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.rows import column as row_column
@@ -34,6 +35,7 @@ COLUMNS = (
     ("case_id", "case"),
     ("expected", "expected"),
     ("actual", "actual"),
+    ("rule", "rule"),
     ("outcome", "outcome"),
 )
 SORTS = ("id", *SORT_COLUMNS)  # what `s` cycles through, by column key
@@ -153,8 +155,9 @@ class ResultsTable(Guarded, DataTable[Text | str]):
             + widest("run_id", "run")
             + widest("expected_result", "expected", VERDICT_WIDTH)
             + widest("actual_result", "actual", VERDICT_WIDTH)
+            + max([4, *(len(_rule(r)) for r in rows)])
             + widest("outcome", "unparsed")
-            + 6 * 2  # a cell of padding each side of each column
+            + 7 * 2  # a cell of padding each side of each column
             + 2  # the scrollbar
         )  # fmt: skip
 
@@ -209,5 +212,14 @@ class ResultsTable(Guarded, DataTable[Text | str]):
             plain_line(fmt.case_id(inert_line(row["case_id"]), case_width - len(repeat)) + repeat),
             plain_line(inert_line(row["expected_result"])[:VERDICT_WIDTH]),
             plain_line(inert_line(row["actual_result"] or "-")[:VERDICT_WIDTH]),
+            Text(_rule(row), style=_RULE_STYLES.get(_rule(row)[-1:], "")),
             Text(outcome, style=fmt.OUTCOME_STYLES.get(outcome, "")),
         )
+
+
+_RULE_STYLES = {"✓": "green", "✗": "red"}
+
+
+def _rule(row: ResultRow) -> str:
+    """The rules the reply cited, ✓ or ✗ (`core.results.reasons.rule_text`)."""
+    return rule_text(stored_reason(row.get("reasons")))

@@ -90,6 +90,10 @@ INSERT INTO password_reset_tokens (user_id, token_hash, expires_at, used_at) VAL
   (3, encode(sha256('valid-token'), 'hex'), now() + interval '1 hour', NULL),
   (3, encode(sha256('expired-token'), 'hex'), now() - interval '1 hour', NULL),
   (2, encode(sha256('used-token'), 'hex'), now() + interval '1 hour', now() - interval '5 minutes');
+-- A second overdue invoice in clinic 2, so that a count leaking clinic 2's overdue invoices
+-- exceeds every count clinic 1's own invoices (deleted ones included) could give.
+INSERT INTO invoices (id, clinic_id, patient_id, amount_cents, status, issued_at, due_date, created_by) VALUES
+  (7, 2, 4, 7000, 'issued', now() - interval '30 days', current_date - 5, 7);
 -- More rows than a page (`--verify --mutants`): invoices of clinic 1 and released lab results of patient 1.
 INSERT INTO invoices (id, clinic_id, patient_id, amount_cents, status, issued_at, due_date, created_by)
 SELECT 100 + n, 1, 2, 100 + n, 'paid', now() - interval '20 days', current_date + 10, 5 FROM generate_series(1, 110) n;
@@ -98,3 +102,34 @@ SELECT 100 + n, 1, 1, 1, 'BULK', n::text, now() - interval '2 days' FROM generat
 SELECT setval(pg_get_serial_sequence(t, 'id'), 10000)
 FROM unnest(ARRAY['users', 'patients', 'appointments', 'prescriptions', 'lab_results', 'invoices', 'uploads',
                   'password_reset_tokens']) AS t;
+
+-- The key (id) of the row of p_table that a result row shows, whatever the case named its
+-- columns: the `id` column when there is one, else the one value of the row that is the id of
+-- a row of p_table agreeing with every same-named column of the result (numbers, booleans,
+-- text; dates and times are left out, their text forms differ). NULL when none: properties
+-- identify rows by the tables' keys, not by the case's column names.
+CREATE FUNCTION verify_key(p_row jsonb, p_table regclass) RETURNS text
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  candidate text;
+  found boolean;
+BEGIN
+  IF p_row ? 'id' THEN
+    RETURN p_row->>'id';
+  END IF;
+  FOR candidate IN SELECT e.value #>> '{}' FROM jsonb_each(p_row) e WHERE jsonb_typeof(e.value) IN ('number', 'string') LOOP
+    EXECUTE format(
+      'SELECT EXISTS (SELECT 1 FROM %s t WHERE t.id::text = $1 AND NOT EXISTS (
+         SELECT 1 FROM jsonb_each($2) e
+          WHERE to_jsonb(t) ? e.key AND jsonb_typeof(to_jsonb(t)->e.key) = jsonb_typeof(e.value)
+            AND jsonb_typeof(e.value) IN (''number'', ''boolean'', ''string'')
+            AND (e.value #>> ''{}'') !~ ''^\d{4}-\d{2}-\d{2}''
+            AND to_jsonb(t)->e.key <> e.value))', p_table)
+      INTO found USING candidate, p_row;
+    IF found THEN
+      RETURN candidate;
+    END IF;
+  END LOOP;
+  RETURN NULL;
+END
+$$;

@@ -255,3 +255,46 @@ LANGUAGE sql STABLE AS $$
                   WHERE po.id = p_po AND po.org_id = p_org AND po.deleted_at IS NULL
                     AND (p_role <> 'requester' OR po.created_by = p_user))
 $$;
+
+-- The rule a row of purchase order p_po breaks for this caller (NULL when none): 1 another
+-- organization's, 7 a deleted PO, 3 a requester's view of a PO they did not create.
+CREATE FUNCTION verify_po_rule(p_po uuid, p_org uuid, p_user uuid, p_role text) RETURNS text
+LANGUAGE sql STABLE AS $$
+  SELECT CASE
+    WHEN po.id IS NULL OR po.org_id <> p_org THEN 'Rule 1'
+    WHEN po.deleted_at IS NOT NULL THEN 'Rule 7'
+    WHEN p_role = 'requester' AND po.created_by <> p_user THEN 'Rule 3'
+  END
+  FROM (SELECT 1) AS one LEFT JOIN purchase_orders po ON po.id = p_po
+$$;
+
+-- The key (id) of the row of p_table that a result row shows, whatever the case named its
+-- columns: the `id` column when there is one, else the one value of the row that is the id of
+-- a row of p_table agreeing with every same-named column of the result (numbers, booleans,
+-- text; dates and times are left out, their text forms differ). NULL when none: properties
+-- identify rows by the tables' keys, not by the case's column names.
+CREATE FUNCTION verify_key(p_row jsonb, p_table regclass) RETURNS text
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  candidate text;
+  found boolean;
+BEGIN
+  IF p_row ? 'id' THEN
+    RETURN p_row->>'id';
+  END IF;
+  FOR candidate IN SELECT e.value #>> '{}' FROM jsonb_each(p_row) e WHERE jsonb_typeof(e.value) IN ('number', 'string') LOOP
+    EXECUTE format(
+      'SELECT EXISTS (SELECT 1 FROM %s t WHERE t.id::text = $1 AND NOT EXISTS (
+         SELECT 1 FROM jsonb_each($2) e
+          WHERE to_jsonb(t) ? e.key AND jsonb_typeof(to_jsonb(t)->e.key) = jsonb_typeof(e.value)
+            AND jsonb_typeof(e.value) IN (''number'', ''boolean'', ''string'')
+            AND (e.value #>> ''{}'') !~ ''^\d{4}-\d{2}-\d{2}''
+            AND to_jsonb(t)->e.key <> e.value))', p_table)
+      INTO found USING candidate, p_row;
+    IF found THEN
+      RETURN candidate;
+    END IF;
+  END LOOP;
+  RETURN NULL;
+END
+$$;

@@ -300,3 +300,52 @@ $$;
 CREATE FUNCTION verify_rank(p_role text) RETURNS int LANGUAGE sql IMMUTABLE AS $$
   SELECT coalesce(array_position(ARRAY['viewer', 'picker', 'clerk', 'supervisor', 'manager'], p_role), 0)
 $$;
+
+-- The rule a caller's access to a facility breaks (NULL when none): 1 another company's
+-- facility, 8 a deleted facility, 2 no membership there, 3 a revoked or expired one, 4 a rank
+-- below p_min (1 viewer .. 5 manager). Properties name it in their `rule` column.
+CREATE FUNCTION verify_rule(p_user bigint, p_facility bigint, p_company bigint, p_min int) RETURNS text
+LANGUAGE sql STABLE AS $$
+  SELECT CASE
+    WHEN f.id IS NULL THEN 'Rule 2'
+    WHEN f.company_id <> p_company THEN 'Rule 1'
+    WHEN f.deleted_at IS NOT NULL THEN 'Rule 8'
+    WHEN m.id IS NULL THEN 'Rule 2'
+    WHEN m.revoked_at IS NOT NULL OR m.expires_at <= now() THEN 'Rule 3'
+    WHEN verify_rank(m.role) < p_min THEN 'Rule 4'
+  END
+  FROM (SELECT 1) AS one
+  LEFT JOIN facilities f ON f.id = p_facility
+  LEFT JOIN facility_memberships m ON m.facility_id = p_facility AND m.user_id = p_user
+$$;
+
+-- The key (id) of the row of p_table that a result row shows, whatever the case named its
+-- columns: the `id` column when there is one, else the one value of the row that is the id of
+-- a row of p_table agreeing with every same-named column of the result (numbers, booleans,
+-- text; dates and times are left out, their text forms differ). NULL when none: properties
+-- identify rows by the tables' keys, not by the case's column names.
+CREATE FUNCTION verify_key(p_row jsonb, p_table regclass) RETURNS text
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  candidate text;
+  found boolean;
+BEGIN
+  IF p_row ? 'id' THEN
+    RETURN p_row->>'id';
+  END IF;
+  FOR candidate IN SELECT e.value #>> '{}' FROM jsonb_each(p_row) e WHERE jsonb_typeof(e.value) IN ('number', 'string') LOOP
+    EXECUTE format(
+      'SELECT EXISTS (SELECT 1 FROM %s t WHERE t.id::text = $1 AND NOT EXISTS (
+         SELECT 1 FROM jsonb_each($2) e
+          WHERE to_jsonb(t) ? e.key AND jsonb_typeof(to_jsonb(t)->e.key) = jsonb_typeof(e.value)
+            AND jsonb_typeof(e.value) IN (''number'', ''boolean'', ''string'')
+            AND (e.value #>> ''{}'') !~ ''^\d{4}-\d{2}-\d{2}''
+            AND to_jsonb(t)->e.key <> e.value))', p_table)
+      INTO found USING candidate, p_row;
+    IF found THEN
+      RETURN candidate;
+    END IF;
+  END LOOP;
+  RETURN NULL;
+END
+$$;

@@ -51,9 +51,18 @@ class BaselineProvider:
             verdict = "good"
         else:
             verdict = rng.choice(("good", "bad"))
-        return json.dumps(
-            {"assessment": verdict, "explanation": f"{self.name} answers without reading."}
-        )
+        answer: dict[str, object] = {
+            "explanation": f"{self.name} answers without reading.",
+            "assessment": verdict,
+        }
+        if verdict == "good":
+            answer["violations"] = []
+        elif case.spec_rules:  # a rule of the SPEC drawn at random, and a line of the code
+            lines = [line.strip() for line in case.code.split("\n") if line.strip()]
+            quote = rng.choice(lines) if lines else ""
+            answer["violations"] = [{"rule": rng.choice(case.spec_rules), "quote": quote}]
+        # a SPEC without a numbered list of rules: no violation can be named (schema 1)
+        return json.dumps(answer)
 
     async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
         text = self.answer(case)

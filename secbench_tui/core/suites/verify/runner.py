@@ -101,10 +101,11 @@ def _python_executor(db: AppDatabase, fixtures: str, harness: Path) -> Iterator[
             "token": db.token,
             "case_id": case.case_id,
             "code": case.code,
-            "scenario": str(scenario.path),
+            "scenario": str(scenario.path.resolve()),  # the child runs in another folder
         }
         runs = child.run(job, len(scenario.parameters))
-        db.end_sessions(db.roles.case)  # a killed child's session may still hold locks
+        if any(r.error for r in runs):  # a killed case's session may still hold locks
+            db.end_sessions(db.roles.case)
         if db.fingerprint() != before:  # a handler committed: rows outlived the case
             reason = "the case's changes outlived its transaction (a COMMIT in the handler)"
             runs = [Execution(r.params_index, error=reason) for r in runs]

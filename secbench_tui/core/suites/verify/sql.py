@@ -16,6 +16,7 @@ checker, through the gate (see `sandbox`).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
@@ -87,25 +88,27 @@ def render(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any]) -> s
 
 
 def statements(sql: str) -> list[Statement]:
-    """`sql` split into statements by PostgreSQL's parser; CodeError when it does not parse."""
+    """`sql` split into statements by PostgreSQL's parser; CodeError when it does not parse.
+
+    (The parse tree comes as JSON: building pglast's Python nodes costs more than the rest.)"""
     from pglast import parser
 
     try:
-        raw = parser.parse_sql(sql)
+        tree = json.loads(parser.parse_sql_json(sql))
     except parser.ParseError as exc:
         raise CodeError(f"does not parse: {exc}") from None
     data = sql.encode()
     out = []
-    for item in raw:
-        start = item.stmt_location or 0
-        end = start + item.stmt_len if item.stmt_len else len(data)
-        node = item.stmt
-        kind = type(node).__name__
+    for item in tree.get("stmts", ()):
+        start = item.get("stmt_location", 0)
+        length = item.get("stmt_len", 0)
+        end = start + length if length else len(data)
+        kind, node = next(iter(item["stmt"].items()))
         rows = kind in _ROWS_ALWAYS
         if kind == "SelectStmt":
-            rows = getattr(node, "intoClause", None) is None
+            rows = "intoClause" not in node
         elif kind in ("InsertStmt", "UpdateStmt", "DeleteStmt", "MergeStmt"):
-            rows = bool(getattr(node, "returningList", None))
+            rows = bool(node.get("returningList") or node.get("returningClause"))
         out.append(Statement(data[start:end].decode().strip(), kind, rows))
     return out
 
@@ -255,10 +258,10 @@ class CaseSession:
         if conn is None or conn.closed or conn.broken:
             self._conn = None
         else:
-            try:
-                if conn.info.transaction_status != pq.TransactionStatus.IDLE:
-                    conn.execute("ROLLBACK")
-                conn.execute("DISCARD ALL")
+            try:  # (DISCARD ALL cannot share a round trip; what outlives a rollback is these)
+                psycopg.ClientCursor(conn).execute(
+                    "ROLLBACK; SELECT pg_advisory_unlock_all(); DEALLOCATE ALL; CLOSE ALL"
+                )
             except psycopg.Error:
                 conn.close()
                 self._conn = None
@@ -275,77 +278,134 @@ class CaseSession:
             self._conn = None
 
 
-def _escape(conn: psycopg.Connection[Any], mark: tuple[str, str], rolled_back: bool) -> str | None:
-    """Why the case got out of its transaction or changed the session, or None."""
-    if rolled_back:
-        return "ended verify's transaction (its savepoint is gone)"
-    xid, settings = conn.execute(_SETTINGS).fetchone() or ("", "")
-    if xid != mark[0]:
-        return "ended verify's transaction and started another"
-    if settings != mark[1]:
-        return "changed a session setting (set_config or a function with SET)"
-    return None
+def batch(
+    conn: psycopg.Connection[Any], watchdog: Watchdog, parts: Sequence[str]
+) -> list[list[Any]]:
+    """Our own statements (literals already in), in one round trip under the deadline: the
+    rows of each, in order ([] for a statement without rows)."""
+    cur = psycopg.ClientCursor(conn)
+    results: list[list[Any]] = []
+    with watchdog.limit(conn):
+        cur.execute(";\n".join(parts).encode())
+        while True:
+            results.append(cur.fetchall() if cur.description is not None else [])
+            if not cur.nextset():
+                break
+    return results
+
+
+class Calls:
+    """A scenario block as calls of the gate, ready for a batch: the block's last statement,
+    when it returns rows, through the query gate (its rows are the block's result)."""
+
+    def __init__(self, conn: psycopg.Connection[Any], token: str, cap: int) -> None:
+        self.mogrify = psycopg.ClientCursor(conn).mogrify
+        self.conn, self.token, self.cap = conn, token, cap
+
+    def execute(self, text: str) -> str:
+        return self.mogrify(f"SELECT public.{GATE_EXEC}(%s::text, %s::text)", [self.token, text])
+
+    def query(self, text: str) -> str:
+        return self.mogrify(
+            f"SELECT * FROM public.{GATE_QUERY}(%s::text, %s::text, %s::int)",
+            [self.token, text.rstrip().rstrip(";"), self.cap + 1],
+        )
+
+    def block(self, sql: str, params: dict[str, Any]) -> list[str]:
+        found = statements(render(self.conn, sql, params))
+        return [
+            self.query(st.text) if st.returns_rows and n == len(found) else self.execute(st.text)
+            for n, st in enumerate(found, 1)
+        ]
+
+    def result_table(self, rows: list[dict[str, Any]]) -> str:
+        literal = self.mogrify("%s", [dumps(rows)])
+        return self.execute(
+            "CREATE TEMP TABLE result AS SELECT (x.o - 1)::int AS n, x.v AS row "
+            f"FROM jsonb_array_elements({literal}::jsonb) WITH ORDINALITY AS x(v, o)"
+        )
+
+
+def _is_query(call: str) -> bool:
+    return call.startswith(f"SELECT * FROM public.{GATE_QUERY}(")
+
+
+def _gated_rows(rows: list[Any], cap: int) -> list[dict[str, Any]]:
+    if len(rows) > cap:
+        raise RowCapExceeded(cap)
+    return [row[0] if isinstance(row[0], dict) else {"value": row[0]} for row in rows]
 
 
 def run_case(
     session: CaseSession, code: str, scenario: Scenario, index: int, case_id: str = ""
 ) -> Execution:
+    """One parameter set in four round trips and one per statement of the case: begin (with
+    `# Setup`, a mark of the transaction and session, a savepoint); the case's statements;
+    the check (the mark again, `result`, `# Verify`, `# Property`); the rollback."""
     params = scenario.parameters[index]
     out = Execution(index)
     watchdog = session.watchdog
+    cap = watchdog.limits.rows
     try:
         conn = session.conn
         found = case_statements(render(conn, code, params))
         run = scenario.run_for(case_id)
         run_found = case_statements(render(conn, run, params)) if run else []
+        calls = Calls(conn, session.db.token, cap)
+        setup = calls.block(scenario.setup, params) if scenario.setup else []
+        verify = calls.block(scenario.verify, params) if scenario.verify else []
+        prop = calls.block(scenario.property_sql, params) if scenario.property_sql else []
     except CodeError as exc:
         out.error = f"the case's SQL {exc}"
         return out
     except psycopg.Error as exc:
         out.error = f"cannot connect as the case role: {_error(exc)}"
         return out
-    checker = Checker(conn, session.db.token, watchdog)
     try:
-        conn.execute("BEGIN")
-        if scenario.setup:
-            checker.run(scenario.setup, params)
-        mark = conn.execute(_SETTINGS).fetchone() or ("", "")
-        conn.execute("SAVEPOINT verify_case")
+        try:
+            begun = batch(conn, watchdog, ["BEGIN", *setup, _SETTINGS, "SAVEPOINT verify_case"])
+        except psycopg.Error as exc:
+            out.error = f"in the scenario's own SQL (# Setup): {_error(exc)}"
+            return out
+        mark = begun[-2][0]
         try:
             out.rows, out.affected = run_statements(conn, found, watchdog)
             if run_found:
                 out.rows, out.affected = run_statements(conn, run_found, watchdog)
         except psycopg.Error as exc:
-            if refused(exc, scenario):
-                out.refused, out.rows, out.affected = True, [], 0
-            else:
+            if not refused(exc, scenario):
                 out.error = _error(exc)
-            try:
-                conn.execute("ROLLBACK TO SAVEPOINT verify_case")
-            except psycopg.Error:
-                session.dirty = True
-                out.error = f"the case {_escape(conn, mark, True)}"
                 return out
-        escape = _escape(conn, mark, False)
-        if escape is not None:
-            session.dirty = True
-            out.error = f"the case {escape}: case code may not control the transaction or session"
+            out.refused, out.rows, out.affected = True, [], 0
+        if len(out.rows) > cap:
+            raise RowCapExceeded(cap)
+        undo = ["ROLLBACK TO SAVEPOINT verify_case"] if out.refused else []
+        check = [*undo, _SETTINGS]
+        check += [calls.result_table(out.rows)] if prop else []
+        try:
+            got = batch(conn, watchdog, [*check, *verify, *prop])
+        except psycopg.Error as exc:
+            if undo and exc.sqlstate == "3B001":  # no such savepoint: the transaction ended
+                session.dirty = True
+                out.error = "the case ended verify's transaction (its savepoint is gone)"
+            else:
+                out.error = f"in the scenario's own SQL: {_error(exc)}"
             return out
-        if out.error is not None:
+        now = got[len(undo)][0]
+        if now[0] != mark[0] or now[1] != mark[1]:
+            session.dirty = now[0] != mark[0]
+            what = "ended verify's transaction" if session.dirty else "changed a session setting"
+            out.error = f"the case {what}: case code may not control the transaction or session"
             return out
         # what the original's rule compares: a write's row count, a read's rows
         out.compared = {"affected": out.affected} if MODIFIES.search(code) else out.rows
-        if scenario.verify:
-            out.compared = checker.run(scenario.verify, params)
-        if scenario.property_sql:
-            checker.result_table(out.rows)
-            out.violations = checker.run(scenario.property_sql, params)
+        if verify:
+            last = got[len(check) + len(verify) - 1]
+            out.compared = _gated_rows(last, cap) if _is_query(verify[-1]) else []
+        if prop:
+            out.violations = _gated_rows(got[-1], cap) if _is_query(prop[-1]) else []
     except (DeadlineExceeded, RowCapExceeded) as exc:
         out.error = out.error or str(exc)
-    except CodeError as exc:
-        out.error = out.error or f"the scenario's own SQL {exc}"
-    except psycopg.Error as exc:
-        out.error = out.error or f"in the scenario's own SQL: {_error(exc)}"
     finally:
         session.reset()
     return out

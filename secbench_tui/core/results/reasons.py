@@ -1,0 +1,309 @@
+"""Right for the right reason: the rule a reply cites, and where it says the flaw is.
+
+A bad case carries its gold rule (and rules also acceptable) and its gold lines; a reply in
+verdict schema 2 lists `violations`, each a rule and a quote of the offending line. A quote is
+found in the case's code by a whitespace-insensitive match (models miscount lines, so line
+numbers are never asked for): it lands on the lines its match spans.
+
+Everything here is a pure function over typed values, so the summary, the report, the app and
+other figures (the rewrites' "rule cited kept the same") compute reasons the same way.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from secbench_tui.core.models import Case, Citation, ReasonScore, scenario_of
+from secbench_tui.core.results.parsing import Verdict
+
+LINE_SLACK = 1  # a quote one line off the gold lines still counts as on them
+
+
+def _squeezed(text: str) -> tuple[str, list[int]]:
+    """`text` without whitespace, and the (0-based) line of each character kept."""
+    chars: list[str] = []
+    lines: list[int] = []
+    line = 0
+    for char in text:
+        if char == "\n":
+            line += 1
+        elif not char.isspace():
+            chars.append(char)
+            lines.append(line)
+    return "".join(chars), lines
+
+
+def locate(quote: str, code: str) -> tuple[int, ...]:
+    """The lines (1-based) of `code` that `quote` spans, matched ignoring all whitespace.
+
+    Every place the quote occurs counts; an empty quote, or one not in the code, is nowhere.
+    """
+    needle, _ = _squeezed(quote.replace("\r", ""))
+    if not needle:
+        return ()
+    hay, line_of = _squeezed(code)
+    found: set[int] = set()
+    start = hay.find(needle)
+    while start != -1:
+        found.update(range(line_of[start] + 1, line_of[start + len(needle) - 1] + 2))
+        start = hay.find(needle, start + 1)
+    return tuple(sorted(found))
+
+
+def near(lines: Iterable[int], gold: Sequence[int], slack: int = LINE_SLACK) -> bool:
+    """Whether any of `lines` is within `slack` lines of a gold line."""
+    ordered = sorted(gold)
+    for line in lines:
+        i = bisect.bisect_left(ordered, line - slack)
+        if i < len(ordered) and ordered[i] <= line + slack:
+            return True
+    return False
+
+
+def acceptable_rules(case: Case) -> frozenset[int]:
+    """The rules that count as the right reason for a bad case: its gold rule and the rules
+    also acceptable; empty when the case names none."""
+    if case.rule is None:
+        return frozenset()
+    return frozenset((case.rule, *case.also_rules))
+
+
+def judge(case: Case, verdict: Verdict) -> ReasonScore:
+    """The reason of one parsed reply, against the case's gold reason."""
+    if verdict.problem is not None:
+        return ReasonScore(problem=verdict.problem)
+    citations = tuple(
+        Citation(rule=v.rule, quote=v.quote, lines=locate(v.quote, case.code))
+        for v in verdict.violations or ()
+    )
+    gold = acceptable_rules(case)
+    if case.expected != "bad" or not gold:
+        return ReasonScore(given=verdict.violations is not None, citations=citations)
+    said_bad = verdict.assessment == "bad"
+    right = [c for c in citations if c.rule in gold] if said_bad else []
+    return ReasonScore(
+        given=verdict.violations is not None,
+        citations=citations,
+        right_rule=bool(right),
+        right_line=any(near(c.lines, case.gold_lines) for c in right),
+    )
+
+
+# --- figures over answers ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One case as a model answered it: what the figures of reasons and pairs are made of.
+
+    `verdict` is good, bad, or None (unparsed, error). `gold` is the bad case's right rules
+    (empty for a good case, or when the suite names none)."""
+
+    case_id: str
+    expected: str
+    verdict: str | None
+    gold_rule: int | None = None
+    gold: frozenset[int] = frozenset()
+    cited: tuple[int, ...] = ()
+    right_rule: bool = False
+    right_line: bool = False
+
+    @property
+    def scenario(self) -> str | None:
+        return scenario_of(self.case_id)
+
+    @property
+    def correct(self) -> bool:
+        return self.verdict is not None and self.verdict == self.expected
+
+
+def answer_of(row: Mapping[str, Any]) -> Answer:
+    """An `Answer` from a stored result row (`Store.run_results`), its reason read back."""
+    reason = stored_reason(row.get("reasons"))
+    gold = stored_gold(row.get("gold"))
+    verdict = row.get("actual_result")
+    outcome = row.get("outcome")
+    said = str(verdict).strip().lower() if outcome in ("correct", "wrong") and verdict else None
+    return Answer(
+        case_id=str(row.get("case_id") or ""),
+        expected=str(row.get("expected_result") or "").strip().lower(),
+        verdict=said,
+        gold_rule=gold[0] if gold else None,
+        gold=frozenset(gold),
+        cited=reason.rules if reason else (),
+        right_rule=bool(reason and reason.right_rule),
+        right_line=bool(reason and reason.right_line),
+    )
+
+
+def stored_reason(text: Any) -> ReasonScore | None:
+    """A stored `reasons` value read back; None when absent or unreadable (hostile file)."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return ReasonScore.model_validate_json(text)
+    except ValueError:
+        return None
+
+
+def stored_gold(text: Any) -> tuple[int, ...]:
+    """The stored gold rules of a bad case: the gold rule first, then those also acceptable."""
+    import json
+
+    if not isinstance(text, str) or not text:
+        return ()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return ()
+    rules = value.get("rules") if isinstance(value, dict) else None
+    if not isinstance(rules, list):
+        return ()
+    return tuple(n for n in rules if isinstance(n, int) and not isinstance(n, bool))
+
+
+@dataclass(frozen=True)
+class ReasonFigures:
+    """Reason figures over one run's answers (first answers of markdown cases).
+
+    `bad_cases` counts bad cases that name a gold rule; with none, every rate is None (the
+    suite names no rules: not available)."""
+
+    bad_cases: int = 0
+    right_rule: int = 0
+    right_rule_and_line: int = 0
+    wrong_rule: int = 0  # answered bad, but citing no right rule: the guessing signal
+    wrong_verdict: int = 0  # answered good, or no verdict
+    cited_on_bad: int = 0  # rules cited on bad cases (each rule once per answer)
+    cited_right: int = 0  # of those, gold or acceptable
+    per_rule: dict[int, RuleRow] = field(default_factory=dict)
+
+    @property
+    def available(self) -> bool:
+        return self.bad_cases > 0
+
+    def rate(self, count: int) -> float | None:
+        return count / self.bad_cases if self.bad_cases else None
+
+    @property
+    def right_rule_rate(self) -> float | None:
+        return self.rate(self.right_rule)
+
+    @property
+    def right_rule_and_line_rate(self) -> float | None:
+        return self.rate(self.right_rule_and_line)
+
+    @property
+    def rule_precision(self) -> float | None:
+        return self.cited_right / self.cited_on_bad if self.cited_on_bad else None
+
+
+@dataclass
+class RuleRow:
+    """One SPEC rule: its bad cases, how many were answered for it, how often it was cited
+    (rightly or not), and the good cases it was cited on (false alarms)."""
+
+    rule: int
+    bad_cases: int = 0
+    right: int = 0  # its bad cases answered bad citing a right rule
+    cited: int = 0  # answers citing it, on any case
+    cited_right: int = 0  # of those, on a bad case it is gold or acceptable for
+    false_alarms: int = 0  # good cases it was cited on
+
+
+def reason_figures(answers: Iterable[Answer]) -> ReasonFigures:
+    """Right-reason rate, its stricter form with the line, the verdict-by-reason split, rule
+    precision and the per-rule table, over answers to markdown cases."""
+    counts: Counter[str] = Counter()
+    rows: dict[int, RuleRow] = {}
+
+    def row(rule: int) -> RuleRow:
+        return rows.setdefault(rule, RuleRow(rule))
+
+    for answer in answers:
+        for rule in answer.cited:
+            row(rule).cited += 1
+        if answer.expected == "good":
+            if answer.verdict == "bad":
+                for rule in answer.cited:
+                    row(rule).false_alarms += 1
+            continue
+        if answer.expected != "bad" or not answer.gold:
+            continue
+        counts["bad"] += 1
+        if answer.gold_rule is not None:
+            row(answer.gold_rule).bad_cases += 1
+        for rule in answer.cited:
+            counts["cited"] += 1
+            if rule in answer.gold:
+                counts["cited_right"] += 1
+                row(rule).cited_right += 1
+        if answer.verdict != "bad":
+            counts["wrong_verdict"] += 1
+        elif answer.right_rule:
+            counts["right"] += 1
+            counts["right_line"] += answer.right_line
+            if answer.gold_rule is not None:
+                row(answer.gold_rule).right += 1
+        else:
+            counts["wrong_rule"] += 1
+    return ReasonFigures(
+        bad_cases=counts["bad"],
+        right_rule=counts["right"],
+        right_rule_and_line=counts["right_line"],
+        wrong_rule=counts["wrong_rule"],
+        wrong_verdict=counts["wrong_verdict"],
+        cited_on_bad=counts["cited"],
+        cited_right=counts["cited_right"],
+        per_rule=dict(sorted(rows.items())),
+    )
+
+
+def first_answers(rows: Iterable[Mapping[str, Any]]) -> list[Answer]:
+    """The first answer (repeat 0) to each markdown case of a run's rows."""
+    return [
+        answer_of(row)
+        for row in rows
+        if row.get("suite_kind", "markdown") == "markdown" and not row.get("repeat")
+    ]
+
+
+def rule_text(reason: ReasonScore | None, width: int = 10) -> str:
+    """The rules a reply cited, marked right (✓) or wrong (✗) when the case has a gold rule:
+    `4 ✓`, `2,7 ✗`; `-` for none. One renderer for every front end."""
+    if reason is None or not reason.citations:
+        return "-" if reason is None or reason.right_rule is None else "- ✗"
+    rules = ",".join(map(str, reason.rules))
+    if len(rules) > width - 2:
+        rules = rules[: width - 3] + "…"
+    if reason.right_rule is None:
+        return rules
+    return f"{rules} {'✓' if reason.right_rule else '✗'}"
+
+
+def reason_summary_text(reason: ReasonScore | None, gold: Sequence[int]) -> list[str]:
+    """A result's reason in words, line by line: the gold rule, each rule cited with its quote
+    and where the quote is, and whether the rule and the line are right."""
+    lines = []
+    if gold:
+        also = f" (also acceptable: {', '.join(map(str, gold[1:]))})" if gold[1:] else ""
+        lines.append(f"breaks rule {gold[0]}{also}")
+    if reason is None:
+        return lines
+    if reason.problem:
+        lines.append(f"breaks verdict schema 2: {reason.problem}")
+    if not reason.given and not reason.problem:
+        lines.append("no violations listed (a verdict without its reason: schema 1)")
+    for c in reason.citations:
+        where = f"lines {', '.join(map(str, c.lines))}" if c.lines else "not found in the code"
+        mark = "" if not gold else (" (right rule)" if c.rule in gold else " (not this case's)")
+        lines.append(f"cites rule {c.rule}{mark}: {c.quote!r} ({where})")
+    if reason.right_rule is not None:
+        verdict = "right rule" if reason.right_rule else "wrong rule or verdict"
+        line = "; quote on the flawed lines" if reason.right_line else ""
+        lines.append(verdict + line)
+    return lines
