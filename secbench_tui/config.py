@@ -108,6 +108,14 @@ def _numbers(what: str, example: str) -> Callable[[str], list[int]]:
     return parse
 
 
+def _relations(value: str) -> list[str]:
+    """`--rewrites a,b` or `all`, checked (sqlglot and libcst load only when it is given)."""
+    from secbench_tui.core.suites.rewrites.relations import parse_relations
+
+    return list(parse_relations(value))
+
+
+_relations.__name__ = "relation names"
 _tasks = _numbers("task numbers 1-5", "1,3")
 _run_ids = _numbers("run ids", "3,4")
 
@@ -164,6 +172,21 @@ class Options(BaseModel):
     max_cost: Annotated[
         float | None, Flag("stop when the reported cost reaches USD", metavar="USD")
     ] = Field(default=None, gt=0)
+    rewrites: Annotated[
+        list[str],
+        Flag(
+            "add meaning-preserving variants of every case, each proven equivalent on "
+            "PostgreSQL before it is sent: relation names, or all",
+            parse=_relations,
+            metavar="NAME[,NAME]",
+            default="none",
+        ),
+    ] = Field(default_factory=list)
+    unproven_rewrites: Annotated[
+        bool,
+        Flag("with --rewrites: also send variants that cannot be proven (no verification data)"),
+    ] = False
+    pg_url: str | None = None  # the PostgreSQL of --pg-url, for the rewrites' gate
     # the endpoint and what every request carries
     base_url: Annotated[
         str,
@@ -440,7 +463,12 @@ class Command(BaseModel):
     )
     pg_url: Annotated[
         str | None,
-        Flag("PostgreSQL for --verify", group=MODE, default="embedded pgserver", metavar="URL"),
+        Flag(
+            "PostgreSQL for --verify and --rewrites",
+            group=MODE,
+            default="embedded pgserver",
+            metavar="URL",
+        ),
     ] = None
     mutants: Annotated[
         bool,

@@ -54,6 +54,10 @@ from secbench_tui.core.results.pairwise import (
     scenario_tallies,
 )
 from secbench_tui.core.results.reasons import ReasonFigures, first_answers, reason_figures
+from secbench_tui.core.results.robustness import (
+    Robustness,
+    robustness,
+)
 from secbench_tui.core.store.database import RunRecord, Store
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.untrusted import inert
@@ -129,6 +133,14 @@ class Contender:
     standing: str = ""  # against its suite's most accurate model: best, tied, behind, ahead
     vs_best: PairComparison | None = None
     settings: list[tuple[str, str]] = field(default_factory=list)  # shown, not common to all
+    variant_rows: list[Row] = field(default_factory=list)  # --rewrites: never in the figures
+    robustness: Robustness | None = None
+
+    @property
+    def all_rows(self) -> list[Row]:
+        """Originals, then variants: what exports carry."""
+        return [*self.rows, *self.variant_rows]
+
     # right for the right reason: pairwise, reason and scenario summaries; the per-rule table
     figures: dict[str, Any] = field(default_factory=dict)
     reasons: ReasonFigures | None = None
@@ -324,6 +336,10 @@ class ReportData:
         return [
             c.run.id for c in self.runs if c.run.settings.get("request_style") == "security-bench"
         ]
+
+    @property
+    def with_rewrites(self) -> list[Contender]:
+        return [c for c in self.contenders if c.robustness is not None]
 
     @property
     def with_repeats(self) -> list[Contender]:
@@ -833,7 +849,16 @@ async def gather(
         if run.suite_kind == vdb_kind:
             vdb.append(_vdb_contender(len(vdb), run, labels[run.id], rows))
         else:
-            contenders.append(_markdown_contender(len(contenders), run, labels[run.id], rows))
+            originals = [r for r in rows if not isinstance(r.get("variant"), dict)]
+            contender = _markdown_contender(len(contenders), run, labels[run.id], originals)
+            contender.variant_rows = [r for r in rows if isinstance(r.get("variant"), dict)]
+            rewrites = run.settings.get("rewrites")
+            if contender.variant_rows or rewrites:
+                rewrites = rewrites if isinstance(rewrites, dict) else {}
+                contender.robustness = robustness(
+                    rows, rewrites.get("dropped"), rewrites.get("kinds"), contender.repeats
+                )
+            contenders.append(contender)
     contenders = rank(contenders)
     apps = sorted({app for c in contenders for app in c.apps})
     cases = _case_views(contenders)

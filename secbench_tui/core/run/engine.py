@@ -38,6 +38,7 @@ from secbench_tui.core.models import (
 )
 from secbench_tui.core.results.figures import run_figures
 from secbench_tui.core.results.metrics import summarize, usage_stats
+from secbench_tui.core.results.robustness import originals_only, robustness
 from secbench_tui.core.results.scoring import score_completion
 from secbench_tui.core.results.summary import RunSummary
 from secbench_tui.core.run.events import (
@@ -477,8 +478,17 @@ class Engine:
             summary_error: str | None = f"could not read the results back: {exc}"
         else:
             summary_error = None
-        # the summary's fields, by name
-        figures: dict[str, object] = {**summarize(rows), **run_figures(rows)}
+        originals = originals_only(rows)
+        # the summary's fields, by name; a run's figures are its originals', never blended
+        # with its variants' (--rewrites), which have their own
+        figures: dict[str, object] = {**summarize(originals), **run_figures(originals)}
+        rewrites = self.spec.settings.get("rewrites")
+        if len(originals) != len(rows) or rewrites:
+            figures.update(usage_stats(rows))  # what the variants cost counts
+            rewrites = rewrites if isinstance(rewrites, dict) else {}
+            figures["robustness"] = robustness(
+                rows, rewrites.get("dropped"), rewrites.get("kinds"), self.spec.repeats
+            )
         vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
         if vdb_rows:
             from secbench_tui.core.vuldetectbench.scoring import (
