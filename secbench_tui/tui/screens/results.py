@@ -230,12 +230,18 @@ class ResultsScreen(BaseScreen):
     async def show_detail(self, result_id: int | None) -> None:
         if result_id is None:
             return
-        row: ResultRow | None = await (await self.secbench.store()).result(result_id)
+        store = await self.secbench.store()
+        row: ResultRow | None = await store.result(result_id)
+        family: list[ResultRow] = []
+        if row is not None and row.get("suite_kind") != "vuldetectbench":
+            original = (row.get("variant") or {}).get("original") or row.get("case_id")
+            family = await store.case_family(int(row.get("run_id") or 0), str(original))
         if not self.query_one(ResultsTable).shows(result_id):
             return  # the filter changed while it was read: that result is not listed now
         self.query_one("#detail-pane").border_title = f"Result {result_id}"
         detail = self.query_one("#detail", Static)
-        detail.update(render_result(row) if row else Text(f"result {result_id} is gone"))
+        shown = render_result(row, family) if row else Text(f"result {result_id} is gone")
+        detail.update(shown)
         self.query_one("#detail-pane", VerticalScroll).scroll_home(animate=False)
 
     def _draw_status(self) -> None:
