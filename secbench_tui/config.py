@@ -28,6 +28,7 @@ from secbench_tui.core.suites import security_bench
 from secbench_tui.core.suites.prompts import EvaluationPrompt, ResponseFormat
 from secbench_tui.core.suites.security_bench import RequestStyle
 from secbench_tui.core.untrusted import redact_url
+from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 
 VdbMethod = Literal["cot", "few-shot"]
 VdbScoring = Literal["correct", "library"]
@@ -146,7 +147,7 @@ class Options(BaseModel):
     vdb_scoring: Annotated[
         VdbScoring,
         Flag("VulDetectBench scoring: the documented definitions, or as library 0.0.5 does"),
-    ] = "correct"
+    ] = DEFAULT_SCORING
     filters: Annotated[
         list[str],  # glob patterns on case ids
         Flag(
@@ -223,7 +224,7 @@ class Options(BaseModel):
             group=ENDPOINT,
         ),
         Record("markdown-endpoint"),
-    ] = "secbench-tui"
+    ] = security_bench.OWN_STYLE
     seed: Annotated[
         int | None,
         Flag("sent with every request; seeds baseline/random", group=ENDPOINT, metavar="N"),

@@ -24,7 +24,7 @@ from functools import cache
 from importlib import resources
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 
@@ -61,6 +61,10 @@ from secbench_tui.core.results.robustness import (
 from secbench_tui.core.store.database import RunRecord, Store
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.untrusted import inert
+from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
+
+if TYPE_CHECKING:
+    from secbench_tui.core.vuldetectbench.scoring import TaskMetrics
 
 BASELINE_PREFIX = "baseline/"
 HARDEST_SHOWN = 20
@@ -127,7 +131,7 @@ class Contender:
     confusion: dict[str, dict[str, int]] = field(default_factory=dict)
     repeat: RepeatStats | None = None
     by_case: dict[str, list[Row]] = field(default_factory=dict)
-    vdb: dict[str, Any] = field(default_factory=dict)
+    vdb: TaskMetrics = field(default_factory=dict)
     rank: int | None = None  # 1 = most accurate on its suite; None for references
     colour: str = "ref"  # the chart class: s0..s9 for models, ref for references
     standing: str = ""  # against its suite's most accurate model: best, tied, behind, ahead
@@ -531,7 +535,7 @@ def _markdown_contender(index: int, run: RunRecord, label: str, rows: list[Row])
     return contender
 
 
-def vuldetectbench_metrics(rows: Sequence[Row], scoring: str) -> dict[str, Any]:
+def vuldetectbench_metrics(rows: Sequence[Row], scoring: str) -> TaskMetrics:
     """Task metrics of a VulDetectBench run, by the run's own scoring."""
     from secbench_tui.core.vuldetectbench.scoring import aggregate_rows
 
@@ -546,7 +550,9 @@ def _vdb_contender(index: int, run: RunRecord, label: str, rows: list[Row]) -> C
         "errors": sum(1 for r in rows if r["outcome"] == Outcome.ERROR.value),
         **usage_stats(rows),
     }
-    contender.vdb = vuldetectbench_metrics(rows, str(run.settings.get("vdb_scoring", "correct")))
+    contender.vdb = vuldetectbench_metrics(
+        rows, str(run.settings.get("vdb_scoring", DEFAULT_SCORING))
+    )
     return contender
 
 
