@@ -62,11 +62,11 @@ async def test_variants_side_by_side_with_the_diff(tmp_path: Path) -> None:
     assert [r["case_id"] for r in family] == ["a/s-01-good.md", variant.case_id]
     shown = next(r for r in family if r.get("variant"))
     assert shown["variant"] is not None and shown["variant"]["relation"] == "alias-rename"
-    text = _text(render_result(shown, family))
+    text = _text(render_result(shown, None, family))
     await store.close()
     assert "rewrites of this case" in text and "alias-rename" in text and "proven" in text
     assert "diff from the original" in text
     assert f"-{CODE}" in text and f"+{RENAMED}" in text
     assert "wrong" in text and "correct" in text
-    plain = _text(render_result(family[0], family))
+    plain = _text(render_result(family[0], None, family))
     assert "rewrites of this case" in plain and "diff from the original" not in plain
