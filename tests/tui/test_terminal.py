@@ -175,12 +175,12 @@ def test_progress_follows_the_stored_results_while_one_case_hangs(tmp_path: Path
         try:
             wait_for(screen, "Model", "^r Run")
             screen("C-r")
-            # both cases still asked show, the retrying one with its wait
+            # both cases still asked show, the retrying one with its wait; the hung case holds
+            # a slot, the other does not
             shown = wait_for(
                 screen,
                 "10/12",
-                "in flight 2",
-                "retrying 1",
+                "in flight 1 · retrying 1",
                 "next try in",
                 hung.case_id,
                 retrying.case_id,

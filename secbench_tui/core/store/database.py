@@ -39,7 +39,7 @@ from secbench_tui.core.untrusted import redact_url
 if TYPE_CHECKING:
     from secbench_tui.core.store.original import WriteLayout
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -138,6 +138,7 @@ _EVAL_COLUMNS = (
     "gold",
     "reasons",
     "scoring_version",
+    "variant",
 )
 # What reads of whole rows select: a table adopted from the original evaluator also holds its
 # `request` and `response` bodies, which no read of ours needs.
@@ -286,6 +287,13 @@ async def _add_reasons(db: aiosqlite.Connection) -> None:
             await db.execute(f"ALTER TABLE evaluations ADD COLUMN {column} {kind}")
 
 
+async def _add_variant(db: aiosqlite.Connection) -> None:
+    """Version 7 -> 8: a rewritten case's identity (`--rewrites`): its original case, the
+    relation, seed and code hash, and whether the equivalence gate proved it; NULL for an
+    original case."""
+    await db.execute("ALTER TABLE evaluations ADD COLUMN variant TEXT")
+
+
 # MIGRATIONS[n] brings a file at version n to version n + 1.
 MIGRATIONS: dict[int, Migration] = {
     0: _migrate_legacy,
@@ -295,6 +303,7 @@ MIGRATIONS: dict[int, Migration] = {
     4: _add_notes,
     5: _add_case_index,
     6: _add_reasons,
+    7: _add_variant,
 }
 
 
@@ -306,6 +315,10 @@ def _process_alive(pid: int) -> bool:
     except PermissionError:  # someone else's process: alive
         return True
     return True
+
+
+def _variant_text(value: Any) -> str | None:
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else None
 
 
 def recorded_settings(text: str | None) -> RecordedSettings:
@@ -571,6 +584,13 @@ class Store:
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
+    async def mark_started(self, run_id: int) -> None:
+        """The run's first request is being sent: that is its start. A run of a matrix may
+        wait for its model's earlier runs, and its time (JUnit's, the report's) counts from
+        its own first request, not from when the matrix opened it."""
+        await self.db.execute("UPDATE runs SET started_at=? WHERE id=?", (now_iso(), run_id))
+        await self.db.commit()
+
     async def reopen_run(self, run_id: int, total_cases: int) -> None:
         await self.db.execute(
             "UPDATE runs SET status='running', finished_at=NULL, message=NULL, total_cases=?,"
@@ -770,6 +790,7 @@ class Store:
                 gold_json(case),
                 scored.reason.model_dump_json() if scored.reason is not None else None,
                 scored.scoring_version or None,
+                _variant_text(case.meta.get("variant")),
             )
         )
         columns: Sequence[str] = _EVAL_COLUMNS
@@ -851,6 +872,20 @@ class Store:
         row = await cursor.fetchone()
         return stored.evaluation_row(dict(row)) if row else None
 
+    async def case_family(self, run_id: int, original: str) -> list[ResultRow]:
+        """An original case of a run and its `--rewrites` variants (ids `<original>#...`),
+        each on its first repeat, the original first, with code."""
+        pattern = original.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        cursor = await self.db.execute(
+            f"SELECT {_ROW}, c.code AS code, c.description AS description FROM evaluations e"
+            " LEFT JOIN case_texts c ON c.hash = e.case_hash WHERE e.run_id=? AND e.repeat=0"
+            " AND (e.case_id=? OR e.case_id LIKE ? ESCAPE '\\') ORDER BY e.case_index, e.id",
+            (run_id, original, pattern + "#%"),
+        )
+        rows = [stored.evaluation_row(dict(row)) for row in await cursor.fetchall()]
+        rows = [r for r in rows if r["case_id"] == original or r.get("variant") is not None]
+        return sorted(rows, key=lambda r: r.get("variant") is not None)
+
     async def run_results(self, run_id: int, with_text: bool = True) -> list[ResultRow]:
         """A run's results in case order; without text, only what figures are made of."""
         columns = (
@@ -859,7 +894,7 @@ class Store:
             else "e.id, e.app, e.case_id, e.case_index, e.repeat, e.suite_kind, e.outcome,"
             " e.expected_result, e.actual_result, e.prompt_tokens, e.completion_tokens, e.cost,"
             " e.latency_ms, e.reused_from, e.scores, e.explanation, e.reasoning_tokens, e.error,"
-            " e.gold, e.reasons, e.scoring_version"
+            " e.gold, e.reasons, e.scoring_version, e.variant"
         )
         join = " LEFT JOIN case_texts c ON c.hash = e.case_hash" if with_text else ""
         cursor = await self.db.execute(
@@ -937,15 +972,21 @@ class Store:
         after_case: str | None = None,
         limit: int = 200,
         only_disagreements: bool = False,
+        only_failures: bool = False,
     ) -> list[GridRow]:
         """The next `limit` cases (by case id) of `run_ids`, each with every run's verdict.
 
-        Only first repeats count. `only_disagreements` keeps the cases whose outcomes differ."""
+        Only first repeats count. `only_disagreements` keeps the cases whose outcomes differ,
+        `only_failures` those that some run did not get right (both: what satisfies both)."""
         if not run_ids:
             return []
         marks = ", ".join("?" * len(run_ids))
         after = " AND case_id > ?" if after_case is not None else ""
-        having = " HAVING COUNT(DISTINCT outcome) > 1" if only_disagreements else ""
+        conditions = [
+            *(["COUNT(DISTINCT outcome) > 1"] if only_disagreements else []),
+            *(["TOTAL(outcome != 'correct') > 0"] if only_failures else []),
+        ]
+        having = f" HAVING {' AND '.join(conditions)}" if conditions else ""
         cursor = await self.db.execute(
             f"SELECT case_id FROM evaluations WHERE +run_id IN ({marks}) AND repeat = 0{after}"
             f" GROUP BY case_id{having} ORDER BY case_id LIMIT ?",
@@ -972,13 +1013,16 @@ class Store:
         if not run_ids:
             return GridCounts(0, 0)
         cursor = await self.db.execute(
-            "SELECT COUNT(*), TOTAL(n > 1) FROM (SELECT COUNT(DISTINCT outcome) AS n"
+            "SELECT COUNT(*), TOTAL(n > 1), TOTAL(bad > 0) FROM (SELECT"
+            " COUNT(DISTINCT outcome) AS n, TOTAL(outcome != 'correct') AS bad"
             f" FROM evaluations WHERE +run_id IN ({', '.join('?' * len(run_ids))})"
             " AND repeat = 0 GROUP BY case_id)",
             list(run_ids),
         )
         row = await cursor.fetchone()
-        return GridCounts(int(row[0]), int(row[1])) if row else GridCounts(0, 0)
+        if not row:
+            return GridCounts(0, 0)
+        return GridCounts(int(row[0]), int(row[1]), int(row[2]))
 
     async def case_answers(self, run_ids: Sequence[int], case_id: str) -> list[ResultRow]:
         """Each run's full first answer to one case, in the order of `run_ids`."""
