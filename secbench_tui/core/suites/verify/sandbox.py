@@ -21,6 +21,7 @@ statement, then ends the session if the cancel was caught, so nothing a suite se
 from __future__ import annotations
 
 import secrets
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -105,9 +106,17 @@ def sandbox_roles(admin_uri: str) -> Iterator[Roles]:
 def _drop_roles(admin_uri: str, roles: list[Role]) -> None:
     if not roles:
         return
-    with psycopg.connect(admin_uri, autocommit=True, connect_timeout=10) as admin:
-        for role in roles:
-            admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role.name)))
+    in_flight = sys.exc_info()[0]  # called from a `finally`: the error that brought us here
+    try:
+        with psycopg.connect(admin_uri, autocommit=True, connect_timeout=10) as admin:
+            for role in roles:
+                admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role.name)))
+    except psycopg.Error as exc:
+        if in_flight is None:  # else do not hide the error that brought us here
+            names = ", ".join(r.name for r in roles)
+            raise SandboxError(
+                f"cannot drop the verification's roles {names} ({exc}): drop them by hand"
+            ) from exc
 
 
 def _gate_sql(token: str, case_role: str) -> sql.Composed:
