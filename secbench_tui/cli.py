@@ -199,6 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:
         say_error(describe_error(exc))
         return EXIT_USAGE
+    if settings.rewrites and command.pg_url:  # the rewrites' gate runs where --verify would
+        settings = settings.model_copy(update={"pg_url": command.pg_url})
     if command.lint:
         from secbench_tui.linting import lint_main
 

@@ -28,6 +28,7 @@ from secbench_tui.core.suites import security_bench
 from secbench_tui.core.suites.prompts import EvaluationPrompt, ResponseFormat
 from secbench_tui.core.suites.security_bench import RequestStyle
 from secbench_tui.core.untrusted import redact_url
+from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 
 VdbMethod = Literal["cot", "few-shot"]
 VdbScoring = Literal["correct", "library"]
@@ -108,6 +109,14 @@ def _numbers(what: str, example: str) -> Callable[[str], list[int]]:
     return parse
 
 
+def _relations(value: str) -> list[str]:
+    """`--rewrites a,b` or `all`, checked (sqlglot and libcst load only when it is given)."""
+    from secbench_tui.core.suites.rewrites.relations import parse_relations
+
+    return list(parse_relations(value))
+
+
+_relations.__name__ = "relation names"
 _tasks = _numbers("task numbers 1-5", "1,3")
 _run_ids = _numbers("run ids", "3,4")
 
@@ -138,7 +147,7 @@ class Options(BaseModel):
     vdb_scoring: Annotated[
         VdbScoring,
         Flag("VulDetectBench scoring: the documented definitions, or as library 0.0.5 does"),
-    ] = "correct"
+    ] = DEFAULT_SCORING
     filters: Annotated[
         list[str],  # glob patterns on case ids
         Flag(
@@ -164,6 +173,21 @@ class Options(BaseModel):
     max_cost: Annotated[
         float | None, Flag("stop when the reported cost reaches USD", metavar="USD")
     ] = Field(default=None, gt=0)
+    rewrites: Annotated[
+        list[str],
+        Flag(
+            "add meaning-preserving variants of every case, each proven equivalent on "
+            "PostgreSQL before it is sent: relation names, or all",
+            parse=_relations,
+            metavar="NAME[,NAME]",
+            default="none",
+        ),
+    ] = Field(default_factory=list)
+    unproven_rewrites: Annotated[
+        bool,
+        Flag("with --rewrites: also send variants that cannot be proven (no verification data)"),
+    ] = False
+    pg_url: str | None = None  # the PostgreSQL of --pg-url, for the rewrites' gate
     # the endpoint and what every request carries
     base_url: Annotated[
         str,
@@ -200,7 +224,7 @@ class Options(BaseModel):
             group=ENDPOINT,
         ),
         Record("markdown-endpoint"),
-    ] = "secbench-tui"
+    ] = security_bench.OWN_STYLE
     seed: Annotated[
         int | None,
         Flag("sent with every request; seeds baseline/random", group=ENDPOINT, metavar="N"),
@@ -440,7 +464,12 @@ class Command(BaseModel):
     )
     pg_url: Annotated[
         str | None,
-        Flag("PostgreSQL for --verify", group=MODE, default="embedded pgserver", metavar="URL"),
+        Flag(
+            "PostgreSQL for --verify and --rewrites",
+            group=MODE,
+            default="embedded pgserver",
+            metavar="URL",
+        ),
     ] = None
     mutants: Annotated[
         bool,

@@ -248,6 +248,9 @@ async def print_plan(settings: Settings, out: TextIO) -> int:
     except UsageError as exc:
         say_error(exc)
         return EXIT_USAGE
+    if plan.rewrites is not None:
+        for line in plan.rewrites.lines():
+            print(inert_line(line), file=out)
     try:
         store = await Store.open(settings.db) if settings.db.exists() else None
     except StoreError as exc:
@@ -302,6 +305,9 @@ async def _run(settings: Settings) -> int:
         await matrix.aclose()
         print(f"nothing to resume: {settings.db} holds no run yet", file=sys.stderr)
         return EXIT_OK
+    if plan.rewrites is not None:
+        for line in plan.rewrites.lines():
+            print(inert_line(line), file=sys.stderr)
     try:
         store = await matrix.open_store()
     except StoreError as exc:

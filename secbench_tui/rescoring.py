@@ -7,28 +7,23 @@ database (`core/results/rescore.py`), then the counts of what changed are printe
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from secbench_tui.core.results.rescore import rescore
 from secbench_tui.core.store.database import Store, StoreError
-from secbench_tui.core.untrusted import inert
+from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK
 
 
 async def _rescore_main(db: Path, runs: Sequence[int]) -> int:
     if not db.is_file():
-        print(
-            f"secbench-tui: error: --db {inert(db)}: no such database; give the file a run"
-            " recorded its results in",
-            file=sys.stderr,
-        )
+        say_error(f"--db {db}: no such database; give the file a run recorded its results in")
         return EXIT_FAILED
     try:
         store = await Store.open(db)
     except StoreError as exc:
-        print(f"secbench-tui: error: {inert(exc)}", file=sys.stderr)
+        say_error(exc)
         return EXIT_FAILED
     try:
         report = await rescore(store, runs)

@@ -195,6 +195,7 @@ class RecordedSettings(TypedDict, total=False):
     vdb_scoring: str
     api: str  # "python": recorded through the vuldetectbench library API
     prompt_name: str  # where older versions recorded the prompt's name
+    rewrites: dict[str, Any]  # --rewrites: relations, kinds, seed, what the gate dropped and why
 
 
 class RunStatus(StrEnum):

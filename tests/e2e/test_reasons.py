@@ -267,6 +267,16 @@ def test_a_reply_that_breaks_schema_2_is_unparsed_and_says_why(
     stored = rows(db)
     assert {r["outcome"] for r in stored} == {"unparsed"}
     assert all("violations" in json.loads(r["reasons"])["problem"] for r in stored)
+    out = tmp_path / "results.xml"
+    suite = tmp_path / "suite"
+    done = run_cli(server.base_url, db, suite, "--export", "junit", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    xml = out.read_text()
+    assert xml.count("the reply breaks verdict schema 2: assessment is good but") == len(cases)
+    out = tmp_path / "results.json"
+    done = run_cli(server.base_url, db, suite, "--export", "json", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert all(r["schema_problem"] for r in json.loads(out.read_text())["results"])
 
 
 def test_rescore_changes_stored_scores_after_a_scoring_change_without_a_request(

@@ -79,6 +79,7 @@ EVAL_COLUMNS = {
     "completion_tokens": ANY, "cost": ANY, "latency_ms": ANY, "attempts": SOME,
     "served_model": ANY, "provider": ANY, "scores": SOME, "request_hash": ANY,
     "reused_from": ANY, "notes": ANY, "reasoning": ANY, "reasoning_tokens": ANY,
+    "variant": ANY,
 }  # fmt: skip
 RUN_IDS = (1, 2, 3)
 TEXT_HASHES = ("h1", "h2")

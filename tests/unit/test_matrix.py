@@ -127,6 +127,7 @@ async def test_a_database_from_before_prompt_names_keeps_its_reuse(tmp_path: Pat
     conn.execute("ALTER TABLE evaluations DROP COLUMN reasoning_tokens")
     conn.execute("ALTER TABLE evaluations DROP COLUMN notes")  # version 5
     conn.execute("DROP INDEX IF EXISTS ix_eval_case")  # version 6
+    conn.execute("ALTER TABLE evaluations DROP COLUMN variant")  # version 7
     for case in old.cases:
         conn.execute(
             "UPDATE evaluations SET request_hash=? WHERE case_id=?",

@@ -159,3 +159,31 @@ def test_original_rule_compares_with_the_first_good_case(tmp_path: Path) -> None
     assert [p.proof for p in proofs] == [Proof.PROVEN, Proof.FAILED, Proof.PROVEN, Proof.FAILED]
     assert "differs from shop/s-01-good.md on parameter set 2" in proofs[1].detail
     assert "returns what shop/s-01-good.md returns" in proofs[3].detail
+
+
+def test_equivalent_mutants_are_read_with_their_reasons_and_a_bad_line_is_named(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "get-order.md"
+    path.write_text(
+        '# Parameters\n{"id": 1}\n\n# Equivalent mutants\nWhy these break no rule.\n\n'
+        "- get-order-01-good.md:4 conjunct: a filter the request chooses\n"
+        "- get-order-02-good.md:7 boundary: rule 3: either answer complies at the instant\n",
+        encoding="utf-8",
+    )
+    scenario = parse_scenario(path)
+    assert [e.key for e in scenario.equivalents] == [
+        "get-order-01-good.md:4 conjunct",
+        "get-order-02-good.md:7 boundary",
+    ]
+    found = scenario.equivalent("shop/get-order-02-good.md", 7, "boundary")
+    assert found is not None and found.reason == "rule 3: either answer complies at the instant"
+    assert scenario.equivalent("shop/get-order-02-good.md", 8, "boundary") is None
+
+    path.write_text(
+        '# Parameters\n{"id": 1}\n\n# Equivalent mutants\n'
+        "- get-order-01-good.md conjunct: no line\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(DataError, match=r"get-order\.md: '# Equivalent mutants' line 1 must read"):
+        parse_scenario(path)

@@ -65,15 +65,33 @@ RESULT_COLUMNS = (
     "quotes",
     "right_rule",
     "right_line",
+    "schema_problem",
     "scoring_version",
+    # --rewrites: a variant's original case, relation, seed, code hash, proof and code
+    "variant_of",
+    "relation",
+    "rewrite_seed",
+    "code_hash",
+    "proven",
+    "variant_code",
 )
-# Derived from the stored `gold` and `reasons` of a row (JSON keeps lists, CSV joins them).
-_REASON_COLUMNS = ("gold_rules", "rules_cited", "quotes", "right_rule", "right_line")
+_VARIANT_KEYS = {
+    "variant_of": "original",
+    "relation": "relation",
+    "rewrite_seed": "seed",
+    "code_hash": "code_hash",
+    "proven": "proven",
+}
 
 # XML 1.0 cannot carry most control characters, whatever the escaping; model output can.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 # Allowed in JSON strings and XML text, yet terminal controls: written as escapes instead.
 _C1 = re.compile("[\x7f-\x9f]")
+
+
+def _rows_of(c: Any) -> list[ResultRow]:
+    """A run's results: its originals, then its variants (`--rewrites`) when it has some."""
+    return list(getattr(c, "all_rows", c.rows))
 
 
 def reason_fields(row: ResultRow) -> dict[str, Any]:
@@ -86,6 +104,7 @@ def reason_fields(row: ResultRow) -> dict[str, Any]:
         "quotes": [c.quote for c in reason.citations] if reason else [],
         "right_rule": reason.right_rule if reason else None,
         "right_line": reason.right_line if reason else None,
+        "schema_problem": reason.problem if reason else None,  # how it broke schema 2
     }
 
 
@@ -93,6 +112,11 @@ def _result(row: ResultRow) -> dict[str, Any]:
     record = {column: row.get(column) for column in RESULT_COLUMNS}
     record["scores"] = json.loads(row.get("scores") or "{}")
     record.update(reason_fields(row))
+    variant = row.get("variant")
+    if isinstance(variant, dict):
+        for column, key in _VARIANT_KEYS.items():
+            record[column] = variant.get(key)
+        record["variant_code"] = row.get("code")
     return record
 
 
@@ -141,7 +165,7 @@ def to_json(data: ReportData) -> str:
         "generated_at": data.generated_at.isoformat(timespec="seconds"),
         "database": data.database,
         "runs": [_run_summary(c) for c in data.runs],
-        "results": [_result(row) for c in data.runs for row in c.rows],
+        "results": [_result(row) for c in data.runs for row in _rows_of(c)],
     }
     text = json.dumps(document, indent=1, ensure_ascii=False)
     return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
@@ -152,8 +176,8 @@ def to_csv(data: ReportData) -> str:
     writer = csv.writer(buffer)
     writer.writerow(RESULT_COLUMNS)
     for c in data.runs:
-        for row in c.rows:
-            record = {**row, **reason_fields(row)}
+        for row in _rows_of(c):
+            record = {**_result(row), "scores": row.get("scores")}
             writer.writerow([_csv_value(record.get(k)) for k in RESULT_COLUMNS])
     return buffer.getvalue()
 
@@ -214,9 +238,13 @@ def _testcase(row: ResultRow, repeats: int) -> tuple[ET.Element, str]:
         )
         failure.text = _xml_text(row.get("explanation"))
     elif outcome == Outcome.UNPARSED.value:
-        failure = ET.SubElement(
-            case, "failure", type="unparsed", message="the reply could not be read as a verdict"
+        problem = reason["schema_problem"]
+        message = (
+            f"the reply breaks verdict schema 2: {problem}"
+            if problem
+            else "the reply could not be read as a verdict"
         )
+        failure = ET.SubElement(case, "failure", type="unparsed", message=_xml_text(message))
         failure.text = _xml_text(row.get("raw_reply"))
     elif outcome == Outcome.ERROR.value:
         error = ET.SubElement(

@@ -24,7 +24,7 @@ from functools import cache
 from importlib import resources
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 
@@ -54,9 +54,17 @@ from secbench_tui.core.results.pairwise import (
     scenario_tallies,
 )
 from secbench_tui.core.results.reasons import ReasonFigures, first_answers, reason_figures
+from secbench_tui.core.results.robustness import (
+    Robustness,
+    robustness,
+)
 from secbench_tui.core.store.database import RunRecord, Store
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.untrusted import inert
+from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
+
+if TYPE_CHECKING:
+    from secbench_tui.core.vuldetectbench.scoring import TaskMetrics
 
 BASELINE_PREFIX = "baseline/"
 HARDEST_SHOWN = 20
@@ -123,12 +131,20 @@ class Contender:
     confusion: dict[str, dict[str, int]] = field(default_factory=dict)
     repeat: RepeatStats | None = None
     by_case: dict[str, list[Row]] = field(default_factory=dict)
-    vdb: dict[str, Any] = field(default_factory=dict)
+    vdb: TaskMetrics = field(default_factory=dict)
     rank: int | None = None  # 1 = most accurate on its suite; None for references
     colour: str = "ref"  # the chart class: s0..s9 for models, ref for references
     standing: str = ""  # against its suite's most accurate model: best, tied, behind, ahead
     vs_best: PairComparison | None = None
     settings: list[tuple[str, str]] = field(default_factory=list)  # shown, not common to all
+    variant_rows: list[Row] = field(default_factory=list)  # --rewrites: never in the figures
+    robustness: Robustness | None = None
+
+    @property
+    def all_rows(self) -> list[Row]:
+        """Originals, then variants: what exports carry."""
+        return [*self.rows, *self.variant_rows]
+
     # right for the right reason: pairwise, reason and scenario summaries; the per-rule table
     figures: dict[str, Any] = field(default_factory=dict)
     reasons: ReasonFigures | None = None
@@ -326,6 +342,10 @@ class ReportData:
         ]
 
     @property
+    def with_rewrites(self) -> list[Contender]:
+        return [c for c in self.contenders if c.robustness is not None]
+
+    @property
     def with_repeats(self) -> list[Contender]:
         return [c for c in self.contenders if c.repeat is not None]
 
@@ -515,7 +535,7 @@ def _markdown_contender(index: int, run: RunRecord, label: str, rows: list[Row])
     return contender
 
 
-def vuldetectbench_metrics(rows: Sequence[Row], scoring: str) -> dict[str, Any]:
+def vuldetectbench_metrics(rows: Sequence[Row], scoring: str) -> TaskMetrics:
     """Task metrics of a VulDetectBench run, by the run's own scoring."""
     from secbench_tui.core.vuldetectbench.scoring import aggregate_rows
 
@@ -530,7 +550,9 @@ def _vdb_contender(index: int, run: RunRecord, label: str, rows: list[Row]) -> C
         "errors": sum(1 for r in rows if r["outcome"] == Outcome.ERROR.value),
         **usage_stats(rows),
     }
-    contender.vdb = vuldetectbench_metrics(rows, str(run.settings.get("vdb_scoring", "correct")))
+    contender.vdb = vuldetectbench_metrics(
+        rows, str(run.settings.get("vdb_scoring", DEFAULT_SCORING))
+    )
     return contender
 
 
@@ -833,7 +855,16 @@ async def gather(
         if run.suite_kind == vdb_kind:
             vdb.append(_vdb_contender(len(vdb), run, labels[run.id], rows))
         else:
-            contenders.append(_markdown_contender(len(contenders), run, labels[run.id], rows))
+            originals = [r for r in rows if not isinstance(r.get("variant"), dict)]
+            contender = _markdown_contender(len(contenders), run, labels[run.id], originals)
+            contender.variant_rows = [r for r in rows if isinstance(r.get("variant"), dict)]
+            rewrites = run.settings.get("rewrites")
+            if contender.variant_rows or rewrites:
+                rewrites = rewrites if isinstance(rewrites, dict) else {}
+                contender.robustness = robustness(
+                    rows, rewrites.get("dropped"), rewrites.get("kinds"), contender.repeats
+                )
+            contenders.append(contender)
     contenders = rank(contenders)
     apps = sorted({app for c in contenders for app in c.apps})
     cases = _case_views(contenders)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from secbench_tui.core.models import Case, Completion, Outcome, Scored, SuiteKind
 from secbench_tui.core.results.parsing import parse_verdict
 from secbench_tui.core.results.reasons import judge
+from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 
 # Stored beside every score. Raise it whenever a change here or in parsing/reasons would score
 # a stored reply differently; `--rescore` then recomputes stored results from their raw replies.
@@ -33,7 +34,9 @@ def score_markdown(case: Case, reply: str | None) -> Scored:
     )
 
 
-def score_completion(case: Case, completion: Completion, vdb_scoring: str = "correct") -> Scored:
+def score_completion(
+    case: Case, completion: Completion, vdb_scoring: str = DEFAULT_SCORING
+) -> Scored:
     """Errors stay errors (never a verdict); a reply that could not be read is unparsed (no
     verdict is guessed from its raw text); anything else is scored by the case's suite.
 

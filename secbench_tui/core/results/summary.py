@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from secbench_tui.core import numbers
 from secbench_tui.core.models import RunStatus
+from secbench_tui.core.results.robustness import Robustness
 from secbench_tui.core.untrusted import inert_line
 
 
@@ -91,6 +92,7 @@ _OPTIONAL_KEYS = (
     "pairwise",
     "reason",
     "scenarios",
+    "robustness",
     "no_answer",
 )
 
@@ -120,6 +122,7 @@ class RunSummary(VerdictStats):
     pairwise: PairwiseSummary | None = None
     reason: ReasonSummary | None = None
     scenarios: ScenarioSummary | None = None
+    robustness: Robustness | None = None  # --rewrites: flips, robust accuracy, agreement
     # Set when no case got an answer: the commonest error, and how many cases it ended
     no_answer: str | None = None
 
@@ -218,6 +221,7 @@ def summary_lines(
                 )
             )
     lines.extend(_vuldetectbench_lines(s))
+    lines.extend(robustness_lines(s.robustness))
     if s.reused:
         lines.append(
             _line(
@@ -294,6 +298,54 @@ def reason_lines(s: RunSummary) -> list[Line]:
                 f" wrong rule {r.wrong_rule}, wrong verdict {r.wrong_verdict}"
             )
         )
+    return lines
+
+
+def _rate(value: float | None, ci: tuple[float, float] | None = None) -> str:
+    shown = numbers.pct(value)
+    if value is not None and ci is not None:
+        shown += f" ({numbers.pct(ci[0])}-{numbers.pct(ci[1])})"
+    return shown
+
+
+def robustness_lines(r: Robustness | None) -> list[Line]:
+    """`--rewrites`: the noise floor, then invariance and sensitivity relations apart."""
+    if r is None:
+        return []
+    lines = [
+        _line(
+            Segment("  rewrites: ", "heading"),
+            f"{r.variants} variants asked, {r.dropped} dropped by the equivalence gate"
+            + (f", {r.unproven} unproven" if r.unproven else ""),
+        ),
+        _line(
+            f"    noise floor (same case asked again) {_rate(r.noise_flip_rate)}"
+            f" of {r.noise_pairs};  invariance flips {_rate(r.flip_rate, r.flip_rate_ci)}"
+            f"  robust accuracy {numbers.pct(r.robust_accuracy)}"
+            f"  agreement {numbers.pct(r.agreement)}"
+        ),
+    ]
+    for note in r.notes:
+        lines.append(_line(Segment(f"    {note}", "dim")))
+    for kind in ("invariance", "sensitivity"):
+        for name, f in r.by_relation.items():
+            if f.kind != kind:
+                continue
+            excess = ""
+            if f.excess is not None:
+                excess = f"  excess {f.excess * 100:+.1f} pts (p={f.excess_p:.3g})"
+            claim = ""
+            if f.towards_claim is not None:
+                claim = f"  towards the claim ({f.claim}) {numbers.pct(f.towards_claim)}"
+            lines.append(
+                _line(
+                    f"    {kind[:4]} {inert_line(name)}: flips {f.flips}/{f.pairs}"
+                    f" {_rate(f.flip_rate, f.flip_rate_ci)}{excess}{claim}"
+                    f"  robust {numbers.pct(f.robust_accuracy)}  P-C {numbers.pct(f.pc)}"
+                    f" vs {numbers.pct(f.pc_original)} originals"
+                    + (f"  dropped {f.dropped}" if f.dropped else "")
+                )
+            )
     return lines
 
 

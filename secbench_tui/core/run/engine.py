@@ -38,11 +38,13 @@ from secbench_tui.core.models import (
 )
 from secbench_tui.core.results.figures import run_figures
 from secbench_tui.core.results.metrics import summarize, usage_stats
+from secbench_tui.core.results.robustness import originals_only, robustness
 from secbench_tui.core.results.scoring import score_completion
 from secbench_tui.core.results.summary import RunSummary
 from secbench_tui.core.run.events import (
     CaseFinished,
     CaseStarted,
+    Earlier,
     Event,
     Retrying,
     RunFinished,
@@ -69,12 +71,13 @@ from secbench_tui.core.store.database import Store, prompt_keyed
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.values import now_iso, text_hash
 from secbench_tui.core.suites import security_bench
+from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 
 # Settings that change what a model is asked; a resumed run must match them all.
 REQUEST_SETTINGS = ("base_url", "temperature", "max_tokens", "seed", "response_format")
 # Later ones, with the value that leaves the request as it was before they existed: they
 # count only when set otherwise, so results recorded before them are still reused.
-OPTIONAL_REQUEST_SETTINGS = {"reasoning_effort": None, "request_style": "secbench-tui"}
+OPTIONAL_REQUEST_SETTINGS = {"reasoning_effort": None, "request_style": security_bench.OWN_STYLE}
 
 
 @dataclass
@@ -94,7 +97,7 @@ class RunSpec:
     force: bool = False
     retry_errors: bool = False
     max_cost: float | None = None
-    vdb_scoring: str = "correct"
+    vdb_scoring: str = DEFAULT_SCORING
     skipped: tuple[str, ...] = ()
     # The endpoint requests go to, credentials included: hashed into the fingerprint and the
     # request hashes (two keys in a query are two endpoints), never stored; `settings` holds
@@ -407,7 +410,7 @@ class Engine:
         """Reuse what was paid for, then ask the rest; fills `pending` with what is asked."""
         spec = self.spec
         done_keys: set[tuple[str, int]] = set()
-        earlier: dict[str, Any] = {}
+        earlier: Earlier = {}
         if resumed:
             done_keys = await self.store.finished_keys(run_id, include_errors=not spec.retry_errors)
             self._cost = await self.store.spent(run_id)  # the budget covers the whole run
@@ -473,8 +476,17 @@ class Engine:
             summary_error: str | None = f"could not read the results back: {exc}"
         else:
             summary_error = None
-        # the summary's fields, by name
-        figures: dict[str, object] = {**summarize(rows), **run_figures(rows)}
+        originals = originals_only(rows)
+        # the summary's fields, by name; a run's figures are its originals', never blended
+        # with its variants' (--rewrites), which have their own
+        figures: dict[str, object] = {**summarize(originals), **run_figures(originals)}
+        rewrites = self.spec.settings.get("rewrites")
+        if len(originals) != len(rows) or rewrites:
+            figures.update(usage_stats(rows))  # what the variants cost counts
+            rewrites = rewrites if isinstance(rewrites, dict) else {}
+            figures["robustness"] = robustness(
+                rows, rewrites.get("dropped"), rewrites.get("kinds"), self.spec.repeats
+            )
         vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
         if vdb_rows:
             from secbench_tui.core.vuldetectbench.scoring import (

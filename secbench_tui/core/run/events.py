@@ -3,11 +3,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from secbench_tui.core.models import Case, Evaluation, RunStatus
 from secbench_tui.core.results.summary import RunSummary
 from secbench_tui.core.run.providers.base import RetryNotice
+
+
+class Earlier(TypedDict, total=False):
+    """What a resumed run keeps from before: outcome counts, and the usage of those cases
+    (`results.metrics.usage_stats`). Empty for a run started afresh."""
+
+    counts: dict[str, int]
+    prompt_tokens: int
+    completion_tokens: int
+    reasoning_tokens: int
+    cost: float | None
+    spent: float | None
+    cost_missing: int
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
 
 
 @dataclass(frozen=True)
@@ -21,7 +36,7 @@ class RunStarted:
     concurrency: int
     skipped: tuple[str, ...] = ()
     # what a resumed run keeps from before: outcome counts, tokens and cost of those cases
-    earlier: dict[str, Any] = field(default_factory=dict)
+    earlier: Earlier = field(default_factory=lambda: Earlier())
     prompt: str = ""  # the evaluation prompt's name
 
 

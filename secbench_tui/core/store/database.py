@@ -39,7 +39,7 @@ from secbench_tui.core.untrusted import redact_url
 if TYPE_CHECKING:
     from secbench_tui.core.store.original import WriteLayout
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -138,6 +138,7 @@ _EVAL_COLUMNS = (
     "gold",
     "reasons",
     "scoring_version",
+    "variant",
 )
 # What reads of whole rows select: a table adopted from the original evaluator also holds its
 # `request` and `response` bodies, which no read of ours needs.
@@ -286,6 +287,13 @@ async def _add_reasons(db: aiosqlite.Connection) -> None:
             await db.execute(f"ALTER TABLE evaluations ADD COLUMN {column} {kind}")
 
 
+async def _add_variant(db: aiosqlite.Connection) -> None:
+    """Version 7 -> 8: a rewritten case's identity (`--rewrites`): its original case, the
+    relation, seed and code hash, and whether the equivalence gate proved it; NULL for an
+    original case."""
+    await db.execute("ALTER TABLE evaluations ADD COLUMN variant TEXT")
+
+
 # MIGRATIONS[n] brings a file at version n to version n + 1.
 MIGRATIONS: dict[int, Migration] = {
     0: _migrate_legacy,
@@ -295,6 +303,7 @@ MIGRATIONS: dict[int, Migration] = {
     4: _add_notes,
     5: _add_case_index,
     6: _add_reasons,
+    7: _add_variant,
 }
 
 
@@ -306,6 +315,10 @@ def _process_alive(pid: int) -> bool:
     except PermissionError:  # someone else's process: alive
         return True
     return True
+
+
+def _variant_text(value: Any) -> str | None:
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else None
 
 
 def recorded_settings(text: str | None) -> RecordedSettings:
@@ -770,6 +783,7 @@ class Store:
                 gold_json(case),
                 scored.reason.model_dump_json() if scored.reason is not None else None,
                 scored.scoring_version or None,
+                _variant_text(case.meta.get("variant")),
             )
         )
         columns: Sequence[str] = _EVAL_COLUMNS
@@ -859,7 +873,7 @@ class Store:
             else "e.id, e.app, e.case_id, e.case_index, e.repeat, e.suite_kind, e.outcome,"
             " e.expected_result, e.actual_result, e.prompt_tokens, e.completion_tokens, e.cost,"
             " e.latency_ms, e.reused_from, e.scores, e.explanation, e.reasoning_tokens, e.error,"
-            " e.gold, e.reasons, e.scoring_version"
+            " e.gold, e.reasons, e.scoring_version, e.variant"
         )
         join = " LEFT JOIN case_texts c ON c.hash = e.case_hash" if with_text else ""
         cursor = await self.db.execute(

@@ -49,6 +49,9 @@ class ResultRow(TypedDict, total=False):
     gold: str | None  # a bad case's right rules and gold lines, JSON (None: names no rule)
     reasons: str | None  # the reply's violations, scored (`models.ReasonScore` as JSON)
     scoring_version: int | None  # the scoring that wrote outcome and reasons (None: before 2)
+    # --rewrites: a variant's original case, relation, seed, code hash and proof; None for
+    # an original case
+    variant: dict[str, Any] | None
     prompt_name: str | None  # the run's, where a reader adds it (the report: exports carry it)
     code: str | None  # joined from case_texts
     description: str | None

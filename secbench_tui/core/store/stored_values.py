@@ -105,7 +105,25 @@ def evaluation_row(row: dict[str, Any]) -> ResultRow:
             clean[name] = whole(clean[name], -(2**63), 2**63 - 1)
     if "scores" in clean:
         clean["scores"] = scores(clean["scores"])
+    if "variant" in clean:
+        clean["variant"] = variant(clean["variant"])
     return cast(ResultRow, clean)
+
+
+def variant(value: Any) -> dict[str, Any] | None:
+    """A rewritten case's identity as stored (JSON object text), or None for an original
+    case or a value that is not such an object."""
+    if not isinstance(value, str):
+        return None
+    try:
+        data = json.loads(value)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("original"), str):
+        return None
+    if not isinstance(data.get("relation"), str):
+        return None
+    return data
 
 
 # SQL for a believable cost, for sums made in the database (budgets, per-run totals).

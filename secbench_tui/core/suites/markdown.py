@@ -272,7 +272,7 @@ def load_markdown_suite(
     root: Path,
     apps: Sequence[str] | None = None,
     evaluation_prompt: str = "",
-    request_style: str = "secbench-tui",
+    request_style: str = security_bench.OWN_STYLE,
 ) -> MarkdownSuite:
     """Every usable case of the chosen apps, sorted by path, with the files skipped.
 

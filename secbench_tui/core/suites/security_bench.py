@@ -11,11 +11,12 @@ reader does, since a difference of one space would make it a different question.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from secbench_tui.core.models import Message
 
 STYLE = "security-bench"
+OWN_STYLE: Final = "secbench-tui"  # our own request: the default of --request-style
 RequestStyle = Literal["secbench-tui", "security-bench"]
 
 SYSTEM_PROMPT = (

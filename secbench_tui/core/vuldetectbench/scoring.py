@@ -44,10 +44,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from secbench_tui.core.models import Case, Outcome, Scored
+from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 from secbench_tui.core.vuldetectbench.loader import NO_VULNERABILITIES, options
 from secbench_tui.core.vuldetectbench.tokenize import word_tokenize
 
-SCORINGS: tuple[str, ...] = ("correct", "library")
+SCORINGS: tuple[str, ...] = (DEFAULT_SCORING, "library")
 METRIC_KEYS: dict[str, tuple[str, str]] = {
     "task1": ("accuracy", "f1"),
     "task2": ("se", "me"),
@@ -66,7 +67,7 @@ def check_scoring(scoring: str) -> str:
     return scoring
 
 
-def score_vuldetectbench(case: Case, reply: str | None, scoring: str = "correct") -> Scored:
+def score_vuldetectbench(case: Case, reply: str | None, scoring: str = DEFAULT_SCORING) -> Scored:
     """Score one reply; `reply=None` (no reply at all) gives an ERROR scored 0.
 
     Pass None rather than building the error yourself: task 1's F1 needs the gold
@@ -435,9 +436,13 @@ _LIBRARY = {1: _lib_task1, 2: _lib_task2, 3: _lib_task3, 4: _lib_task45, 5: _lib
 # ---------------------------------------------------------------------------
 
 
+# Per task ("task1".."task5"): its metrics (fractions) and sample counts, all numbers.
+TaskMetrics = dict[str, dict[str, float]]
+
+
 def aggregate_vuldetectbench(
-    samples: Iterable[tuple[int, Scored]], scoring: str = "correct"
-) -> dict[str, dict[str, Any]]:
+    samples: Iterable[tuple[int, Scored]], scoring: str = DEFAULT_SCORING
+) -> TaskMetrics:
     """Per-task metrics, as fractions in [0, 1], for the tasks present.
 
     `{"task1": {"accuracy", "f1"}, "task2": {"se", "me"}, "task3": {"mar", "mir"},
@@ -456,7 +461,7 @@ def aggregate_vuldetectbench(
     by_task: dict[int, list[Scored]] = {}
     for task, scored in samples:
         by_task.setdefault(int(task), []).append(scored)
-    out: dict[str, dict[str, Any]] = {}
+    out: TaskMetrics = {}
     for task in sorted(by_task):
         rows = by_task[task]
         if scoring == "library":
@@ -493,7 +498,7 @@ def _task1_counts(rows: list[Scored]) -> tuple[int, int, int, int]:
     return totals["tp"], totals["fp"], totals["tn"], totals["fn"]
 
 
-def _agg_task1(rows: list[Scored]) -> dict[str, Any]:
+def _agg_task1(rows: list[Scored]) -> dict[str, float]:
     answered = [r for r in rows if r.outcome in (Outcome.CORRECT, Outcome.WRONG)]
     tp, fp, tn, fn = _task1_counts(answered)
     # A missing answer (unparsed, error) is a miss: a false negative on a gold YES, no
@@ -515,11 +520,11 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def _agg_task2(rows: list[Scored]) -> dict[str, Any]:
+def _agg_task2(rows: list[Scored]) -> dict[str, float]:
     return {"se": _mean([_get(r, "se") for r in rows]), "me": _mean([_get(r, "me") for r in rows])}
 
 
-def _agg_task3(rows: list[Scored]) -> dict[str, Any]:
+def _agg_task3(rows: list[Scored]) -> dict[str, float]:
     with_gold = [r for r in rows if _get(r, "gold") > 0 or "gold" not in r.scores]
     gold = sum(_get(r, "gold") for r in rows)
     return {
@@ -529,7 +534,7 @@ def _agg_task3(rows: list[Scored]) -> dict[str, Any]:
     }
 
 
-def _agg_task45(rows: list[Scored]) -> dict[str, Any]:
+def _agg_task45(rows: list[Scored]) -> dict[str, float]:
     return {
         "urs": _mean([_get(r, "urs") for r in rows]),
         "ors": _mean([_get(r, "ors") for r in rows]),
@@ -539,7 +544,7 @@ def _agg_task45(rows: list[Scored]) -> dict[str, Any]:
 _AGGREGATE = {1: _agg_task1, 2: _agg_task2, 3: _agg_task3, 4: _agg_task45, 5: _agg_task45}
 
 
-def _lib_agg_task1(rows: list[Scored]) -> dict[str, Any]:
+def _lib_agg_task1(rows: list[Scored]) -> dict[str, float]:
     tp, fp, tn, fn = (2 * v for v in _task1_counts(rows))  # each sample is listed twice
     try:
         p = tp / (tp + fn)
@@ -557,12 +562,12 @@ def _pooled(rows: list[Scored], first: str, second: str) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def _lib_agg_task2(rows: list[Scored]) -> dict[str, Any]:
+def _lib_agg_task2(rows: list[Scored]) -> dict[str, float]:
     pooled = _pooled(rows, "me", "se")
     return {"se": pooled, "me": pooled}
 
 
-def _lib_agg_task3(rows: list[Scored]) -> dict[str, Any]:
+def _lib_agg_task3(rows: list[Scored]) -> dict[str, float]:
     recalls = [_get(r, "recall") for r in rows for _ in (0, 1)]
     hits = sum(_get(r, "tp") for r in rows for _ in (0, 1))
     gold = sum(_get(r, "gold") for r in rows for _ in (0, 1))
@@ -572,7 +577,7 @@ def _lib_agg_task3(rows: list[Scored]) -> dict[str, Any]:
     }
 
 
-def _lib_agg_task45(rows: list[Scored]) -> dict[str, Any]:
+def _lib_agg_task45(rows: list[Scored]) -> dict[str, float]:
     pooled = _pooled(rows, "urs", "ors")
     return {"urs": pooled, "ors": pooled}
 
@@ -591,7 +596,7 @@ _LIB_AGGREGATE = {
 # ---------------------------------------------------------------------------
 
 
-def summary_metrics(aggregate: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+def summary_metrics(aggregate: TaskMetrics) -> dict[str, dict[str, float]]:
     """Only the documented metrics of each task, e.g. `{"task1": {"accuracy", "f1"}}`.
 
     What `--summary-json` promises under "vuldetectbench": these keys and nothing else,
@@ -604,7 +609,7 @@ def summary_metrics(aggregate: dict[str, dict[str, Any]]) -> dict[str, dict[str,
     }
 
 
-def summary_counts(aggregate: dict[str, dict[str, Any]]) -> dict[str, dict[str, int]]:
+def summary_counts(aggregate: TaskMetrics) -> dict[str, dict[str, int]]:
     """The sample counts of each task: `n`, `errors`, `unparsed`, `no_gold`, `crashes`."""
     return {
         task: {key: int(value) for key, value in metrics.items() if key not in METRIC_KEYS[task]}
@@ -613,7 +618,7 @@ def summary_counts(aggregate: dict[str, dict[str, Any]]) -> dict[str, dict[str, 
     }
 
 
-def crash_note(counts: dict[str, Any]) -> str:
+def crash_note(counts: Mapping[str, float]) -> str:
     """The crashes in words: "vuldetectbench 0.0.5 crashes on 3 of 100 samples (scored 0)".
 
     Empty when there were none, as always under the correct scoring.
@@ -627,7 +632,9 @@ def crash_note(counts: dict[str, Any]) -> str:
     )
 
 
-def aggregate_rows(rows: Iterable[Mapping[str, Any]], scoring: str = "correct") -> dict[str, Any]:
+def aggregate_rows(
+    rows: Iterable[Mapping[str, Any]], scoring: str = DEFAULT_SCORING
+) -> TaskMetrics:
     """`aggregate_vuldetectbench` over results as the store returns them (app = "taskN").
 
     A row that is not a VulDetectBench result (another app, an unknown outcome: a database

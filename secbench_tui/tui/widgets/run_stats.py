@@ -53,8 +53,9 @@ class RunTally:
             self.counts[outcome] = self.counts.get(outcome, 0) + count
         self.prompt_tokens += earlier.get("prompt_tokens") or 0
         self.completion_tokens += earlier.get("completion_tokens") or 0
-        if earlier.get("cost") is not None:
-            self.cost = (self.cost or 0.0) + earlier["cost"]
+        cost = earlier.get("cost")
+        if cost is not None:
+            self.cost = (self.cost or 0.0) + cost
 
     def add(self, event: CaseFinished) -> None:
         ev = event.evaluation

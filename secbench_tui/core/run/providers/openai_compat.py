@@ -68,7 +68,7 @@ class ClientSettings:
     seed: int | None = None
     response_format: str = "json_schema"
     reasoning_effort: str | None = None  # sent as reasoning.effort when set
-    request_style: str = "secbench-tui"  # "security-bench": the original evaluator's body
+    request_style: str = security_bench.OWN_STYLE  # or STYLE: the original evaluator's body
     # what every run sets from its settings (config.Options declares them, with their defaults)
     max_retries: int = field(kw_only=True)
     timeout: float = field(kw_only=True)  # seconds for one whole attempt

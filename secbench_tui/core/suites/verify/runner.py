@@ -101,7 +101,7 @@ def _python_executor(db: AppDatabase, fixtures: str, harness: Path) -> Iterator[
             "token": db.token,
             "case_id": case.case_id,
             "code": case.code,
-            "scenario": str(scenario.path),
+            "scenario": str(scenario.path.resolve()),  # the child runs in another folder
         }
         runs = child.run(job, len(scenario.parameters))
         if any(r.error for r in runs):  # a killed case's session may still hold locks
@@ -157,6 +157,21 @@ def _verify_app(
     waiting = [c for g in groups.values() for c in g]
     if not groups:
         return
+    try:
+        with app_session(uri, roles, watchdog, data) as (_db, execute):
+            _run_groups(execute, data, groups, emit, mutation)
+    except Unverifiable as exc:
+        for proof in _proofs(waiting, exc.proof, str(exc)):
+            emit(proof)
+
+
+@contextmanager
+def app_session(
+    uri: str, roles: Roles, watchdog: Watchdog, data: AppData
+) -> Iterator[tuple[AppDatabase, Executor]]:
+    """The app's database with its fixtures loaded, and an executor that runs a case of it on
+    every parameter set of a scenario; the database is dropped on exit. Raises Unverifiable
+    (no fixtures, fixtures that do not load, a harness that does not start) and ServerError."""
     db = AppDatabase(uri, roles, watchdog)
     try:
         if data.fixtures is None:
@@ -180,10 +195,7 @@ def _verify_app(
             else _sql_executor(db, fixtures)
         )
         with executor as execute:
-            _run_groups(execute, data, groups, emit, mutation)
-    except Unverifiable as exc:
-        for proof in _proofs(waiting, exc.proof, str(exc)):
-            emit(proof)
+            yield db, execute
     finally:
         db.drop()
 

@@ -1,0 +1,247 @@
+"""Robustness figures: do a model's verdicts survive meaning-preserving rewrites?
+
+Every figure is computed from stored rows: originals are rows without a `variant`, variants
+carry theirs (original case, relation, seed). A flip is a pair whose two verdicts differ,
+compared on the same repeat; pairs where either side gave no verdict (unparsed, error) are
+left out and counted as such. Invariance relations (the code's surface changed) and
+sensitivity relations (a false hint added) are reported apart and never blended: the run's
+`flip_rate`, `robust_accuracy` and `agreement` cover invariance relations only.
+
+- noise floor: the flip rate of asking the unchanged case again (repeat 0 against repeat 1);
+  it needs `--repeats 2` or more, and a run without says so.
+- per relation: flip rate with its Wilson interval; its excess over the noise floor on the
+  same cases, with an exact McNemar test (variant flipped, repeat did not vs the reverse);
+  robust accuracy (original and variant both right) and agreement (same verdict).
+- misleading hints (relations with a claim): the share of flips that went the hint's way.
+- P-C: pairs of a good and a bad case of the same scenario, both judged right; on originals
+  and on pairs where both halves were rewritten by the same relation. Computed here over
+  verdicts (the reasons work's own pairwise scoring had not landed when this was written).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import PurePosixPath
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from secbench_tui.core.results.metrics import _verdict, label, mcnemar_exact, wilson_interval
+
+Row = Mapping[str, Any]
+
+INVARIANCE = "invariance"
+SENSITIVITY = "sensitivity"
+# The verdict a sensitivity relation's hint pushes towards (mirrors suites.rewrites.relations,
+# which results may not import: the relation's kind and claim are stored with the run).
+CLAIMS = {
+    "comment-safe": "good",
+    "comment-flaw": "bad",
+    "misleading-names": "good",
+    "misleading-function-name": "good",
+}
+
+
+class RelationFigures(BaseModel):
+    kind: str = INVARIANCE
+    variants: int = 0  # rewritten cases asked
+    dropped: int = 0  # variants the equivalence gate rejected (never asked)
+    unproven: int = 0  # variants asked without a proof (--unproven-rewrites)
+    pairs: int = 0  # (original, variant) pairs with a verdict on both sides
+    no_verdict: int = 0  # pairs left out: unparsed or error on either side
+    flips: int = 0
+    flip_rate: float | None = None
+    flip_rate_ci: tuple[float, float] | None = None
+    noise_on_same: float | None = None  # the noise floor on the same cases
+    excess: float | None = None  # flip_rate - noise_on_same
+    excess_p: float | None = None  # exact McNemar p-value
+    robust_accuracy: float | None = None
+    agreement: float | None = None
+    claim: str | None = None
+    towards_claim: float | None = None  # share of flips towards the hint's claim
+    pc: float | None = None  # P-C on pairs rewritten by this relation
+    pc_original: float | None = None  # P-C on the same pairs' originals
+    pc_pairs: int = 0
+
+
+class Robustness(BaseModel):
+    variants: int = 0
+    dropped: int = 0
+    unproven: int = 0
+    noise_flip_rate: float | None = None
+    noise_pairs: int = 0
+    flip_rate: float | None = None  # invariance relations only
+    flip_rate_ci: tuple[float, float] | None = None
+    sensitivity_flip_rate: float | None = None
+    robust_accuracy: float | None = None  # right on the original and every invariance variant
+    agreement: float | None = None  # one verdict on the original and every invariance variant
+    pc_original: float | None = None
+    by_relation: dict[str, RelationFigures] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+
+
+def _key(row: Row) -> tuple[str, int]:
+    return str(row["case_id"]), int(row.get("repeat") or 0)
+
+
+def _scenario(case_id: str) -> str:
+    path = PurePosixPath(case_id)
+    stem = path.stem
+    parts = stem.rsplit("-", 2)
+    return f"{path.parent}/{parts[0]}" if len(parts) == 3 else str(path)
+
+
+def _pc(
+    by_case: Mapping[str, Row], expected: Mapping[str, str], cases: Iterable[str]
+) -> tuple[int, int]:
+    """(pairs both right, pairs) over good x bad pairs of the same scenario."""
+    scenarios: dict[str, dict[str, list[str]]] = {}
+    for case in cases:
+        scenarios.setdefault(_scenario(case), {"good": [], "bad": []}).setdefault(
+            expected[case], []
+        ).append(case)
+    right = total = 0
+    for halves in scenarios.values():
+        for good in halves.get("good", []):
+            for bad in halves.get("bad", []):
+                total += 1
+                g, b = by_case.get(good), by_case.get(bad)
+                if g and b and g["outcome"] == "correct" and b["outcome"] == "correct":
+                    right += 1
+    return right, total
+
+
+def _share(a: int, b: int) -> float | None:
+    return a / b if b else None
+
+
+def robustness(
+    rows: Sequence[Row],
+    dropped: Mapping[str, int] | None = None,
+    kinds: Mapping[str, str] | None = None,
+    repeats: int | None = None,
+) -> Robustness | None:
+    """The figures of one run's rows; None when the run has no variant and dropped none."""
+    dropped = dict(dropped or {})
+    kinds = dict(kinds or {})
+    originals: dict[tuple[str, int], Row] = {}
+    variants: dict[str, dict[tuple[str, int], Row]] = {}  # relation -> (original, repeat)
+    variant_cases: dict[str, set[str]] = {}
+    unproven: dict[str, set[str]] = {}
+    for row in rows:
+        info = row.get("variant")
+        if not isinstance(info, dict):
+            originals[_key(row)] = row
+            continue
+        relation = str(info["relation"])
+        original = str(info["original"])
+        variants.setdefault(relation, {})[(original, int(row.get("repeat") or 0))] = row
+        variant_cases.setdefault(relation, set()).add(original)
+        if not info.get("proven", False):
+            unproven.setdefault(relation, set()).add(original)
+    if not variants and not dropped:
+        return None
+    figures = Robustness(
+        variants=sum(len(v) for v in variant_cases.values()),
+        dropped=sum(dropped.values()),
+        unproven=sum(len(v) for v in unproven.values()),
+    )
+    verdict = {k: _verdict(r) for k, r in originals.items()}
+    expected = {k[0]: label(r["expected_result"]) for k, r in originals.items()}
+
+    # the noise floor: the unchanged case asked again, repeat 0 against repeat 1
+    noise: dict[str, bool] = {}
+    for (case, rep), said in verdict.items():
+        again = verdict.get((case, 1))
+        if rep == 0 and again is not None and "none" not in (said, again):
+            noise[case] = said != again
+    figures.noise_pairs = len(noise)
+    figures.noise_flip_rate = _share(sum(noise.values()), len(noise))
+    if not noise:
+        figures.notes.append(
+            "no noise floor: it needs --repeats 2 or more (each case asked again unchanged)"
+            if (repeats or 1) < 2
+            else "no noise floor: no case has a verdict on both repeat 0 and repeat 1"
+        )
+
+    first_orig = {case: r for (case, rep), r in originals.items() if rep == 0}
+    figures.pc_original = _share(*_pc(first_orig, expected, first_orig))
+    all_inv_flips = all_inv_pairs = all_sens_flips = all_sens_pairs = 0
+    robust: dict[str, bool] = {}
+    agree: dict[str, bool] = {}
+    for relation in sorted(set(variants) | set(dropped)):
+        pairs = variants.get(relation, {})
+        kind = kinds.get(relation, SENSITIVITY if relation in CLAIMS else INVARIANCE)
+        fig = RelationFigures(
+            kind=kind,
+            variants=len(variant_cases.get(relation, set())),
+            dropped=dropped.get(relation, 0),
+            unproven=len(unproven.get(relation, set())),
+            claim=CLAIMS.get(relation) if kind == SENSITIVITY else None,
+        )
+        flipped: dict[str, bool] = {}
+        toward = 0
+        for (case, rep), row in sorted(pairs.items()):
+            base = verdict.get((case, rep))
+            said = _verdict(row)
+            if base is None:
+                continue
+            if "none" in (base, said):
+                fig.no_verdict += 1
+                continue
+            fig.pairs += 1
+            if base != said:
+                fig.flips += 1
+                toward += said == fig.claim
+            if rep == 0:
+                flipped[case] = base != said
+        fig.flip_rate = _share(fig.flips, fig.pairs)
+        fig.flip_rate_ci = wilson_interval(fig.flips, fig.pairs) if fig.pairs else None
+        if fig.claim is not None:
+            fig.towards_claim = _share(toward, fig.flips)
+        same = [c for c in flipped if c in noise]
+        if same:
+            fig.noise_on_same = sum(noise[c] for c in same) / len(same)
+            only_variant = sum(1 for c in same if flipped[c] and not noise[c])
+            only_repeat = sum(1 for c in same if noise[c] and not flipped[c])
+            fig.excess = sum(flipped[c] for c in same) / len(same) - fig.noise_on_same
+            fig.excess_p = mcnemar_exact(only_variant, only_repeat)
+        firsts = {case: row for (case, rep), row in pairs.items() if rep == 0}
+        both_right = same_verdict = counted = 0
+        for case, row in firsts.items():
+            base_row = originals.get((case, 0))
+            if base_row is None:
+                continue
+            counted += 1
+            right = base_row["outcome"] == "correct" and row["outcome"] == "correct"
+            alike = _verdict(base_row) == _verdict(row)
+            both_right += right
+            same_verdict += alike
+            if kind == INVARIANCE:
+                robust[case] = robust.get(case, True) and right
+                agree[case] = agree.get(case, True) and alike
+        fig.robust_accuracy = _share(both_right, counted)
+        fig.agreement = _share(same_verdict, counted)
+        rewritten = [c for c in firsts if c in expected]
+        right_pairs, total_pairs = _pc(firsts, expected, rewritten)
+        fig.pc_pairs = total_pairs
+        fig.pc = _share(right_pairs, total_pairs)
+        fig.pc_original = _share(*_pc(first_orig, expected, rewritten))
+        if kind == INVARIANCE:
+            all_inv_flips += fig.flips
+            all_inv_pairs += fig.pairs
+        else:
+            all_sens_flips += fig.flips
+            all_sens_pairs += fig.pairs
+        figures.by_relation[relation] = fig
+    figures.flip_rate = _share(all_inv_flips, all_inv_pairs)
+    figures.flip_rate_ci = wilson_interval(all_inv_flips, all_inv_pairs) if all_inv_pairs else None
+    figures.sensitivity_flip_rate = _share(all_sens_flips, all_sens_pairs)
+    figures.robust_accuracy = _share(sum(robust.values()), len(robust))
+    figures.agreement = _share(sum(agree.values()), len(agree))
+    return figures
+
+
+def originals_only(rows: Sequence[Row]) -> list[Row]:
+    """The rows of original cases: a run's accuracy never blends in its variants."""
+    return [r for r in rows if not isinstance(r.get("variant"), dict)]
