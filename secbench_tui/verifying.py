@@ -166,9 +166,9 @@ def verify_main(
         from secbench_tui.core.suites.verify.sandbox import Limits
         from secbench_tui.core.suites.verify.server import Redactor, ServerError
     except ImportError as exc:
-        say_error(
-            f"--verify needs the verify extra ({exc}): pip install 'secbench-tui[verify]'",
-        )
+        from secbench_tui.core.suites.verify.extra import missing
+
+        say_error(missing(exc))
         return EXIT_USAGE
     redactor = Redactor(pg_url)
 

@@ -41,6 +41,7 @@ from secbench_tui.core.run.events import CaseFinished, RunFinished
 from secbench_tui.core.run.providers.base import RetryCallback
 from secbench_tui.core.store.database import Store, vdb_prompt_name
 from secbench_tui.core.suites.prompts import sha256_text
+from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 from secbench_tui.core.vuldetectbench.loader import (
     TASKS,
     load_vuldetectbench,
@@ -165,7 +166,7 @@ class VulDetectBench_Engine:  # noqa: N801 - the library's name, so scripts keep
         *,
         db: str | Path = "results.db",
         model_name: str | None = None,
-        scoring: str = "correct",
+        scoring: str = DEFAULT_SCORING,
         concurrency: int = 1,
         reuse: bool = False,
     ) -> None:

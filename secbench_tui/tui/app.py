@@ -129,8 +129,16 @@ class SecbenchApp(Guarded, App[int]):
         return True
 
     def action_results(self) -> None:
-        """The results screen: opened, or come back to from a view opened on top of it."""
-        self._back_to_results()
+        """The results screen: opened, or come back to from a view opened on top of it.
+        From the run screen, it opens on the run in view there (the one just finished)."""
+        run = self.run_screen()
+        run_id = run.run_id if run is not None and self.screen is run else None
+        if run_id is None:
+            self._back_to_results()
+            return
+        results = self._back_to_results(show_run=run_id)
+        if results is not None:
+            results.show_run(run_id)
 
     def _back_to_results(self, **fresh: Any) -> ResultsScreen | None:
         """Pop back to the results screen; None when a new one was pushed (with `fresh`).

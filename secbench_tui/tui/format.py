@@ -23,8 +23,40 @@ OUTCOME_STYLES = {
 
 
 def tail(text: str, width: int) -> str:
-    """The end of a long case id, which is the part that tells cases apart."""
+    """The end of a long text, with `…` where its start was."""
     return text if len(text) <= width else "…" + text[-(width - 1) :]
+
+
+def middle(text: str, width: int, end_share: float = 0.5) -> str:
+    """A long name with its middle replaced by `…`: `openai/gpt…-mini`. Model ids keep their
+    vendor and their variant, both of which tell models apart."""
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return "…"[:width]
+    keep = width - 1
+    head = keep - int(keep * end_share)
+    return text[:head] + "…" + text[len(text) - (keep - head) :]
+
+
+def case_id(text: str, width: int) -> str:
+    """A case id (`app/scenario-NN-bad.md`) to `width` cells: the app is kept, the file
+    name loses its middle (its scenario's start and its `-NN-bad.md` end stay); an app too
+    long to leave the file name 10 cells loses its own middle too."""
+    if len(text) <= width:
+        return text
+    app, slash, name = text.rpartition("/")
+    if not slash:
+        return middle(text, width)
+    room = width - len(app) - 1
+    wanted = min(len(name), max(12, (width * 11) // 20))  # the file name's fair share
+    if room >= wanted:
+        return app + "/" + middle(name, room, NAME_END)
+    app_width = max(1, width - 1 - wanted)
+    return middle(app, app_width) + "/" + middle(name, max(1, width - app_width - 1), NAME_END)
+
+
+NAME_END = 0.6  # of a cut file name, the end (`-03-bad.md`) keeps the larger share
 
 
 def fitting(table_width: int, others: int, widest: int, narrowest: int = 12) -> int:

@@ -242,4 +242,4 @@ async def test_the_results_follow_a_run_in_progress(
         await settle(pilot)
         assert shown_ids(screen) == [r[0] for r in sql("SELECT id FROM evaluations ORDER BY id")]
         runs = screen.query_one("#runs-table", DataTable)
-        await wait_until(pilot, lambda: runs.get_row_at(0)[5] == "completed", limit=5000)
+        await wait_until(pilot, lambda: str(runs.get_row_at(0)[6]) == "completed", limit=5000)

@@ -44,6 +44,7 @@ def test_tally_counts_accuracy_tokens_cost_and_eta() -> None:
     now = [100.0]
     tally = RunTally(clock=lambda: now[0])
     tally.start(RunStarted(1, "m", total=10, pending=8, reused=2, resumed=False, concurrency=1))
+    tally.begin()  # its first case is asked
     assert tally.done == 0 and tally.eta is None and tally.accuracy is None
     tally.add(finished(1, Outcome.WRONG, 0.02, reused=True))  # reused ones come first, at once
     tally.add(finished(2, Outcome.CORRECT, 0.02, reused=True))
@@ -64,6 +65,7 @@ def test_the_eta_follows_the_latest_pace_and_holds_while_an_answer_is_late() -> 
     now = [0.0]
     tally = RunTally(clock=lambda: now[0])
     tally.start(RunStarted(1, "m", total=100, pending=100, reused=0, resumed=False, concurrency=1))
+    tally.begin()
     now[0] = 60.0  # the first answer waited a minute on a rate limit
     tally.add(finished(1, Outcome.CORRECT, None, total=100))
     assert tally.eta == pytest.approx(60.0 * 99)

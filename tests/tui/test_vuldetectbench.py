@@ -82,7 +82,7 @@ async def test_a_test_set_folder_lists_tasks_and_runs_them(
         results = app.screen
         assert isinstance(results, ResultsScreen)
         runs = results.query_one("#runs-table", DataTable)
-        assert str(runs.get_row_at(0)[3]) == "VDB task1"
+        assert str(runs.get_row_at(0)[4]) == "VDB task1"
         text = detail_text(results)
     assert_sample_shown(text, stored(1))
     assert "strcpy(buf, s);" in text

@@ -296,6 +296,8 @@ class Engine:
         self._requests: set[asyncio.Task[Any]] = set()  # case tasks awaiting a reply
         self._halting: set[asyncio.Task[Any]] = set()  # those `_halt` cancelled
         self._grace: asyncio.TimerHandle | None = None
+        self._resumed = False
+        self._first_sent: float | None = None  # perf_counter when the first case was started
 
     def stop(self, message: str | None = None, grace: bool = True) -> None:
         """Start no new case; requests in flight get `stop_grace` seconds to finish (for ever
@@ -388,6 +390,7 @@ class Engine:
         started = time.perf_counter()
         run_id, resumed = await self._open_run()  # no run yet to record a fault on: raise
         self.run_id = run_id
+        self._resumed = resumed
         status, message = RunStatus.COMPLETED, None
         pending: list[_Work] = []
         try:
@@ -399,7 +402,8 @@ class Engine:
             status, message = RunStatus.ABORTED, f"{type(exc).__name__}: {exc}"
         if status is RunStatus.COMPLETED and self.stopping and self._answered < len(pending):
             status, message = RunStatus.STOPPED, self._stop_message
-        summary = await self._summary(run_id, time.perf_counter() - started)
+        # a run's time counts from its first request (a queued run of a matrix waits first)
+        summary = await self._summary(run_id, time.perf_counter() - (self._first_sent or started))
         try:
             await self.store.finish_run(run_id, status, message)
         except Exception as exc:
@@ -563,6 +567,8 @@ class Engine:
                     await self.limit.release(False)
                     room.release()
                     break
+                if not count:
+                    await self._first_request(run_id)
                 task = asyncio.create_task(self._case(run_id, work, room))
                 cases.add(task)
                 task.add_done_callback(cases.discard)
@@ -573,6 +579,12 @@ class Engine:
                 return
             raise
         self._queue.put_nowait(_Dispatched(count))
+
+    async def _first_request(self, run_id: int) -> None:
+        """The run starts now: its first case has a slot. A resumed run keeps its start."""
+        self._first_sent = time.perf_counter()
+        if not self._resumed:
+            await self.store.mark_started(run_id)
 
     async def _case(self, run_id: int, work: _Work, room: asyncio.Semaphore) -> None:
         """One case from its slot to its record; puts exactly one `_Done` (or the fault)."""

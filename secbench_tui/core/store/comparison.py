@@ -54,6 +54,7 @@ class GridRow:
 class GridCounts:
     cases: int
     disagreements: int
+    failures: int = 0  # cases some run did not get right
 
 
 @dataclass(frozen=True)

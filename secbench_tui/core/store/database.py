@@ -584,6 +584,13 @@ class Store:
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
+    async def mark_started(self, run_id: int) -> None:
+        """The run's first request is being sent: that is its start. A run of a matrix may
+        wait for its model's earlier runs, and its time (JUnit's, the report's) counts from
+        its own first request, not from when the matrix opened it."""
+        await self.db.execute("UPDATE runs SET started_at=? WHERE id=?", (now_iso(), run_id))
+        await self.db.commit()
+
     async def reopen_run(self, run_id: int, total_cases: int) -> None:
         await self.db.execute(
             "UPDATE runs SET status='running', finished_at=NULL, message=NULL, total_cases=?,"
@@ -951,15 +958,21 @@ class Store:
         after_case: str | None = None,
         limit: int = 200,
         only_disagreements: bool = False,
+        only_failures: bool = False,
     ) -> list[GridRow]:
         """The next `limit` cases (by case id) of `run_ids`, each with every run's verdict.
 
-        Only first repeats count. `only_disagreements` keeps the cases whose outcomes differ."""
+        Only first repeats count. `only_disagreements` keeps the cases whose outcomes differ,
+        `only_failures` those that some run did not get right (both: what satisfies both)."""
         if not run_ids:
             return []
         marks = ", ".join("?" * len(run_ids))
         after = " AND case_id > ?" if after_case is not None else ""
-        having = " HAVING COUNT(DISTINCT outcome) > 1" if only_disagreements else ""
+        conditions = [
+            *(["COUNT(DISTINCT outcome) > 1"] if only_disagreements else []),
+            *(["TOTAL(outcome != 'correct') > 0"] if only_failures else []),
+        ]
+        having = f" HAVING {' AND '.join(conditions)}" if conditions else ""
         cursor = await self.db.execute(
             f"SELECT case_id FROM evaluations WHERE +run_id IN ({marks}) AND repeat = 0{after}"
             f" GROUP BY case_id{having} ORDER BY case_id LIMIT ?",
@@ -986,13 +999,16 @@ class Store:
         if not run_ids:
             return GridCounts(0, 0)
         cursor = await self.db.execute(
-            "SELECT COUNT(*), TOTAL(n > 1) FROM (SELECT COUNT(DISTINCT outcome) AS n"
+            "SELECT COUNT(*), TOTAL(n > 1), TOTAL(bad > 0) FROM (SELECT"
+            " COUNT(DISTINCT outcome) AS n, TOTAL(outcome != 'correct') AS bad"
             f" FROM evaluations WHERE +run_id IN ({', '.join('?' * len(run_ids))})"
             " AND repeat = 0 GROUP BY case_id)",
             list(run_ids),
         )
         row = await cursor.fetchone()
-        return GridCounts(int(row[0]), int(row[1])) if row else GridCounts(0, 0)
+        if not row:
+            return GridCounts(0, 0)
+        return GridCounts(int(row[0]), int(row[1]), int(row[2]))
 
     async def case_answers(self, run_ids: Sequence[int], case_id: str) -> list[ResultRow]:
         """Each run's full first answer to one case, in the order of `run_ids`."""

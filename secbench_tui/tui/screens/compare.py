@@ -105,11 +105,14 @@ class CompareBase(BaseScreen):
         raise NotImplementedError
 
     @on(DataTable.RowHighlighted)
+    @on(DataTable.CellHighlighted)
     def _highlighted(self) -> None:
         if self.table.near_end():
             self.load_more()
+        self.draw_status()
 
     @on(DataTable.RowSelected)
+    @on(DataTable.CellSelected)
     def _selected(self) -> None:
         self.action_answers()
 
@@ -139,11 +142,13 @@ class CompareBase(BaseScreen):
 
 
 class CompareScreen(CompareBase):
-    """Cases down, runs across; `d` shows only the cases the runs disagree on."""
+    """Cases down, runs across; `d` shows only the cases the runs disagree on, `f` only
+    those some run got wrong. The column under the cursor is named in full below."""
 
     BINDINGS = [
         Binding("escape", "back", "Back", id="compare.back"),
         Binding("d", "toggle_disagreements", "Only disagreements", id="compare.disagree"),
+        Binding("f", "toggle_failures", "Only failures", id="compare.failures"),
         Binding("p", "toggle_pairs", "By pair", id="compare.pairs"),
         Binding("enter", "answers", "Answers side by side", id="compare.answers", show=False),
         Binding("m", "maximize_pane", "Maximise", id="compare.maximise"),
@@ -206,7 +211,14 @@ class CompareScreen(CompareBase):
         table.only_disagreements = not table.only_disagreements
         self.reload()
 
+    def action_toggle_failures(self) -> None:
+        table = self.query_one(GridTable)
+        table.only_failures = not table.only_failures
+        self.reload()
+
     def draw_status(self) -> None:
+        if not self.is_mounted:
+            return
         if self.by_pair:
             self.query_one("#compare-status", Static).update(
                 Text.assemble(
@@ -219,17 +231,28 @@ class CompareScreen(CompareBase):
             return
         table = self.query_one(GridTable)
         counts = self.counts or GridCounts(0, 0)
-        which = "cases where they disagree" if table.only_disagreements else "cases"
-        text = Text.assemble(
-            f"showing {table.row_count:,} {which}",
-            ("  ·  ", "dim"),
-            (f"{counts.disagreements:,}", "bold yellow"),
-            f" of {counts.cases:,} cases disagree",
-            ("  ·  d ", "dim"),
-            ("all cases" if table.only_disagreements else "only disagreements", "dim"),
-        )
-        if table.only_disagreements and not table.row_count:
-            text.append("  ·  the runs agree on every case", style="bold green")
+        only = [
+            *(["disagree"] if table.only_disagreements else []),
+            *(["some run got wrong"] if table.only_failures else []),
+        ]
+        which = f"cases they {' and '.join(only)}" if only else "cases"
+        which = which.replace("they some run", "some run")
+        text = Text()
+        column = table.column_name(table.cursor_column) if table.row_count else None
+        if column is not None:  # the run in focus, named in full
+            text.append(column, style="bold")
+            text.append("  ·  ", style="dim")
+        text.append(f"showing {table.row_count:,} {which}")
+        text.append("  ·  ", style="dim")
+        text.append(f"{counts.disagreements:,}", style="bold yellow")
+        text.append(f" of {counts.cases:,} cases disagree, {counts.failures:,} have a failure")
+        text.append("  ·  d ", style="dim")
+        text.append("all" if table.only_disagreements else "disagreements", style="dim")
+        text.append(", f ", style="dim")
+        text.append("all" if table.only_failures else "failures", style="dim")
+        if only and not table.row_count:
+            good = "the runs agree on every case" if table.only_disagreements else "no failure"
+            text.append(f"  ·  {good}", style="bold green")
         self.query_one("#compare-status", Static).update(text)
 
 

@@ -27,8 +27,9 @@ from secbench_tui.tui import format as fmt
 from secbench_tui.tui.plain import plain_line
 from secbench_tui.tui.screens.base import BaseScreen
 from secbench_tui.tui.widgets.case_detail import render_result
-from secbench_tui.tui.widgets.results_table import SORTS, ResultsTable
+from secbench_tui.tui.widgets.results_table import SORTS, ResultsTable, shrink_columns
 
+FILTERS = ("model", "prompt", "app", "outcome")  # the dropdowns, by the end of their ids
 SEARCH_DEBOUNCE = 0.25
 FOLLOW_EVERY = 2.0  # seconds between looks at the database while a run is active
 
@@ -45,13 +46,50 @@ def suite_label(run: RunRecord) -> str:
     return f"{name} ({len(apps)} apps)" if apps else name
 
 
-def run_cells(run: RunRecord, marked: bool) -> tuple[str | Text, ...]:
+RUN_COLUMNS: tuple[str, ...] = (" ", "run", "model", "prompt", "suite", "started", "status")
+RUN_COLUMNS += ("cases", "accuracy", "cost")
+NARROW_RUNS = 110  # under this many columns the runs table leaves out the suite and start
+# cells the runs table's columns other than model, prompt and suite take: the mark, an id,
+# a start time, a status, counts, accuracy and cost, padding, the border and a scrollbar
+RUN_OTHERS = 1 + 4 + len("11-26 15:01") + len("completed") + len("999/999") + len("accuracy")
+RUN_OTHERS += len("$0.12") + 2 * len(RUN_COLUMNS) + 2 + 2
+NARROW_OTHERS = RUN_OTHERS - len("11-26 15:01") - 2 - 2
+
+
+def run_columns(width: int) -> tuple[str, ...]:
+    if width >= NARROW_RUNS:
+        return RUN_COLUMNS
+    return tuple(c for c in RUN_COLUMNS if c not in ("suite", "started"))
+
+
+def name_widths(width: int) -> tuple[int, int, int]:
+    """Model, prompt and suite widths for a runs table `width` cells wide: names that fit are
+    whole, longer ones lose their middle (the highlighted run's are whole in the status)."""
+    if width < NARROW_RUNS:
+        free = max(20, width - NARROW_OTHERS)
+        prompt = max(8, min(16, free // 3))
+        return free - prompt, prompt, 0
+    free = max(24, width - RUN_OTHERS)
+    prompt = max(6, min(20, free // 4))
+    suite = max(6, min(24, free // 4))
+    return max(10, free - prompt - suite), prompt, suite
+
+
+def run_cells(
+    run: RunRecord, marked: bool, widths: tuple[int, int, int] = (34, 20, 24)
+) -> tuple[str | Text, ...]:
+    """A run's row; with no suite width (a narrow terminal), without suite and start time."""
+    model, prompt, suite = widths
+    where: tuple[str | Text, ...] = ()
+    if suite:
+        started = run.started_at[5:16].replace("T", " ")  # the year is in the detail
+        where = (plain_line(fmt.middle(inert_line(suite_label(run)), suite)), started)
     return (
         Text("✓" if marked else " ", style="bold green"),
         str(run.id),
-        plain_line(inert_line(run.model_name)[:34]),
-        plain_line(inert_line(suite_label(run))[:24]),
-        run.started_at[:16].replace("T", " "),
+        plain_line(fmt.middle(inert_line(run.model_name), model)),
+        plain_line(fmt.middle(inert_line(run.prompt_name or "-"), prompt)),
+        *where,
         run.status,
         f"{run.finished}/{run.total_cases}",
         fmt.pct(run.accuracy),
@@ -109,9 +147,7 @@ class ResultsScreen(BaseScreen):
 
     def on_mount(self) -> None:
         self.sub_title = "results"
-        self.query_one("#runs-table", DataTable).add_columns(
-            " ", "run", "model", "suite", "started", "status", "cases", "accuracy", "cost"
-        )
+        self._run_columns: tuple[str, ...] = ()
         for kind, value in self._initial_filters.items():
             if kind == "outcome":
                 self.query_one("#filter-outcome", Select).value = value
@@ -155,8 +191,17 @@ class ResultsScreen(BaseScreen):
         table = self.query_one("#runs-table", DataTable)
         row = table.cursor_row
         table.clear()
+        width = table.size.width or self.size.width
+        columns = run_columns(width)
+        if columns != self._run_columns:  # a narrow terminal leaves some out
+            table.clear(columns=True)
+            table.add_columns(*columns)
+            self._run_columns = columns
+        shrink_columns(table)
+        scrollbar = len(self.runs) >= table.size.height - 3  # its border and header
+        widths = name_widths(width + (0 if scrollbar else 2))
         for run in sorted(self.runs.values(), key=lambda r: r.id, reverse=True):
-            table.add_row(*run_cells(run, run.id in self.marked), key=str(run.id))
+            table.add_row(*run_cells(run, run.id in self.marked, widths), key=str(run.id))
         if table.row_count:
             table.move_cursor(row=min(row, table.row_count - 1), animate=False)
 
@@ -231,12 +276,17 @@ class ResultsScreen(BaseScreen):
         if result_id is None:
             return
         row: ResultRow | None = await (await self.secbench.store()).result(result_id)
+        run = self.runs.get(int(row["run_id"])) if row and row.get("run_id") is not None else None
+        prompt = run.prompt_name if run is not None else None
         if not self.query_one(ResultsTable).shows(result_id):
             return  # the filter changed while it was read: that result is not listed now
         self.query_one("#detail-pane").border_title = f"Result {result_id}"
         detail = self.query_one("#detail", Static)
-        detail.update(render_result(row) if row else Text(f"result {result_id} is gone"))
+        detail.update(render_result(row, prompt) if row else Text(f"result {result_id} is gone"))
         self.query_one("#detail-pane", VerticalScroll).scroll_home(animate=False)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._draw_runs)
 
     def _draw_status(self) -> None:
         table = self.query_one(ResultsTable)
@@ -251,7 +301,8 @@ class ResultsScreen(BaseScreen):
             )
         if flt.run_ids:
             parts.append(f"run {flt.run_ids[0]}")
-        for label, values in (("model", flt.models), ("app", flt.apps), ("outcome", flt.outcomes)):
+        chosen = (flt.models, flt.prompts, flt.apps, flt.outcomes)
+        for label, values in zip(FILTERS, chosen, strict=True):
             if values:
                 parts.append(f"{label} {inert_line(values[0])}")
         if flt.text:
@@ -260,8 +311,14 @@ class ResultsScreen(BaseScreen):
             parts.append(f"marked runs {', '.join(str(r) for r in sorted(self.marked))}")
         if self.secbench.run_active:
             parts.append("a run is writing: following it")
+        highlighted = self.runs.get(self.run_in_view() or -1) if self.focused_runs() else None
+        if highlighted is not None:  # its names whole: the table may have cut them
+            name = f"run {highlighted.id}: {highlighted.model_name}"
+            if highlighted.prompt_name:
+                name += f" · {highlighted.prompt_name}"
+            parts.insert(0, name)
         status = Text("  ·  ".join(inert_line(p) for p in parts), style="dim")
-        if not table.total and (flt.models or flt.apps or flt.outcomes or flt.text):
+        if not table.total and (any(chosen) or flt.text):
             status.append(
                 "  ·  no result matches these filters together: change one, or ctrl+p "
                 "Clear filters",
@@ -277,6 +334,10 @@ class ResultsScreen(BaseScreen):
             self.show_detail(int(event.row_key.value))
         if self.query_one(ResultsTable).near_end():
             self.load_more()
+
+    @on(DataTable.RowHighlighted, "#runs-table")
+    def _run_highlighted(self) -> None:
+        self._draw_status()
 
     @on(DataTable.RowSelected, "#runs-table")
     def _run_selected(self, event: DataTable.RowSelected) -> None:
@@ -305,7 +366,7 @@ class ResultsScreen(BaseScreen):
     def set_filter(self, kind: str, value: str) -> None:
         """One filter from the palette; no kind clears them all (and the run shown)."""
         if not kind:
-            for name in ("model", "app", "outcome"):
+            for name in FILTERS:
                 select = self.query_one(f"#filter-{name}", Select)
                 with select.prevent(Select.Changed):
                     select.clear()
@@ -343,6 +404,7 @@ class ResultsScreen(BaseScreen):
 
     def on_descendant_focus(self, event: DescendantFocus) -> None:
         self.refresh_bindings()  # `space` marks a run only from the runs table
+        self._draw_status()
 
     @on(Select.Changed)
     def _filter_changed(self) -> None:

@@ -54,7 +54,8 @@ from secbench_tui.tui.plain import plain_line
 from secbench_tui.tui.screens.base import BaseScreen, describe_error
 from secbench_tui.tui.screens.confirm import ConfirmScreen
 from secbench_tui.tui.widgets.case_detail import code_language
-from secbench_tui.tui.widgets.run_stats import RunStats, RunTally
+from secbench_tui.tui.widgets.results_table import shrink_columns
+from secbench_tui.tui.widgets.run_stats import MatrixProgress, RunStats, RunTally
 
 MAX_ROWS = 1000
 CASE_WIDTH = 10_000  # no cap: the case column takes what the other columns leave
@@ -68,6 +69,22 @@ def other_widths(total: int, vuldetectbench: bool, scrollbar: bool) -> int:
     numbers = len(str(max(total, 1)))
     return numbers + verdicts + len("unparsed") + len("latency") + 6 * 2 + 2 * scrollbar
 
+
+MATRIX_COLUMNS = ("run", "model", "prompt", "state", "progress", "elapsed", "accuracy")
+# cells the matrix table's columns other than model and prompt take: run, state, progress,
+# elapsed and accuracy at their widest, two of padding per column, the border and a scrollbar
+MATRIX_OTHERS = len("run") + len("stopping") + len("999/999") + len("elapsed") + len("accuracy")
+MATRIX_OTHERS += 2 * len(MATRIX_COLUMNS) + 2 + 2
+STATE_ORDER = ("running", "queued", "done", "stopped", "aborted", "failed")
+STATE_STYLES = {
+    "queued": "dim",
+    "running": "bold green",
+    "stopping": "bold yellow",
+    "done": "green",
+    "stopped": "yellow",
+    "aborted": "bold red",
+    "failed": "bold red",
+}
 
 # How the app styles the summary's tags (core.summary renders the lines once, for both).
 TAG_STYLES = {
@@ -98,6 +115,17 @@ def matrix_text(ended: dict[int, RunFinished]) -> Text:
     """Every run of the matrix in one line each, as `--no-ui` prints them after the runs."""
     runs = [(e.status, e.message, e.summary) for _, e in sorted(ended.items())]
     return styled(matrix_lines(runs))
+
+
+class FittedTable(DataTable[Text | str]):
+    """A table whose screen recuts its elastic column when the table itself is resized
+    (the screen's own resize comes before its panes are laid out again, and maximising a
+    pane or showing the current case resizes the table without resizing the screen)."""
+
+    def on_resize(self) -> None:
+        screen = self.screen
+        if isinstance(screen, RunScreen):
+            screen.call_after_refresh(screen.refit)
 
 
 class RunScreen(BaseScreen):
@@ -131,6 +159,8 @@ class RunScreen(BaseScreen):
         self._answers: dict[str, Evaluation] = {}  # by row key, for the rows in the table
         self._stopping_notice: Notification | None = None
         self.flights: dict[int, InFlight] = {}  # slot -> its cases started and not finished
+        self.progress = MatrixProgress(clock=self.secbench.clock)
+        self._names_width: tuple[int, int] | None = None
 
     @property
     def active(self) -> bool:
@@ -152,14 +182,15 @@ class RunScreen(BaseScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        runs: DataTable[Text | str] = DataTable(id="matrix-table", cursor_type="row")
+        runs = FittedTable(id="matrix-table", cursor_type="row")
         runs.border_title = "Runs (highlight one to follow its cases)"
         yield runs
+        yield Static(id="matrix-progress")
         yield RunStats(id="run-stats")
         yield Static(id="retry-line")
         yield Static(id="in-flight")
         with Horizontal(id="run-panes"):
-            table: DataTable[Text | str] = DataTable(id="run-table", cursor_type="row")
+            table = FittedTable(id="run-table", cursor_type="row")
             table.border_title = "Cases"
             yield table
             with VerticalScroll(id="current-pane") as pane:
@@ -175,7 +206,8 @@ class RunScreen(BaseScreen):
         keys = table.add_columns("#", "case", "expected", "actual", "outcome", "latency")
         self._case_column = keys[1]
         matrix = self.query_one("#matrix-table", DataTable)
-        matrix.add_columns("run", "model", "prompt", "progress", "accuracy", "status")
+        matrix.add_columns(*MATRIX_COLUMNS)
+        self.query_one("#matrix-progress").display = False
         table.focus()  # the list of runs shows (and takes the focus) only for several runs
         self.query_one("#retry-line").display = False
         self.query_one("#in-flight").display = False
@@ -231,20 +263,34 @@ class RunScreen(BaseScreen):
     def _matrix_cells(self, slot: int) -> tuple[str | Text, ...]:
         run = self.planned[slot]
         tally = self.tallies.get(slot) or RunTally()
-        ended = self.ended.get(slot)
-        status = ended.status if ended else ("running" if slot in self.run_ids else "waiting")
-        graded = sum(tally.counts.values())
-        accuracy = tally.counts.get("correct", 0) / graded if graded else None
+        state = tally.state
+        if state in ("queued", "running") and self.state == "stopping":
+            state_cell = Text("stopping", style=STATE_STYLES["stopping"])
+        else:
+            state_cell = Text(state, style=STATE_STYLES.get(state, ""))
+        model_width, prompt_width = self._name_widths()
         return (
             str(self.run_ids.get(slot, "")),
-            plain_line(inert_line(run.model)[:34]),
-            plain_line(inert_line(run.prompt)[:20]),
-            f"{tally.done}/{tally.total}" if tally.total else "-",
-            fmt.pct(accuracy),
-            Text(
-                status, style=fmt.OUTCOME_STYLES.get("correct", "") if status == "completed" else ""
-            ),
+            plain_line(fmt.middle(inert_line(run.model), model_width)),
+            plain_line(fmt.middle(inert_line(run.prompt), prompt_width)),
+            state_cell,
+            f"{tally.done}/{tally.total}" if tally.opened else "-",
+            fmt.clock(tally.elapsed) if tally.started is not None else "-",
+            fmt.pct(tally.accuracy),
         )
+
+    def _name_widths(self) -> tuple[int, int]:
+        """The model and prompt columns take what the others leave, the prompt up to a third
+        (names that fit are shown whole; longer ones lose their middle, the highlighted
+        run's full name is in the title)."""
+        models = max((len(inert_line(r.model)) for r in self.planned), default=5)
+        prompts = max((len(inert_line(r.prompt)) for r in self.planned), default=6)
+        table = self.query_one("#matrix-table", DataTable)
+        total = max(table.size.width, self.size.width)
+        free = max(16, total - MATRIX_OTHERS)
+        prompt = min(prompts, max(6, free // 3))
+        model = max(len("model"), min(models, free - prompt))
+        return model, max(len("prompt"), prompt)
 
     def _draw_matrix(self) -> None:
         """The list of runs: shown when the plan has more than one."""
@@ -263,6 +309,43 @@ class RunScreen(BaseScreen):
         table = self.query_one("#matrix-table", DataTable)
         for column, value in enumerate(self._matrix_cells(slot)):
             table.update_cell_at(Coordinate(slot, column), value, update_width=True)
+        self._draw_matrix_progress()
+
+    def _draw_matrix_progress(self) -> None:
+        """One line for the whole matrix: runs by state, cases, one ETA, elapsed."""
+        if len(self.planned) < 2:
+            return
+        line = self.query_one("#matrix-progress", Static)
+        line.display = True
+        line.update(self.matrix_line())
+
+    def matrix_line(self) -> Text:
+        tallies = [self._tally(slot) for slot in range(len(self.planned))]
+        states: dict[str, int] = {}
+        for tally in tallies:
+            states[tally.state] = states.get(tally.state, 0) + 1
+        done = sum(t.done for t in tallies)
+        total = sum(
+            t.total if t.opened else len(r.spec.cases) * r.spec.repeats
+            for t, r in zip(tallies, self.planned, strict=True)
+        )
+        runs = [(r.model, t) for r, t in zip(self.planned, tallies, strict=True)]
+        ended = all(t.status is not None for t in tallies)
+        started = [t.started for t in tallies if t.started is not None]
+        finish = max((t.ended or self.secbench.clock()) for t in tallies) if started else None
+        elapsed = finish - min(started) if started and finish is not None else None
+        text = Text.assemble(("matrix ", "bold"), f"{len(tallies)} runs: ")
+        for n, state in enumerate(STATE_ORDER):
+            if states.get(state):
+                text.append(", " if n and text.plain[-2:] != ": " else "")
+                text.append(f"{states[state]} {state}", style=STATE_STYLES.get(state, ""))
+        text.append(f"  ·  {done}/{total} cases  ·  ")
+        if ended:
+            text.append("finished", style="bold")
+        else:
+            text.append(f"ETA {fmt.clock(self.progress.eta(runs))}", style="bold")
+        text.append(f"  ·  elapsed {fmt.clock(elapsed)}", style="dim")
+        return text
 
     @on(DataTable.RowHighlighted, "#matrix-table")
     def _run_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -320,6 +403,12 @@ class RunScreen(BaseScreen):
         flights = self.flights.setdefault(message.slot, InFlight())
         for started in message.events:
             flights.start(started)
+        tally = self._tally(message.slot)
+        if tally.started is None:  # its first case: the run leaves the queue
+            tally.begin()
+            if self.planned:
+                self.progress.begin(self.planned[message.slot].model)
+            self._update_matrix_row(message.slot)
         if message.slot != self.focus_slot:
             return
         self._draw_in_flight()
@@ -353,6 +442,8 @@ class RunScreen(BaseScreen):
         flights = self.flights.setdefault(message.slot, InFlight())
         for event in message.events:
             flights.finish(event)
+            if self.planned and not event.evaluation.reused:
+                self.progress.answered(self.planned[message.slot].model)
         if message.slot != self.focus_slot:
             tally = self._tally(message.slot)
             for event in message.events:
@@ -388,7 +479,23 @@ class RunScreen(BaseScreen):
         return fmt.fitting(table.size.width, others, CASE_WIDTH)
 
     def on_resize(self) -> None:
-        self.call_after_refresh(self._refit_cases)
+        self.call_after_refresh(self.refit)
+
+    def refit(self) -> None:
+        self._refit_cases()
+        self._redraw_matrix()
+
+    def _redraw_matrix(self) -> None:
+        """Names are cut to the width: a resize draws every run's row again."""
+        if len(self.planned) < 2:
+            return
+        table = self.query_one("#matrix-table", DataTable)
+        if table.row_count != len(self.planned) or self._names_width == self._name_widths():
+            return
+        self._names_width = self._name_widths()
+        shrink_columns(table)
+        for slot in range(len(self.planned)):
+            self._update_matrix_row(slot)
 
     def _refit_cases(self) -> None:
         """After a resize the case column takes the new free width: its cells are cut again."""
@@ -406,7 +513,8 @@ class RunScreen(BaseScreen):
 
     def _case_cell(self, ev: Evaluation) -> Text:
         repeat = f" #{ev.repeat + 1}" if ev.repeat else ""
-        return Text(fmt.tail(inert_line(ev.case.case_id) + repeat, self._case_width))
+        width = self._case_width - len(repeat)
+        return Text(fmt.case_id(inert_line(ev.case.case_id), width) + repeat)
 
     @on(DataTable.RowHighlighted, "#run-table")
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -460,8 +568,10 @@ class RunScreen(BaseScreen):
     def _draw_in_flight(self) -> None:
         """The focused run's cases asked and not finished, retrying ones with their wait."""
         flights = self.flights.get(self.focus_slot)
-        text = flights.line() if flights is not None and self.active else None
         line = self.query_one("#in-flight", Static)
+        # two lines at most, wrapped between words; the slack is what a wrap may leave
+        width = 2 * max(20, (line.size.width or self.size.width) - 2) - 12
+        text = flights.line(width) if flights is not None and self.active else None
         if text is not None:
             line.update(text)
         line.display = text is not None
@@ -497,10 +607,14 @@ class RunScreen(BaseScreen):
         if self.active:
             self._draw_in_flight()
             self._redraw_stats()
+            for slot, tally in self.tallies.items():
+                if tally.state == "running":
+                    self._update_matrix_row(slot)
+            self._draw_matrix_progress()
 
     def on_run_ended(self, message: RunEnded) -> None:
         self.ended[message.slot] = message.event
-        self._tally(message.slot).ended = self.secbench.clock()
+        self._tally(message.slot).end(message.event.status.value)
         self._update_matrix_row(message.slot)
         if message.event.status is RunStatus.ABORTED and len(self.planned) > 1:
             self.notify(
@@ -526,13 +640,9 @@ class RunScreen(BaseScreen):
             )
         )
         summary.display = True
-        if event.status is RunStatus.ABORTED and len(self.ended) == 1:
-            self.notify(
-                event.message or "the run was aborted",
-                title="run aborted",
-                severity="error",
-                timeout=15,
-            )
+        # the summary says how each run ended (an abort with its reason): notifications
+        # still up from the run would cover it, so they go
+        self.app.clear_notifications()
         self._redraw_stats()
 
     def on_run_failed(self, message: RunFailed) -> None:
@@ -550,7 +660,7 @@ class RunScreen(BaseScreen):
 
     def _fail(self, headline: str, reason: str) -> None:
         self.state = "failed"
-        self.tally.ended = self.tally.clock()
+        self.tally.end("failed")
         self._end_stopping_notice()
         self._retry_until = None
         self.query_one("#retry-line").display = False

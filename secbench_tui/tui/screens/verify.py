@@ -20,10 +20,11 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import get_current_worker
 
+from secbench_tui.core.suites.verify.extra import missing
 from secbench_tui.core.suites.verify.judge import proof_text, witness_line
 from secbench_tui.core.suites.verify.models import CaseProof, Proof, VerifyReport
-from secbench_tui.core.untrusted import inert_line
-from secbench_tui.tui.screens.base import BaseScreen
+from secbench_tui.core.untrusted import inert, inert_line
+from secbench_tui.tui.screens.base import BaseScreen, describe_error
 
 PROOF_STYLES = {Proof.PROVEN: "green", Proof.FAILED: "bold red", Proof.NOT_VERIFIABLE: "yellow"}
 
@@ -60,6 +61,7 @@ class VerifyScreen(BaseScreen):
         self.apps = list(apps) if apps else None
         self.report: VerifyReport | None = None
         self.proofs: dict[object, CaseProof] = {}  # by the table's row key
+        self.failed: str | None = None  # why the verification stopped, if it did
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -81,9 +83,13 @@ class VerifyScreen(BaseScreen):
     @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
     def run_verify(self) -> None:
         from secbench_tui.core.suites.markdown import SuiteError
-        from secbench_tui.core.suites.verify.runner import verify_suite
-        from secbench_tui.core.suites.verify.server import ServerError
 
+        try:
+            from secbench_tui.core.suites.verify.runner import verify_suite
+            from secbench_tui.core.suites.verify.server import ServerError
+        except ImportError as exc:  # the verify extra is not installed: say how to get it
+            self.app.call_from_thread(self.show_problem, missing(exc))
+            return
         worker = get_current_worker()
 
         def progress(proof: CaseProof) -> None:
@@ -97,6 +103,9 @@ class VerifyScreen(BaseScreen):
             return
         except (SuiteError, ServerError) as exc:
             self.app.call_from_thread(self.show_problem, str(exc))
+            return
+        except Exception as exc:  # the verification broke: the screen says so, not "Verifying…"
+            self.app.call_from_thread(self.show_problem, describe_error(exc))
             return
         self.app.call_from_thread(self.finish, report)
 
@@ -118,8 +127,17 @@ class VerifyScreen(BaseScreen):
             self.app.push_screen(ProofScreen(proof))
 
     def show_problem(self, message: str) -> None:
-        self.query_one("#verify-status", Static).update(Text(inert_line(message), style="red"))
-        self.notify(inert_line(message), title="cannot verify", severity="error")
+        """The verification stopped: what is listed stays, the status says why and how on."""
+        self.failed = message
+        done = len(self.proofs)
+        self.query_one("#verify-status", Static).update(
+            Text.assemble(
+                ("Verification stopped", "bold red"),
+                f" after {done} case{'s' if done != 1 else ''}: " if done else ": ",
+                (inert(message), "red"),
+                ("\nescape goes back to setup", "bold"),
+            )
+        )
 
     def finish(self, report: VerifyReport) -> None:
         self.report = report

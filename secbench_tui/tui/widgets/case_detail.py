@@ -92,17 +92,16 @@ def _reasoning(row: ResultRow) -> list[RenderableType]:
     return shown
 
 
-def render_result(row: ResultRow) -> RenderableType:
+def render_result(row: ResultRow, prompt: str | None = None) -> RenderableType:
+    """`prompt`: the name of the evaluation prompt the result was asked with (its run's)."""
     outcome = str(row.get("outcome") or "")
     head = Text.assemble(
         (inert_line(row.get("case_id")), "bold"),
         ("  ", ""),
         (inert_line(outcome.upper()), f"bold {fmt.OUTCOME_STYLES.get(outcome, '')}"),
-        (
-            f"\n{inert_line(row.get('model_name'))} · run {row.get('run_id')}"
-            f" · {inert_line(row.get('app'))}",
-            "dim",
-        ),
+        (f"\n{inert_line(row.get('model_name'))}", "dim"),
+        (f" · prompt {inert_line(prompt)}" if prompt else "", "dim"),
+        (f" · run {row.get('run_id')} · {inert_line(row.get('app'))}", "dim"),
     )
     if row.get("repeat"):
         head.append(f" · repeat {int(row['repeat']) + 1}", style="dim")

@@ -14,6 +14,7 @@ from typing import Any
 
 from rich.text import Text
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from secbench_tui.core.models import scenario_of
 from secbench_tui.core.results.pairwise import PairTally, scenario_tally
@@ -40,14 +41,14 @@ def prompt_of(run: RunRecord | None) -> str | None:
 
 def run_label(run: RunRecord | None, run_id: int, width: int = 24, with_prompt: bool = True) -> str:
     """`model-name #12` (with the prompt's name when runs carry one and `with_prompt`): the
-    end of a long model id, which is the part that tells models apart."""
+    model without its vendor, a long one cut from the middle (its start and variant stay)."""
     if run is None:
         return f"#{run_id}"
     prompt = prompt_of(run) if with_prompt else None
     name = inert_line(run.model_name).rsplit("/", 1)[-1]
     if prompt:
         name += f" · {inert_line(prompt)}"
-    return fmt.tail(name, max(4, width - len(str(run_id)) - 2)) + f" #{run_id}"
+    return fmt.middle(name, max(4, width - len(str(run_id)) - 2)) + f" #{run_id}"
 
 
 def verdict_cell(verdict: Verdict | None, expected: str = "") -> Text:
@@ -134,46 +135,133 @@ class CaseTable(Guarded, DataTable[Text]):
         self.case_width = width
         if not self.items:
             return
-        cursor = self.cursor_row
+        cursor = self.cursor_coordinate
         self.clear()
         shrink_columns(self)
         for item in self.items:
             self.add_row(*self.cells(item), key=item.case_id)
-        self.move_cursor(row=cursor, animate=False)
+        self.move_cursor(row=cursor.row, column=cursor.column, animate=False)
+
+
+def run_name(run: RunRecord | None, run_id: int, with_prompt: bool = True) -> str:
+    """`openai/gpt-4o-mini · default #12`: a run's whole name (inert), for headers with room
+    and for the status line of the column in focus."""
+    if run is None:
+        return f"#{run_id}"
+    prompt = prompt_of(run) if with_prompt else None
+    name = inert_line(run.model_name)
+    if prompt:
+        name += f" · {inert_line(prompt)}"
+    return f"{name} #{run_id}"
+
+
+def pass_rate(run: RunRecord | None) -> str:
+    """`82.1% correct`: the run's share of correct answers, as its summary counts it."""
+    if run is None or run.accuracy is None:
+        return "no answers"
+    return f"{fmt.pct(run.accuracy)} correct"
+
+
+CASE_MIN = 24  # the case column keeps at least this much when run names want the room
 
 
 class GridTable(CaseTable):
-    """Cases down, runs across, one verdict per cell; cases the runs disagree on stand out."""
+    """Cases down, runs across, one verdict per cell; cases the runs disagree on stand out.
+
+    Each run's header names its model and prompt in full where there is room, else loses
+    the middle of the name (the vendor and the variant stay), with the run's pass rate on a
+    second line; the column under the cursor is named in full on the status line."""
 
     def __init__(self, runs: Sequence[RunRecord], run_ids: Sequence[int], **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.cursor_type = "cell"
         self.run_ids = list(run_ids)
         self.runs = {r.id: r for r in runs}
         self.only_disagreements = False
+        self.only_failures = False
         # the prompt is named only where the runs in view were asked with different ones
         prompts = {prompt_of(self.runs.get(r)) for r in self.run_ids}
-        self.labels = [
-            run_label(self.runs.get(r), r, 18, with_prompt=len(prompts) > 1) for r in self.run_ids
+        with_prompt = len(prompts) > 1
+        self.names = [run_name(self.runs.get(r), r, with_prompt) for r in self.run_ids]
+        # the header's lines: the model, then the prompt (where they differ) and the run id,
+        # then the pass rate; each line is cut from the middle to the column's width
+        self.heads: list[list[str]] = []
+        for run_id in self.run_ids:
+            run = self.runs.get(run_id)
+            model = inert_line(run.model_name) if run is not None else "?"
+            prompt = inert_line(prompt_of(run) or "") if with_prompt else ""
+            self.heads.append([model, f"{prompt} #{run_id}".strip(), pass_rate(run)])
+        self.header_height = 3
+        self.label_width = 0
+
+    @property
+    def labels(self) -> list[str]:
+        """Each run's header as shown, its lines joined by ` · `."""
+        return [
+            " · ".join(fmt.middle(line, self.label_width) for line in head[:2])
+            for head in self.heads
         ]
 
+    def _label_width(self) -> int:
+        """Each run's column: as wide as its widest header line if every one fits beside a
+        `CASE_MIN` case column, else an equal share of what is left (at least a verdict)."""
+        width = self.size.width or 120
+        room = width - CASE_MIN - 2 - (len("expected") + 2) - 2 - 2
+        share = room // max(1, len(self.run_ids)) - 2
+        widest = max((len(line) for head in self.heads for line in head), default=0)
+        return max(VERDICT_WIDTH, len("no answers"), min(widest, share))
+
+    def _header(self, index: int) -> Text:
+        model, prompt, rate = self.heads[index]
+        if len(model) > self.label_width:  # the model's own name before its vendor's
+            model = model.rsplit("/", 1)[-1]
+        label = Text(fmt.middle(model, self.label_width), style="bold")
+        label.append("\n" + fmt.middle(prompt, self.label_width))
+        label.append("\n" + rate, style="dim")
+        return label
+
     def on_mount(self) -> None:
+        self.label_width = self._label_width()
         self.add_column(Text("case"), key="case")
         self.add_column(Text("expected"), key="expected")
-        for run_id, label in zip(self.run_ids, self.labels, strict=True):
-            self.add_column(Text(label), key=f"run-{run_id}")
+        for index, run_id in enumerate(self.run_ids):
+            self.add_column(self._header(index), key=f"run-{run_id}", width=self._run_width(index))
+
+    def _run_width(self, index: int) -> int:
+        return max(self.label_width, VERDICT_WIDTH)
+
+    def on_resize(self) -> None:
+        width = self._label_width()
+        if width != self.label_width:
+            self.label_width = width
+            for index, run_id in enumerate(self.run_ids):
+                column = self.columns[ColumnKey(f"run-{run_id}")]
+                column.label = self._header(index)
+                column.width = self._run_width(index)
+            self.case_width = -1  # the run columns changed: draw the rows again
+        super().on_resize()
 
     def other_widths(self) -> int:
-        runs = sum(max(len(label), VERDICT_WIDTH) + 2 for label in self.labels)
+        runs = sum(self._run_width(index) + 2 for index in range(len(self.run_ids)))
         return len("expected") + 2 + runs + 2 + 2  # padding of the case column, scrollbar
+
+    def column_name(self, column: int) -> str | None:
+        """The whole name of the run in `column` (None for the case and expected columns)."""
+        index = column - 2
+        return self.names[index] if 0 <= index < len(self.names) else None
 
     async def fetch(self, store: Store, after: str | None) -> Sequence[GridRow]:
         return await store.grid_page(
-            self.run_ids, after, PAGE, only_disagreements=self.only_disagreements
+            self.run_ids,
+            after,
+            PAGE,
+            only_disagreements=self.only_disagreements,
+            only_failures=self.only_failures,
         )
 
     def cells(self, item: GridRow) -> tuple[Text, ...]:
         mark, style = ("≠ ", DISAGREE_STYLE) if item.disagree else ("  ", "")
-        case = Text(mark + fmt.tail(inert_line(item.case_id), self.case_width - 2), style=style)
+        case = Text(mark + fmt.case_id(inert_line(item.case_id), self.case_width - 2), style=style)
         expected = Text(inert_line(item.expected)[:VERDICT_WIDTH], style="dim")
         verdicts = [verdict_cell(item.verdicts.get(r)) for r in self.run_ids]
         if item.disagree:
@@ -208,7 +296,7 @@ class FlipTable(CaseTable):
     def cells(self, item: FlipRow) -> tuple[Text, ...]:
         flip = item.flip.value
         return (
-            Text(fmt.tail(inert_line(item.case_id), self.case_width)),
+            Text(fmt.case_id(inert_line(item.case_id), self.case_width)),
             Text(inert_line(item.expected)[:VERDICT_WIDTH], style="dim"),
             verdict_cell(item.before),
             verdict_cell(item.after),
@@ -252,7 +340,7 @@ class PairGridTable(CaseTable):
         self.runs = {r.id: r for r in runs}
         prompts = {prompt_of(self.runs.get(r)) for r in self.run_ids}
         self.labels = [
-            run_label(self.runs.get(r), r, 18, with_prompt=len(prompts) > 1) for r in self.run_ids
+            run_label(self.runs.get(r), r, 24, with_prompt=len(prompts) > 1) for r in self.run_ids
         ]
         self._after: str | None = None  # the last case read (a scenario may span pages)
         self._done = False
@@ -289,6 +377,6 @@ class PairGridTable(CaseTable):
         self.exhausted = self._done
 
     def cells(self, item: ScenarioRow) -> tuple[Text, ...]:
-        case = Text(fmt.tail(inert_line(item.case_id), self.case_width))
+        case = Text(fmt.case_id(inert_line(item.case_id), self.case_width))
         count = Text(str(len(item.cases)), style="dim")
         return (case, count, *(pair_cell(item.tally(r)) for r in self.run_ids))

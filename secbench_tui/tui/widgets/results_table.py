@@ -209,7 +209,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         return (
             str(row["id"]),
             str(row["run_id"]),
-            plain_line(fmt.tail(inert_line(row["case_id"]) + repeat, case_width)),
+            plain_line(fmt.case_id(inert_line(row["case_id"]), case_width - len(repeat)) + repeat),
             plain_line(inert_line(row["expected_result"])[:VERDICT_WIDTH]),
             plain_line(inert_line(row["actual_result"] or "-")[:VERDICT_WIDTH]),
             Text(_rule(row), style=_RULE_STYLES.get(_rule(row)[-1:], "")),

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -19,10 +20,23 @@ from secbench_tui.tui import format as fmt
 PACE_WINDOW = 20  # the ETA follows the pace of the last this-many answers
 
 
+RunState = Literal["queued", "running", "done", "stopped", "aborted", "failed"]
+ENDED_STATES: dict[str, RunState] = {
+    "completed": "done",
+    "stopped": "stopped",
+    "aborted": "aborted",
+    "interrupted": "stopped",
+}
+
+
 @dataclass
 class RunTally:
     """The run so far: outcomes, tokens and cost count every finished case, as the summary
-    does (reused ones included); the pace and the ETA count only the cases asked now."""
+    does (reused ones included); the pace and the ETA count only the cases asked now.
+
+    A run of a matrix may wait for its model's earlier runs (they share one concurrency
+    limit): it is `queued` until its first case is asked (`begin`), and its elapsed time
+    and pace count from then, not from when the matrix opened it."""
 
     clock: Callable[[], float] = time.monotonic
     total: int = 0
@@ -40,14 +54,15 @@ class RunTally:
     concurrency: int = 1
     limit: int = 1
     retries: int = 0
+    opened: bool = False  # its RunStarted came
+    status: str | None = None  # how it ended (a RunStatus value), once it has
 
     def start(self, event: RunStarted) -> None:
         """A resumed run's earlier cases count like the rest, as the summary counts them."""
+        self.opened = True
         self.total, self.pending, self.reused = event.total, event.pending, event.reused
         self.concurrency = self.limit = event.concurrency
         self.done = event.total - event.pending - event.reused  # reused ones arrive as cases
-        self.started = self.clock()
-        self.answered_at.append(self.started)
         earlier = event.earlier
         for outcome, count in earlier.get("counts", {}).items():
             self.counts[outcome] = self.counts.get(outcome, 0) + count
@@ -56,6 +71,28 @@ class RunTally:
         cost = earlier.get("cost")
         if cost is not None:
             self.cost = (self.cost or 0.0) + cost
+
+    def begin(self) -> None:
+        """Its first case is asked: the run's own clock starts (once)."""
+        if self.started is None:
+            self.started = self.clock()
+            self.answered_at.append(self.started)
+
+    def end(self, status: str) -> None:
+        self.status = status
+        self.ended = self.clock()
+        if self.started is None:  # nothing was asked (all reused, or stopped while queued)
+            self.started = self.ended
+
+    @property
+    def state(self) -> RunState:
+        if self.status is not None:
+            return ENDED_STATES.get(self.status, "failed")
+        return "running" if self.started is not None else "queued"
+
+    @property
+    def left(self) -> int:
+        return 0 if self.status is not None else max(0, self.total - self.done)
 
     def add(self, event: CaseFinished) -> None:
         ev = event.evaluation
@@ -106,15 +143,54 @@ class RunTally:
         answers have come since. The next answer is due one interval after the last one;
         while it is late the ETA holds instead of counting down to nothing.
         """
-        if not self.asked or self.ended is not None or len(self.answered_at) < 2:
+        if not self.asked or self.ended is not None:
             return None
-        first, last = self.answered_at[0], self.answered_at[-1]
-        per_case = (last - first) / (len(self.answered_at) - 1)
-        left = max(0, self.total - self.done)
-        if not left:
-            return 0.0
-        next_due = max(0.0, last + per_case - self.clock())
-        return next_due + per_case * (left - 1)
+        return eta(self.answered_at, max(0, self.total - self.done), self.clock())
+
+
+def eta(answered_at: Sequence[float], left: int, now: float) -> float | None:
+    """Seconds until `left` more answers come, at the pace of the answers timed in
+    `answered_at` (the first entry is when the asking began); the next answer is due one
+    interval after the last one, and while it is late the figure holds."""
+    if len(answered_at) < 2:
+        return None
+    if not left:
+        return 0.0
+    first, last = answered_at[0], answered_at[-1]
+    per_case = (last - first) / (len(answered_at) - 1)
+    next_due = max(0.0, last + per_case - now)
+    return next_due + per_case * (left - 1)
+
+
+@dataclass
+class MatrixProgress:
+    """One ETA for a whole matrix. Runs of different models go at the same time; one
+    model's runs share its concurrency, so they take their turns: the matrix is done when
+    the model with the most left at its own pace is. The pace of a model is that of its
+    latest answers, across its runs."""
+
+    clock: Callable[[], float] = time.monotonic
+    paces: dict[str, deque[float]] = field(default_factory=dict)
+
+    def begin(self, model: str) -> None:
+        pace = self.paces.setdefault(model, deque(maxlen=PACE_WINDOW + 1))
+        if not pace:
+            pace.append(self.clock())
+
+    def answered(self, model: str) -> None:
+        self.begin(model)
+        self.paces[model].append(self.clock())
+
+    def eta(self, runs: Sequence[tuple[str, RunTally]]) -> float | None:
+        """None until every model with cases left has answered one."""
+        left: dict[str, int] = {}
+        for model, tally in runs:
+            left[model] = left.get(model, 0) + tally.left
+        if not any(left.values()):
+            return 0.0 if runs and all(t.status is not None for _, t in runs) else None
+        now = self.clock()
+        etas = [eta(self.paces.get(m, ()), n, now) for m, n in left.items() if n]
+        return None if any(e is None for e in etas) else max(e for e in etas if e is not None)
 
 
 class RunStats(Vertical):
@@ -129,7 +205,12 @@ class RunStats(Vertical):
     def show(self, tally: RunTally, state: str) -> None:
         bar = self.query_one("#progress", ProgressBar)
         bar.update(total=max(1, tally.total), progress=tally.done)
-        eta = "done" if tally.ended is not None else f"ETA {fmt.clock(tally.eta)}"
+        if tally.ended is not None:
+            eta: str = tally.state  # done, stopped or aborted: never `done` for a stopped run
+        elif tally.started is None:
+            eta = "queued"
+        else:
+            eta = f"ETA {fmt.clock(tally.eta)}"
         self.query_one("#progress-text", Static).update(
             Text.assemble(
                 (f" {tally.done}/{tally.total}", "bold"),

@@ -20,6 +20,7 @@ from urllib.parse import unquote
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
+from secbench_tui.core.suites.verify import extra
 from secbench_tui.core.untrusted import redact_url
 
 _HIDDEN = "***"
@@ -106,8 +107,8 @@ def postgres(pg_url: str | None) -> Iterator[tuple[str, str]]:
             import pgserver
     except ImportError:
         raise ServerError(
-            "--verify needs PostgreSQL: install the verify extra (pip install "
-            "'secbench-tui[verify]') or give --pg-url postgresql://..."
+            f"--verify needs PostgreSQL: install the verify extra ({extra.HINT})"
+            " or give --pg-url postgresql://..."
         ) from None
     except Exception as exc:  # platformdirs refuses a TMPDIR others may write to, for one
         raise ServerError(f"the embedded PostgreSQL (pgserver) cannot start: {exc}") from None
