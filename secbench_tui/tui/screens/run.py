@@ -409,6 +409,8 @@ class RunScreen(BaseScreen):
             if self.planned:
                 self.progress.begin(self.planned[message.slot].model)
             self._update_matrix_row(message.slot)
+            if message.slot == self.focus_slot:
+                self._redraw_stats()
         if message.slot != self.focus_slot:
             return
         self._draw_in_flight()
