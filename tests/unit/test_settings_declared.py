@@ -140,3 +140,14 @@ def test_every_recorded_setting_has_a_typed_key() -> None:
     run = Settings(cases=FIXTURE, base_url=LOCAL).run("vendor/m")
     assert set(run.recorded()) <= set(RecordedSettings.__annotations__)
     assert set(run.recorded(vuldetectbench=True)) <= set(RecordedSettings.__annotations__)
+
+
+def test_help_shows_examples_and_says_truly_when_the_app_opens() -> None:
+    """--help had no example, and said the app opens 'without --no-ui, --report, --export or
+    --lint', though --verify, --rescore, --dry-run and a missing terminal do not open it."""
+    help_text = build_parser().format_help()
+    assert "examples:" in help_text
+    assert "secbench-tui --model baseline/random --no-ui" in help_text
+    opens = next(line for line in help_text.splitlines() if "terminal app opens" in line)
+    for flag in ("--verify", "--rescore", "--dry-run"):
+        assert flag in help_text.split("terminal app opens")[0].rsplit("\n\n", 1)[-1], opens
