@@ -151,3 +151,17 @@ def test_help_shows_examples_and_says_truly_when_the_app_opens() -> None:
     opens = next(line for line in help_text.splitlines() if "terminal app opens" in line)
     for flag in ("--verify", "--rescore", "--dry-run"):
         assert flag in help_text.split("terminal app opens")[0].rsplit("\n\n", 1)[-1], opens
+
+
+def test_a_misspelt_baseline_names_the_baselines_not_a_missing_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--model baseline/nope` said 'no API key', sending the user to get a key for a model
+    that does not exist anywhere."""
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    db = str(tmp_path / "r.db")
+    assert main(["--no-ui", "--model", "baseline/nope", "--limit", "1", "--db", db]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("secbench-tui: error: --model baseline/nope")
+    assert "baseline/random" in err[0] and "API key" not in err[0]
