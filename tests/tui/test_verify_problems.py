@@ -32,6 +32,8 @@ async def test_without_the_verify_extra_the_screen_names_the_install(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("ctrl+v")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+        await pilot.press("y")  # not the bundled suite: the app asks before running its code
         await wait_until(pilot, lambda: type(app.screen).__name__ == "VerifyScreen")
         await wait_until(pilot, lambda: "stopped" in status(app))
         shown = status(app)
@@ -56,6 +58,8 @@ async def test_a_verification_that_breaks_says_so_and_how_to_go_back(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("ctrl+v")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+        await pilot.press("y")  # not the bundled suite: the app asks before running its code
         await wait_until(pilot, lambda: type(app.screen).__name__ == "VerifyScreen")
         await wait_until(pilot, lambda: "stopped" in status(app))
         shown = status(app)
