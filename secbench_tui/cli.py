@@ -123,12 +123,24 @@ def exit_codes_help() -> str:
     return "\n".join(lines)
 
 
+EXAMPLES = """examples:
+  secbench-tui --model baseline/random --no-ui      offline, no key: the bundled suite
+  secbench-tui --model openai/gpt-4o-mini --no-ui   needs OPENROUTER_API_KEY (or .env)
+  secbench-tui --model a/x,b/y --dry-run            the plan and its estimated cost
+  secbench-tui --model openai/gpt-4o-mini --no-ui --resume   finish an interrupted run
+  secbench-tui --report                             HTML report of ./results.db
+  secbench-tui --export csv --out results.csv       or json, junit
+  secbench-tui --lint --cases my-suite/             check a suite
+  secbench-tui --verify --filter 'my-app/*'         prove labels on PostgreSQL"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(
         prog=PROG,
         description="Measure how well language models find security flaws in code.",
-        epilog="Without --no-ui, --report, --export or --lint the terminal app opens.\n\n"
-        + exit_codes_help(),
+        epilog=EXAMPLES
+        + "\n\nWithout --no-ui, --dry-run, --report, --export, --lint, --rescore or --verify\n"
+        "the terminal app opens (with no terminal, --model runs headless).\n\n" + exit_codes_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -219,6 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             mutants=command.mutants,
             allow_unverified=command.allow_unverified,
             deadline=command.verify_deadline,
+            only=settings.filters,
         )
     if command.report or command.export:
         from secbench_tui.reporting import export_main

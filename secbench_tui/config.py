@@ -23,6 +23,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from secbench_tui.core.models import RecordedSettings
+from secbench_tui.core.run.engine import STOP_GRACE
 from secbench_tui.core.run.providers.openai_compat import OPENROUTER_URL
 from secbench_tui.core.suites import security_bench
 from secbench_tui.core.suites.prompts import EvaluationPrompt, ResponseFormat
@@ -257,6 +258,14 @@ class Options(BaseModel):
     concurrency: Annotated[int, Flag("requests in flight", group=ENDPOINT, metavar="N")] = Field(
         default=1, ge=1, le=256
     )
+    stop_grace: Annotated[
+        float,
+        Flag(
+            "seconds a stop (Ctrl+C, SIGTERM, the app's stop) gives the requests in flight "
+            "before cancelling them; cancelled cases are asked by --resume",
+            metavar="S",
+        ),
+    ] = Field(default=STOP_GRACE, ge=0)
     reports_dir: Path = Path("reports")
 
     @field_validator("api_key")

@@ -26,7 +26,7 @@ from secbench_tui.config import Settings
 from secbench_tui.core.models import Outcome, RunStatus
 from secbench_tui.core.results.summary import RunSummary, matrix_lines, plain, summary_lines
 from secbench_tui.core.run.catalog import cached_catalog
-from secbench_tui.core.run.engine import STOP_GRACE, Engine
+from secbench_tui.core.run.engine import Engine
 from secbench_tui.core.run.events import (
     CaseFinished,
     CaseStarted,
@@ -333,7 +333,7 @@ async def _run(settings: Settings) -> int:
         if interrupts == 1:
             what = "SIGTERM" if sig is signal.SIGTERM else "Ctrl+C"
             print(
-                f"\nstopping ({what}): the requests in flight get {STOP_GRACE:g}s to "
+                f"\nstopping ({what}): the requests in flight get {settings.stop_grace:g}s to "
                 "finish, the rest are asked by --resume (Ctrl+C again to quit now)",
                 file=sys.stderr,
                 flush=True,

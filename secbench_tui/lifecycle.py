@@ -96,7 +96,7 @@ class MatrixRun:
         try:
             plan = await self.plan()
             store = await self.open_store()
-            self.matrix = Matrix(plan.runs, store)
+            self.matrix = Matrix(plan.runs, store, stop_grace=self.settings.stop_grace)
             if self._stop is not None:
                 self.matrix.stop(self._stop[0])
             async for tagged in self.matrix.events():

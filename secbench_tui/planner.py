@@ -17,7 +17,7 @@ from secbench_tui.core.models import Case, Completion, SuiteKind
 from secbench_tui.core.run.engine import RunSpec
 from secbench_tui.core.run.matrix import PlannedRun
 from secbench_tui.core.run.providers.base import Provider, RetryCallback
-from secbench_tui.core.run.providers.baselines import BaselineProvider, is_baseline
+from secbench_tui.core.run.providers.baselines import BASELINES, BaselineProvider, is_baseline
 from secbench_tui.core.run.providers.openai_compat import ClientSettings, OpenAICompatibleProvider
 from secbench_tui.core.store.database import vdb_prompt_name
 from secbench_tui.core.suites.markdown import SuiteError, load_markdown_suite
@@ -205,6 +205,10 @@ def make_provider(settings: RunSettings) -> Provider:
         raise UsageError("--model is required (for example --model baseline/random)")
     if is_baseline(model):
         return BaselineProvider(model, settings.seed)
+    if model.startswith("baseline/"):
+        raise UsageError(
+            f"--model {model}: no such baseline; the baselines are {', '.join(BASELINES)}"
+        )
     client = ClientSettings(
         base_url=settings.base_url,
         api_key=settings.key,

@@ -158,6 +158,7 @@ def verify_main(
     mutants: bool = False,
     allow_unverified: bool = False,
     deadline: float = 10.0,
+    only: list[str] | None = None,
 ) -> int:
     from secbench_tui.core.suites.markdown import SuiteError
 
@@ -185,7 +186,9 @@ def verify_main(
     limits = Limits(deadline=deadline)
     try:
         with _stops():
-            report = verify_suite(cases_dir, apps, pg_url, progress, limits, mutants=mutants)
+            report = verify_suite(
+                cases_dir, apps, pg_url, progress, limits, mutants=mutants, only=only or ()
+            )
     except (SuiteError, ServerError) as exc:
         say_error(redactor.scrub(inert_line(exc)))
         return EXIT_USAGE

@@ -540,6 +540,9 @@ class LoopbackServer:
         self._queue: list[Behaviour] = []
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
+        self._answers = 0  # completions answered or being answered
+        self._hold_after: int | None = None  # completions after this many wait for release()
+        self._released = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._pricing = {m["id"]: m["pricing"] for m in self.models}
@@ -559,6 +562,7 @@ class LoopbackServer:
         return self
 
     def stop(self) -> None:
+        self._released.set()  # nothing held outlives the server
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -604,6 +608,17 @@ class LoopbackServer:
 
     def always(self, marker: str, behaviour: Behaviour) -> Rule:
         return self.script(marker, then=behaviour)
+
+    def hold_after(self, answered: int) -> None:
+        """Answer the next `answered` completions as scripted; hold every later one (up to
+        60 s) until `release()`: a barrier that keeps a run's later cases in flight while the
+        test acts, instead of a delay that a loaded machine may outlast."""
+        with self._lock:
+            self._released.clear()
+            self._hold_after = self._answers + answered
+
+    def release(self) -> None:
+        self._released.set()
 
     def enqueue(self, *behaviours: Behaviour) -> None:
         """Answer the next requests that no rule claims with these, in order."""
@@ -833,6 +848,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(request, lb._choose(request))
 
     def _reply(self, request: ReceivedRequest, b: Behaviour) -> None:
+        lb = self.loopback
+        with lb._lock:
+            lb._answers += 1
+            held = lb._hold_after is not None and lb._answers > lb._hold_after
+        if held:
+            lb._released.wait(60)
         if b.gate:
             self.loopback._wait_for_in_flight(b.gate)
         wait = b.delay + self.loopback.delay

@@ -118,7 +118,9 @@ def test_sigterm_stops_like_ctrl_c_and_cancels_stalled_requests_for_resume(
     with LoopbackServer() as server:
         for case in cases[2:]:  # stalled: headers, then a byte every 30 s
             server.always(case.marker, srv.trickled(30, srv.answer(case.expected)))
-        proc = start_cli(server.base_url, db, tmp_path / "suite", "--concurrency", "4")
+        proc = start_cli(
+            server.base_url, db, tmp_path / "suite", "--concurrency", "4", "--stop-grace", "0.5"
+        )
         try:
             wait_for(
                 lambda: count_rows(db) == 2 and sum(server.count(c.marker) for c in cases[2:]) == 4,
@@ -132,7 +134,7 @@ def test_sigterm_stops_like_ctrl_c_and_cancels_stalled_requests_for_resume(
         stderr = (tmp_path / "stderr.txt").read_text(encoding="utf-8")
 
         assert code == EXIT_TERMINATED, stderr
-        assert "stopping (SIGTERM)" in stderr
+        assert "stopping (SIGTERM): the requests in flight get 0.5s" in stderr
         (run,) = runs(db)
         assert run["status"] == "stopped"
         assert sorted(by_case(db)) == sorted(c.case_id for c in cases[:2])

@@ -167,3 +167,23 @@ def test_an_unusable_suite_is_a_usage_error(tmp_path: Path) -> None:
     done = _verify(tmp_path / "missing")
     assert done.returncode == 2
     assert "--cases" in done.stderr and "not a directory" in done.stderr
+
+
+def test_filter_picks_the_cases_verify_runs(tmp_path: Path, pg_url: str) -> None:
+    """`--verify --filter 'app/x-01*'` ran the whole suite: the glob was silently ignored."""
+    suite = tmp_path / "suite"
+    shutil.copytree(bundled_cases_dir() / "purchase-order", suite / "purchase-order")
+    shutil.copytree(bundled_cases_dir() / "clinic-portal-api", suite / "clinic-portal-api")
+
+    done = _verify(suite, "--pg-url", pg_url, "--filter", "purchase-order/add-po-line-0[13]*")
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _lines(done.stdout, "proven") == {
+        "purchase-order/add-po-line-01-good.md",
+        "purchase-order/add-po-line-03-bad.md",
+    }, done.stdout
+    assert "clinic-portal-api" not in done.stdout
+
+    none = _verify(suite, "--pg-url", pg_url, "--filter", "nope/*")
+    assert none.returncode == 2, none.stdout + none.stderr
+    assert "--filter nope/*" in none.stderr and "matches no case" in none.stderr

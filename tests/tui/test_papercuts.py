@@ -147,7 +147,7 @@ async def test_the_detail_and_current_case_panes_show_focus(
 async def test_the_stopping_notice_goes_when_the_run_has_stopped(
     remote_settings: Settings, clean_suite: Path, server: LoopbackServer
 ) -> None:
-    server.delay = 3.0  # the case in flight outlasts the look at the notice
+    server.hold_after(1)  # the case in flight stays there until the notice has been seen
     app = make_app(remote_settings, offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -161,6 +161,7 @@ async def test_the_stopping_notice_goes_when_the_run_has_stopped(
         await pilot.press("y")
         await wait_until(pilot, lambda: any("stopping" in n.message for n in app._notifications))
         assert run.state == "stopping"
+        server.release()
         await wait_until(pilot, lambda: run.state == "stopped", limit=5000)
         await settle(pilot)
         assert not any("stopping" in n.message for n in app._notifications)

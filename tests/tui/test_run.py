@@ -18,7 +18,7 @@ from secbench_tui.tui.messages import RetryWaiting, RowsArrived
 from secbench_tui.tui.screens.confirm import ConfirmScreen
 from secbench_tui.tui.screens.run import RunScreen
 from tests.e2e.server import LoopbackServer, rate_limited, unauthorized
-from tests.tui.conftest import SIZE, record_run, settle, wait_until
+from tests.tui.conftest import SIZE, record_run, settle, wait_for_exit, wait_until
 
 
 def db_rows(db: Path) -> list[tuple[str, str, str]]:
@@ -71,7 +71,7 @@ async def test_rows_arrive_as_cases_finish_and_are_stored(
 async def test_stop_midway_keeps_every_finished_case(
     remote_settings: Settings, clean_suite: Path, server: LoopbackServer
 ) -> None:
-    server.delay = 1.0  # the run outlasts the keys pressed to stop it, even on a busy machine
+    server.hold_after(2)  # the third case stays in flight until the stop is asked
     app = make_app(remote_settings, offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
         run = await start(pilot, app)
@@ -82,6 +82,7 @@ async def test_stop_midway_keeps_every_finished_case(
         await pilot.press("y")
         notice = "the cases in flight finish first"
         await wait_until(pilot, lambda: any(notice in n.message for n in app._notifications))
+        server.release()  # the case in flight answers within its grace
         await settle(pilot)
         assert run.state == "stopped"
         shown = table_cases(run)
@@ -161,7 +162,7 @@ async def test_a_run_that_cannot_start_says_why(
 async def test_quit_during_a_run_asks_then_stops_and_keeps_results(
     remote_settings: Settings, clean_suite: Path, server: LoopbackServer
 ) -> None:
-    server.delay = 1.0  # the run outlasts the keys pressed to stop it, even on a busy machine
+    server.hold_after(1)  # the second case stays in flight until the quit is asked
     app = make_app(remote_settings, offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
         run = await start(pilot, app)
@@ -170,7 +171,8 @@ async def test_quit_during_a_run_asks_then_stops_and_keeps_results(
         await pilot.press("q")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await wait_until(pilot, lambda: not app.is_running, limit=5000)
+        server.release()
+        await wait_for_exit(app)
     stored = db_rows(Path("results.db"))
     assert 1 <= len(stored) < 5
     assert run_status(Path("results.db")) == ["stopped"]
@@ -179,7 +181,7 @@ async def test_quit_during_a_run_asks_then_stops_and_keeps_results(
 async def test_ctrl_q_during_a_run_asks_too(
     remote_settings: Settings, clean_suite: Path, server: LoopbackServer
 ) -> None:
-    server.delay = 1.0  # the run outlasts the keys pressed to stop it, even on a busy machine
+    server.hold_after(1)  # the second case stays in flight until the quit is asked
     app = make_app(remote_settings, offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
         run = await start(pilot, app)
@@ -192,7 +194,8 @@ async def test_ctrl_q_during_a_run_asks_too(
         await pilot.press("ctrl+q")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
-        await wait_until(pilot, lambda: not app.is_running, limit=5000)
+        server.release()
+        await wait_for_exit(app)
     assert run_status(Path("results.db")) == ["stopped"]
     assert 1 <= len(db_rows(Path("results.db"))) < 5
 

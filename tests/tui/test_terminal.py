@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def open_terminal(
 ) -> tuple[list[str], str, Callable[..., str]]:
     """`command` in a tmux session of its own (120x40 unless `size`); returns (tmux argv,
     session, screen)."""
-    name = f"secbench-test-{os.getpid()}"
+    name = f"secbench-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"  # parallel tests: one each
     tmux = ["tmux", "-L", name]  # a tmux server of its own: no clash with any other session
     env = {
         **os.environ,
@@ -41,6 +42,10 @@ def open_terminal(
         "TERM": "xterm-256color",
     }
     env.pop("OPENROUTER_API_KEY", None)
+    # the pane's size must rule: pytest-xdist's workers set COLUMNS=80 and LINES=24, which the
+    # app would otherwise take for the terminal's size (and hide its side panes)
+    env.pop("COLUMNS", None)
+    env.pop("LINES", None)
     subprocess.run(
         [
             *tmux,
@@ -84,25 +89,30 @@ def terminal(tmp_path: Path) -> Iterator[Callable[..., str]]:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
 
 
-def wait_for(screen: Callable[..., str], text: str, rounds: int = 1500) -> str:
-    """Poll the terminal until `text` is on it (bounded; the state, not a fixed sleep)."""
-    shown = ""
-    for _ in range(rounds):
+def wait_for(screen: Callable[..., str], *texts: str, seconds: float = 120) -> str:
+    """Read the terminal until every one of `texts` is on it: the state, not a fixed sleep.
+
+    Bounded by time rather than by a count of reads, so a loaded machine (where each read and
+    the app itself are slow) gets the same allowance as an idle one.
+    """
+    deadline = time.monotonic() + seconds
+    while True:
         shown = screen()
-        if text in shown:
+        if all(text in shown for text in texts):
             return shown
-        time.sleep(0.02)
-    raise AssertionError(f"{text!r} never appeared; the terminal shows:\n{shown}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{texts!r} never appeared; the terminal shows:\n{shown}")
+        time.sleep(0.05)
 
 
 def test_setup_run_and_quit_in_a_real_terminal(
     terminal: Callable[..., str], tmp_path: Path
 ) -> None:
-    shown = wait_for(terminal, "Model")
-    assert "baseline/always-bad" in shown and "Suite" in shown and "^r Run" in shown
+    # each wait names everything the screen must show: a frame read half drawn is read again
+    wait_for(terminal, "Model", "baseline/always-bad", "Suite", "^r Run")
     terminal("C-r")
-    shown = wait_for(terminal, "Run 1 completed")
-    assert "shop/list-orders-02-bad.md" in shown and "Traceback" not in shown
+    shown = wait_for(terminal, "Run 1 completed", "shop/list-orders-02-bad.md")
+    assert "Traceback" not in shown
     terminal("q")
     shown = wait_for(terminal, "EXITED")
     assert "EXITED 0" in shown
@@ -132,15 +142,16 @@ def test_hostile_replies_leave_the_window_title_alone(tmp_path: Path) -> None:
             ).stdout.strip()
 
         try:
-            wait_for(screen, "Model")
+            wait_for(screen, "Model", "^r Run")  # the footer names the key: it is bound
             assert title() == "title-before"
             screen("C-r")
-            shown = wait_for(screen, "Run 1 completed")
+            # a case named with a title sequence, shown inert; each wait names all the screen
+            # must show, so a frame read half drawn is read again
+            wait_for(screen, "Run 1 completed", "r Results", "pwned-title\\x07")
             assert title() == "title-before"
-            assert "\\x1b]0;pwned-title\\x07" in shown  # the explanation, shown inert
             screen("r")  # the results: the first result in full, raw reply included
-            shown = wait_for(screen, "raw reply")
-            assert "\\x1b]0;pwned-title" in shown and "Traceback" not in shown
+            shown = wait_for(screen, "raw reply", "\\x1b]0;pwned-title")
+            assert "Traceback" not in shown
             assert title() == "title-before"
             screen("q")
             wait_for(screen, "EXITED")
@@ -165,15 +176,21 @@ def test_progress_follows_the_stored_results_while_one_case_hangs(tmp_path: Path
         )
         tmux, _, screen = open_terminal(tmp_path, command)
         try:
-            wait_for(screen, "Model")
+            wait_for(screen, "Model", "^r Run")
             screen("C-r")
-            shown = wait_for(screen, "10/12")
+            # both cases still asked show, the retrying one with its wait; the hung case holds
+            # a slot, the other does not
+            shown = wait_for(
+                screen,
+                "10/12",
+                "in flight 1 · retrying 1",
+                "next try in",
+                hung.case_id,
+                retrying.case_id,
+            )
             with sqlite3.connect(tmp_path / "r.db") as conn:
                 stored = conn.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
             assert stored == 10
-            assert "in flight 1 · retrying 1" in shown  # the hung case holds a slot, not the other
-            assert retrying.case_id in shown and "next try in" in shown
-            assert hung.case_id in shown
             assert "Traceback" not in shown
         finally:
             subprocess.run([*tmux, "kill-server"], capture_output=True)

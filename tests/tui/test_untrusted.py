@@ -74,10 +74,10 @@ async def test_hostile_text_is_drawn_literally(
             await _model_list(pilot, app)
             await _run(pilot, app)
             await _results(pilot, app)
-            before = len(app._notifications)
-            app.notify(HOSTILE, title=HOSTILE)
-            await wait_until(pilot, lambda: len(app._notifications) > before)
-            note = list(app._notifications)[-1]
+            before = list(app._notifications)
+            app.notify(HOSTILE, title=HOSTILE)  # posted: it is in the list once handled
+            await wait_until(pilot, lambda: any(n not in before for n in app._notifications))
+            (note,) = [n for n in app._notifications if n not in before]
             assert not note.markup and not CONTROL.search(note.message + note.title)
 
 

@@ -14,7 +14,7 @@ import pytest
 from secbench_tui.core.models import Case, Completion
 from secbench_tui.core.results.summary import worst_status
 from secbench_tui.core.run.engine import Engine, RunSpec
-from secbench_tui.core.run.events import RunFinished
+from secbench_tui.core.run.events import CaseFinished, RunFinished
 from secbench_tui.core.run.matrix import Matrix, MatrixEvent, PlannedRun
 from secbench_tui.core.run.providers.base import RetryCallback, RunAborted
 from secbench_tui.core.store.database import LEGACY_PROMPT_NAME, Store
@@ -217,3 +217,38 @@ def test_prompts_resolve_from_files_folders_and_names(
     (tmp_path / "empty").mkdir()
     with pytest.raises(PromptError, match="holds no"):
         resolve_prompts([str(tmp_path / "empty")])
+
+
+class SlowSecond:
+    """Answers the first case at once and every other after `wait` seconds."""
+
+    reports_cost = False
+
+    def __init__(self, wait: float) -> None:
+        self.wait = wait
+
+    async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
+        if case.case_id != "c000.md":
+            await asyncio.sleep(self.wait)
+        return Completion(text=verdict(case.expected))
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(("grace", "kept"), [(0.0, False), (30.0, True)])
+async def test_a_stop_gives_the_requests_in_flight_the_grace_given(
+    tmp_path: Path, grace: float, kept: bool
+) -> None:
+    """The second case answers 0.2 s after it is asked: a stop when the first has finished
+    keeps it only when the grace outlasts it (no grace: cancelled, for --resume)."""
+    store = await Store.open(tmp_path / "r.db")
+    matrix = Matrix([PlannedRun(spec("m", "x", n=2), SlowSecond(0.2))], store, stop_grace=grace)
+    async for tagged in matrix.events():
+        if isinstance(tagged.event, CaseFinished):
+            matrix.stop()
+    stored = await store.finished_keys(matrix.finished[0].run_id)
+    await store.close()
+    assert ("c000.md", 0) in stored
+    assert (("c001.md", 0) in stored) is kept
+    assert matrix.finished[0].status == ("completed" if kept else "stopped")

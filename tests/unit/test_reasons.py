@@ -221,3 +221,19 @@ def test_the_bootstrap_resamples_scenarios_and_agrees_with_the_clustered_interva
 
     low, high = proportion_interval(p_c, 196)
     assert boot[1] - boot[0] > high - low
+
+
+@pytest.mark.parametrize("p_c", [0, 4])
+def test_a_pairwise_interval_is_never_zero_wide_when_every_scenario_scored_alike(p_c: int) -> None:
+    """`P-C 0.0% (95% CI 0.0%-0.0%) of 8 pairs` claimed certainty from two scenarios: a
+    resampling interval has no spread to show when every scenario scored the same share."""
+    from secbench_tui.core.results.metrics import proportion_interval
+    from secbench_tui.core.results.pairwise import bootstrap_interval
+
+    for count in (1, 2, 49):
+        tallies = [PairTally(pairs=4, p_c=p_c, scenarios=1) for _ in range(count)]
+        tallies.append(PairTally(scenarios=1))  # a scenario without a pair is no unit
+        interval = bootstrap_interval(tallies, "p_c")
+        assert interval is not None
+        assert interval == proportion_interval(p_c / 4, count)  # scenarios as the units
+        assert interval[1] - interval[0] > 0.05

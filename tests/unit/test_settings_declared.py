@@ -140,3 +140,42 @@ def test_every_recorded_setting_has_a_typed_key() -> None:
     run = Settings(cases=FIXTURE, base_url=LOCAL).run("vendor/m")
     assert set(run.recorded()) <= set(RecordedSettings.__annotations__)
     assert set(run.recorded(vuldetectbench=True)) <= set(RecordedSettings.__annotations__)
+
+
+def test_help_shows_examples_and_says_truly_when_the_app_opens() -> None:
+    """--help had no example, and said the app opens 'without --no-ui, --report, --export or
+    --lint', though --verify, --rescore, --dry-run and a missing terminal do not open it."""
+    help_text = build_parser().format_help()
+    assert "examples:" in help_text
+    assert "secbench-tui --model baseline/random --no-ui" in help_text
+    opens = next(line for line in help_text.splitlines() if "terminal app opens" in line)
+    for flag in ("--verify", "--rescore", "--dry-run"):
+        assert flag in help_text.split("terminal app opens")[0].rsplit("\n\n", 1)[-1], opens
+
+
+def test_a_misspelt_baseline_names_the_baselines_not_a_missing_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--model baseline/nope` said 'no API key', sending the user to get a key for a model
+    that does not exist anywhere."""
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)
+    db = str(tmp_path / "r.db")
+    assert main(["--no-ui", "--model", "baseline/nope", "--limit", "1", "--db", db]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("secbench-tui: error: --model baseline/nope")
+    assert "baseline/random" in err[0] and "API key" not in err[0]
+
+
+def test_a_run_of_good_cases_only_does_not_say_the_suite_names_no_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bundled suite names a rule on every bad case; a run that picked only good cases
+    said 'right reason n/a (the suite names no rules)'."""
+    monkeypatch.chdir(tmp_path)
+    only_good = "purchase-order/add-po-line-01-good.md"
+    args = ["--no-ui", "--model", "baseline/random", "--filter", only_good, "--db", "r.db"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "right reason n/a (no bad case of this run names a rule)" in out
+    assert "the suite names no rules" not in out

@@ -22,7 +22,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 
-from secbench_tui.core.results.metrics import mcnemar_exact, percentile
+from secbench_tui.core.results.metrics import mcnemar_exact, percentile, proportion_interval
 from secbench_tui.core.results.reasons import Answer
 
 BOOTSTRAP_SAMPLES = 2000
@@ -134,7 +134,7 @@ def bootstrap_interval(
     parts = [(getattr(t, name), getattr(t, over)) for t in tallies]
     n = len(parts)
     if n * samples > BOOTSTRAP_WORK:
-        return clustered_interval(parts)
+        return _with_spread(clustered_interval(parts), parts)
     rng = random.Random(seed)
     values = []
     for _ in range(samples):
@@ -145,7 +145,21 @@ def bootstrap_interval(
         if total:
             values.append(hits / total)
     low, high = percentile(values, 2.5), percentile(values, 97.5)
-    return None if low is None or high is None else (low, high)
+    return _with_spread(None if low is None or high is None else (low, high), parts)
+
+
+def _with_spread(
+    interval: tuple[float, float] | None, parts: Sequence[tuple[int, int]]
+) -> tuple[float, float] | None:
+    """A resampling interval of zero width (one scenario, or every scenario scored the same
+    share, e.g. P-C 0 on each) shows no spread, not certainty: then the Wilson interval of
+    the share with the scenarios as the independent units."""
+    if interval is not None and interval[1] > interval[0]:
+        return interval
+    total = sum(t for _, t in parts)
+    if not total:
+        return interval
+    return proportion_interval(sum(h for h, _ in parts) / total, sum(1 for _, t in parts if t))
 
 
 def clustered_interval(parts: Sequence[tuple[int, int]]) -> tuple[float, float] | None:

@@ -15,7 +15,9 @@ sensitivity relations (a false hint added) are reported apart and never blended:
 - misleading hints (relations with a claim): the share of flips that went the hint's way.
 - P-C: pairs of a good and a bad case of the same scenario, both judged right; on originals
   and on pairs where both halves were rewritten by the same relation. Computed here over
-  verdicts (the reasons work's own pairwise scoring had not landed when this was written).
+  verdicts, every good x bad pair of a scenario.
+- where reasons are scored (`reasons` stored with each row): whether a pair answered `bad` on
+  both sides cites the same rules, and the variants' right-rule rate beside the originals'.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from secbench_tui.core.results.metrics import _verdict, label, mcnemar_exact, wilson_interval
+from secbench_tui.core.results.reasons import stored_reason
 
 Row = Mapping[str, Any]
 
@@ -62,6 +65,12 @@ class RelationFigures(BaseModel):
     pc: float | None = None  # P-C on pairs rewritten by this relation
     pc_original: float | None = None  # P-C on the same pairs' originals
     pc_pairs: int = 0
+    # where reasons are scored: pairs answered `bad` on both sides with cited rules, and the
+    # share citing the same rules; the right-rule rate of the variants beside their originals'
+    rule_pairs: int = 0
+    rule_kept: float | None = None
+    right_rule: float | None = None
+    right_rule_original: float | None = None
 
 
 class Robustness(BaseModel):
@@ -195,6 +204,7 @@ def robustness(
                 toward += said == fig.claim
             if rep == 0:
                 flipped[case] = base != said
+        _rule_figures(fig, pairs, originals)
         fig.flip_rate = _share(fig.flips, fig.pairs)
         fig.flip_rate_ci = wilson_interval(fig.flips, fig.pairs) if fig.pairs else None
         if fig.claim is not None:
@@ -240,6 +250,33 @@ def robustness(
     figures.robust_accuracy = _share(sum(robust.values()), len(robust))
     figures.agreement = _share(sum(agree.values()), len(agree))
     return figures
+
+
+def _rule_figures(
+    fig: RelationFigures,
+    pairs: Mapping[tuple[str, int], Row],
+    originals: Mapping[tuple[str, int], Row],
+) -> None:
+    """Is the rule cited kept when only the surface changed? (Reasons scored, verdict 2.)"""
+    kept = compared = right = right_base = scored = 0
+    for key, row in pairs.items():
+        base_row = originals.get(key)
+        if base_row is None:
+            continue
+        ours, base = stored_reason(row.get("reasons")), stored_reason(base_row.get("reasons"))
+        if ours is None or base is None:
+            continue
+        if ours.right_rule is not None and base.right_rule is not None:
+            scored += 1
+            right += ours.right_rule
+            right_base += base.right_rule
+        if _verdict(row) == _verdict(base_row) == "bad" and ours.rules and base.rules:
+            compared += 1
+            kept += set(ours.rules) == set(base.rules)
+    fig.rule_pairs = compared
+    fig.rule_kept = _share(kept, compared)
+    fig.right_rule = _share(right, scored)
+    fig.right_rule_original = _share(right_base, scored)
 
 
 def originals_only(rows: Sequence[Row]) -> list[Row]:

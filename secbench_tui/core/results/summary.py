@@ -262,7 +262,7 @@ def lead_text(s: RunSummary) -> str:
                 f" of {r.bad_cases} bad cases"
             )
         else:
-            parts.append(f"right reason {numbers.EMPTY} (the suite names no rules)")
+            parts.append(f"right reason {numbers.EMPTY} (no bad case of this run names a rule)")
     return "  ".join(parts)
 
 
@@ -344,6 +344,11 @@ def robustness_lines(r: Robustness | None) -> list[Line]:
                     f"  robust {numbers.pct(f.robust_accuracy)}  P-C {numbers.pct(f.pc)}"
                     f" vs {numbers.pct(f.pc_original)} originals"
                     + (f"  dropped {f.dropped}" if f.dropped else "")
+                    + (
+                        f"  same rule cited {numbers.pct(f.rule_kept)} of {f.rule_pairs}"
+                        if f.rule_pairs
+                        else ""
+                    )
                 )
             )
     return lines

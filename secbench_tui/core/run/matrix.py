@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from secbench_tui.core.models import RunStatus
-from secbench_tui.core.run.engine import AdaptiveLimit, Engine, RunSpec
+from secbench_tui.core.run.engine import STOP_GRACE, AdaptiveLimit, Engine, RunSpec
 from secbench_tui.core.run.events import Event, RunFinished
 from secbench_tui.core.run.providers.base import Provider
 from secbench_tui.core.store.database import Store
@@ -64,16 +64,21 @@ class _Failed:
 
 
 class Matrix:
-    """The runs of a plan. Iterate `events()` once; `stop()` stops every run cleanly."""
+    """The runs of a plan. Iterate `events()` once; `stop()` stops every run cleanly, giving
+    the requests in flight `stop_grace` seconds before cancelling them."""
 
-    def __init__(self, runs: Sequence[PlannedRun], store: Store) -> None:
+    def __init__(
+        self, runs: Sequence[PlannedRun], store: Store, stop_grace: float = STOP_GRACE
+    ) -> None:
         self.runs = list(runs)
         limits: dict[str, AdaptiveLimit] = {}
         for run in self.runs:
             limits.setdefault(run.model, AdaptiveLimit(run.spec.concurrency))
         self.limits = limits
+        self.stop_grace = stop_grace
         self.engines = [
-            Engine(run.spec, run.provider, store, limit=limits[run.model]) for run in self.runs
+            Engine(run.spec, run.provider, store, limit=limits[run.model], stop_grace=stop_grace)
+            for run in self.runs
         ]
         self.finished: dict[int, RunFinished] = {}  # by slot
 

@@ -872,6 +872,20 @@ class Store:
         row = await cursor.fetchone()
         return stored.evaluation_row(dict(row)) if row else None
 
+    async def case_family(self, run_id: int, original: str) -> list[ResultRow]:
+        """An original case of a run and its `--rewrites` variants (ids `<original>#...`),
+        each on its first repeat, the original first, with code."""
+        pattern = original.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        cursor = await self.db.execute(
+            f"SELECT {_ROW}, c.code AS code, c.description AS description FROM evaluations e"
+            " LEFT JOIN case_texts c ON c.hash = e.case_hash WHERE e.run_id=? AND e.repeat=0"
+            " AND (e.case_id=? OR e.case_id LIKE ? ESCAPE '\\') ORDER BY e.case_index, e.id",
+            (run_id, original, pattern + "#%"),
+        )
+        rows = [stored.evaluation_row(dict(row)) for row in await cursor.fetchall()]
+        rows = [r for r in rows if r["case_id"] == original or r.get("variant") is not None]
+        return sorted(rows, key=lambda r: r.get("variant") is not None)
+
     async def run_results(self, run_id: int, with_text: bool = True) -> list[ResultRow]:
         """A run's results in case order; without text, only what figures are made of."""
         columns = (

@@ -275,14 +275,20 @@ class ResultsScreen(BaseScreen):
     async def show_detail(self, result_id: int | None) -> None:
         if result_id is None:
             return
-        row: ResultRow | None = await (await self.secbench.store()).result(result_id)
+        store = await self.secbench.store()
+        row: ResultRow | None = await store.result(result_id)
+        family: list[ResultRow] = []
+        if row is not None and row.get("suite_kind") != "vuldetectbench":
+            original = (row.get("variant") or {}).get("original") or row.get("case_id")
+            family = await store.case_family(int(row.get("run_id") or 0), str(original))
         run = self.runs.get(int(row["run_id"])) if row and row.get("run_id") is not None else None
         prompt = run.prompt_name if run is not None else None
         if not self.query_one(ResultsTable).shows(result_id):
             return  # the filter changed while it was read: that result is not listed now
         self.query_one("#detail-pane").border_title = f"Result {result_id}"
         detail = self.query_one("#detail", Static)
-        detail.update(render_result(row, prompt) if row else Text(f"result {result_id} is gone"))
+        shown = render_result(row, prompt, family) if row else Text(f"result {result_id} is gone")
+        detail.update(shown)
         self.query_one("#detail-pane", VerticalScroll).scroll_home(animate=False)
 
     def on_resize(self) -> None:

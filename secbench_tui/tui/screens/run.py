@@ -29,7 +29,6 @@ from textual.worker import Worker, WorkerState
 from secbench_tui.config import Settings
 from secbench_tui.core.models import Evaluation, RunStatus
 from secbench_tui.core.results.summary import Line, matrix_lines, summary_lines, worst_status
-from secbench_tui.core.run.engine import STOP_GRACE
 from secbench_tui.core.run.events import (
     CaseFinished,
     CaseStarted,
@@ -722,8 +721,9 @@ class RunScreen(BaseScreen):
                 self.stop()
                 retrying = self._retry_until is not None
                 waiting = " (one waiting to retry finishes its wait)" if retrying else ""
+                grace = self.settings.stop_grace
                 self.notify_stopping(
-                    f"stopping: the cases in flight finish first (up to {STOP_GRACE:g}s; any "
+                    f"stopping: the cases in flight finish first (up to {grace:g}s; any "
                     f"still waiting then are asked again when the run is resumed){waiting}"
                 )
 

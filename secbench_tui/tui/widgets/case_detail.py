@@ -7,8 +7,10 @@ suite's, the model's, the server's): it is shown through `tui.plain`, escapes ma
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.rule import Rule
 from rich.syntax import Syntax
+from rich.table import Table
 from rich.text import Text
 
 from secbench_tui.core.results.reasons import reason_summary_text, stored_gold, stored_reason
@@ -92,8 +95,49 @@ def _reasoning(row: ResultRow) -> list[RenderableType]:
     return shown
 
 
-def render_result(row: ResultRow, prompt: str | None = None) -> RenderableType:
-    """`prompt`: the name of the evaluation prompt the result was asked with (its run's)."""
+def _rewrites(row: ResultRow, family: Sequence[ResultRow]) -> list[RenderableType]:
+    """`--rewrites`: the original and its variants side by side with their verdicts, and the
+    shown variant's diff from its original."""
+    variants = [r for r in family if isinstance(r.get("variant"), dict)]
+    if not variants:
+        return []
+    original = next((r for r in family if not isinstance(r.get("variant"), dict)), None)
+    table = Table(box=None, show_header=True, header_style="dim", pad_edge=False)
+    for column in ("case", "relation", "proof", "verdict", "outcome"):
+        table.add_column(column)
+    for member in ([original] if original else []) + variants:
+        info = member.get("variant") or {}
+        outcome = str(member.get("outcome") or "")
+        table.add_row(
+            Text("▶ " if member.get("id") == row.get("id") else "  ")
+            + Text(inert_line("original" if not info else info.get("relation"))),
+            Text(inert_line(info.get("relation") or "-")),
+            Text("-" if not info else ("proven" if info.get("proven") else "unproven")),
+            Text(inert_line(member.get("actual_result") or "-")),
+            Text(inert_line(outcome), style=fmt.OUTCOME_STYLES.get(outcome, "")),
+        )
+    parts: list[RenderableType] = [_section("rewrites of this case (first repeat)"), table]
+    shown = row.get("variant")
+    if isinstance(shown, dict) and original is not None:
+        diff = difflib.unified_diff(
+            str(original.get("code") or "").splitlines(),
+            str(row.get("code") or "").splitlines(),
+            "original",
+            str(shown.get("relation")),
+            lineterm="",
+        )
+        parts += [
+            _section("diff from the original"),
+            Syntax(inert("\n".join(diff)), "diff", word_wrap=True, background_color="default"),
+        ]
+    return parts
+
+
+def render_result(
+    row: ResultRow, prompt: str | None = None, family: Sequence[ResultRow] = ()
+) -> RenderableType:
+    """`prompt`: the name of the evaluation prompt the result was asked with (its run's);
+    `family`: the case's original and `--rewrites` variants, shown side by side."""
     outcome = str(row.get("outcome") or "")
     head = Text.assemble(
         (inert_line(row.get("case_id")), "bold"),
@@ -142,6 +186,7 @@ def render_result(row: ResultRow, prompt: str | None = None) -> RenderableType:
         parts += [_section("notes"), Text(inert(row["notes"]), style="yellow")]
     if not vuldetectbench or row.get("explanation"):
         parts += [_section("explanation"), plain(row.get("explanation") or "(none)")]
+    parts += _rewrites(row, family)
     code = row.get("code")
     if code:
         parts += [

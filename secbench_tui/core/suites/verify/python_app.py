@@ -1,12 +1,14 @@
 """Run a Python app's route handlers (FastAPI + SQLAlchemy) against PostgreSQL.
 
-The suite's harness (`verify/app.py`) maps the SPEC's models onto the fixture tables and
-provides the names a handler uses (`get_db`, `get_current_user`, models, schemas...) through
-`namespace(state)`. Each parameter set is one HTTP request made in process (Starlette's
-`TestClient`), as the user `as_user`, inside a transaction that is rolled back: the handler's
-own commits become savepoints. The property then sees the database as the handler left it
-and three tables: `result` (the JSON body, one row per element of a list), `response`
-(status, body, location, headers) and `files` (files written under the sandbox, by path).
+This runs in the child process (`python_child`), never in the tool's own. The suite's harness
+(`verify/app.py`) maps the SPEC's models onto the fixture tables and provides the names a
+handler uses (`get_db`, `get_current_user`, models, schemas...) through `namespace(state)`.
+Each parameter set is one HTTP request (Starlette's `TestClient`, within the child), as the
+user `as_user`, on a connection of the unprivileged case role, inside a transaction that is
+rolled back: the handler's own commits become savepoints. The property, run by the checker
+through the gate, then sees the database as the handler left it and three tables: `result`
+(the JSON body, one row per element of a list), `response` (status, body, location, headers)
+and `files` (files written under the request's folder, by path).
 """
 
 from __future__ import annotations

@@ -11,12 +11,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 import psycopg
 
 from secbench_tui.core.models import Case
-from secbench_tui.core.suites.markdown import load_markdown_suite
+from secbench_tui.core.suites.markdown import SuiteError, load_markdown_suite
 from secbench_tui.core.suites.verify import sql
 from secbench_tui.core.suites.verify.data import AppData, Scenario, load_app_data, scenario_of
 from secbench_tui.core.suites.verify.execution import Execution
@@ -207,15 +208,23 @@ def verify_suite(
     progress: Progress | None = None,
     limits: Limits | None = None,
     mutants: bool = False,
+    only: Sequence[str] = (),
 ) -> VerifyReport:
     """Raises SuiteError for an unusable suite and ServerError when no PostgreSQL is at hand.
-    With `mutants`, every good case's mutants are verified too (`report.mutants`).
+    With `mutants`, every good case's mutants are verified too (`report.mutants`). With `only`
+    (`--filter` globs), only the cases whose id matches one.
 
     Whatever happens (an error, KeyboardInterrupt, a SIGTERM turned into an exception), the
     databases and roles it made are dropped and the embedded server is stopped and removed."""
     started = time.monotonic()
     mutation = Mutation() if mutants else None
     suite = load_markdown_suite(root, apps)
+    picked = [c for c in suite.cases if not only or any(fnmatchcase(c.case_id, p) for p in only)]
+    if not picked:
+        example = suite.cases[0].case_id if suite.cases else "app/case.md"
+        raise SuiteError(
+            f"--filter {' '.join(only)}: matches no case in {root}; case ids look like {example}"
+        )
     with postgres(pg_url) as (uri, engine), sandbox_roles(uri) as roles:
         watchdog = Watchdog(uri, limits or Limits())
         report = VerifyReport(engine)
@@ -227,7 +236,9 @@ def verify_suite(
 
         for app in suite.apps:
             data, problems = load_app_data(app.name, app.root)
-            cases = [c for c in suite.cases if c.app == app.name]
+            cases = [c for c in picked if c.app == app.name]
+            if not cases:
+                continue
             for problem in problems:  # a scenario file that cannot be used fails its cases
                 broken = [c for c in cases if scenario_of(c.case_id) == problem.path.stem]
                 for proof in _proofs(broken, Proof.FAILED, str(problem)):

@@ -90,24 +90,35 @@ def sandbox_roles(admin_uri: str) -> Iterator[Roles]:
                     ).format(sql.Identifier(role.name), sql.Literal(role.password))
                 )
                 created.append(role)
-    except psycopg.Error as exc:
-        _drop_roles(admin_uri, created)
+    except BaseException as exc:  # Ctrl+C between two roles too: drop what was made
+        _drop_roles(admin_uri, [roles.checker, roles.case], quiet=True)
+        if not isinstance(exc, psycopg.Error):
+            raise
         raise SandboxError(
             f"cannot create the verification's roles ({exc.diag.message_primary or exc}); "
             "--pg-url needs a role with CREATEROLE and CREATEDB, or a superuser"
         ) from exc
     try:
         yield roles
-    finally:
-        _drop_roles(admin_uri, created)
+    except BaseException:
+        _drop_roles(admin_uri, created, quiet=True)  # do not hide the error in flight
+        raise
+    _drop_roles(admin_uri, created)
 
 
-def _drop_roles(admin_uri: str, roles: list[Role]) -> None:
+def _drop_roles(admin_uri: str, roles: list[Role], quiet: bool = False) -> None:
     if not roles:
         return
-    with psycopg.connect(admin_uri, autocommit=True, connect_timeout=10) as admin:
-        for role in roles:
-            admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role.name)))
+    try:
+        with psycopg.connect(admin_uri, autocommit=True, connect_timeout=10) as admin:
+            for role in roles:
+                admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role.name)))
+    except psycopg.Error as exc:
+        if not quiet:
+            names = ", ".join(r.name for r in roles)
+            raise SandboxError(
+                f"cannot drop the verification's roles {names} ({exc}): drop them by hand"
+            ) from exc
 
 
 def _gate_sql(token: str, case_role: str) -> sql.Composed:
@@ -244,8 +255,8 @@ class AppDatabase:
             sql.Identifier(self.roles.case.name),
         )
         with psycopg.connect(self.admin_uri, autocommit=True) as admin:
+            self.exists = True  # (drop() says IF EXISTS: an interrupted CREATE is covered)
             admin.execute(sql.SQL("CREATE DATABASE {}").format(db))
-            self.exists = True
             admin.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(db))
             admin.execute(
                 sql.SQL("GRANT CONNECT, TEMPORARY ON DATABASE {} TO {}, {}").format(
