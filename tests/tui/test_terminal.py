@@ -204,7 +204,7 @@ def test_a_live_matrix_shows_each_run_with_its_state_and_one_eta(
     it shows `queued`, not `running 0/N`; one line gives the matrix's progress and ETA; the
     model names are whole where they fit, the case ids keep their app."""
     write_suite(tmp_path / "suite", {"orders-service": ["bad", "good"] * 10})
-    with LoopbackServer(delay=0.15) as server:
+    with LoopbackServer(delay=0.3) as server:
         command = (
             f"{sys.executable} -m secbench_tui"
             " --model openai/gpt-4o-mini,anthropic/claude-3.5-haiku --prompt default,attacker"
