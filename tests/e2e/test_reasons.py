@@ -424,4 +424,4 @@ def test_a_suite_without_rules_shows_reasons_as_not_available(
     summary = json.loads(out.read_text())
     assert summary["reason"]["bad_cases"] == 0 and summary["reason"]["right_rule"] is None
     assert summary["accuracy"] == 1.0  # the verdicts still count (schema 1 replies)
-    assert "right reason n/a (the suite names no rules)" in done.stdout
+    assert "right reason n/a (no bad case of this run names a rule)" in done.stdout

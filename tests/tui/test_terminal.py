@@ -28,8 +28,11 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 
 
-def open_terminal(tmp_path: Path, command: str) -> tuple[list[str], str, Callable[..., str]]:
-    """`command` in a tmux session of its own (120x40); returns (tmux argv, session, screen)."""
+def open_terminal(
+    tmp_path: Path, command: str, size: tuple[int, int] = (120, 40)
+) -> tuple[list[str], str, Callable[..., str]]:
+    """`command` in a tmux session of its own (120x40 unless `size`); returns (tmux argv,
+    session, screen)."""
     name = f"secbench-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"  # parallel tests: one each
     tmux = ["tmux", "-L", name]  # a tmux server of its own: no clash with any other session
     env = {
@@ -51,9 +54,9 @@ def open_terminal(tmp_path: Path, command: str) -> tuple[list[str], str, Callabl
             "-s",
             name,
             "-x",
-            "120",
+            str(size[0]),
             "-y",
-            "40",
+            str(size[1]),
             "-c",
             str(tmp_path),
             command,
@@ -189,5 +192,50 @@ def test_progress_follows_the_stored_results_while_one_case_hangs(tmp_path: Path
                 stored = conn.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
             assert stored == 10
             assert "Traceback" not in shown
+        finally:
+            subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_a_live_matrix_shows_each_run_with_its_state_and_one_eta(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """Two models x two prompts: a model's second run waits for its slot (concurrency 1), so
+    it shows `queued`, not `running 0/N`; one line gives the matrix's progress and ETA; the
+    model names are whole where they fit, the case ids keep their app."""
+    write_suite(tmp_path / "suite", {"orders-service": ["bad", "good"] * 10})
+    with LoopbackServer(delay=0.3) as server:
+        command = (
+            f"{sys.executable} -m secbench_tui"
+            " --model openai/gpt-4o-mini,anthropic/claude-3.5-haiku --prompt default,attacker"
+            f" --cases {tmp_path / 'suite'} --db {tmp_path / 'r.db'} --concurrency 1"
+            f" --base-url {server.base_url}; echo EXITED $?; sleep 30"
+        )
+        tmux, _, screen = open_terminal(tmp_path, command, size)
+        try:
+            wait_for(screen, "Model")
+            screen("C-r")
+            wait_for(screen, "matrix 4 runs:")
+            # the second run of each model waits its turn: queued, with no clock of its own
+            shown = wait_for(screen, "2 running, 2 queued")
+            queued = [line for line in shown.splitlines() if "│" in line and " queued " in line]
+            assert len(queued) == 2 and all(" - " in line for line in queued)
+            assert "openai/gpt-4o-mini" in shown  # whole: there is room for it
+            shown = wait_for(screen, "ETA 0:")  # one ETA for the matrix, once answers come
+            assert "orders-service/" in shown  # a case id keeps its app
+            shown = wait_for(screen, "4 done")
+            assert "finished" in shown and "Traceback" not in shown
+            with sqlite3.connect(tmp_path / "r.db") as conn:
+                starts = [row[0] for row in conn.execute("SELECT started_at FROM runs ORDER BY id")]
+                firsts = [
+                    row[0]
+                    for row in conn.execute(
+                        "SELECT MIN(timestamp) FROM evaluations GROUP BY run_id ORDER BY run_id"
+                    )
+                ]
+            # a run's start is its first request: never later than its first answer, and a
+            # queued run's start is after the matrix opened (the first run's start)
+            assert all(start <= first for start, first in zip(starts, firsts, strict=True))
+            assert max(starts) > min(starts)
         finally:
             subprocess.run([*tmux, "kill-server"], capture_output=True)

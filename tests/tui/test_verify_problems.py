@@ -6,14 +6,26 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.app import App
+from textual.pilot import Pilot
 from textual.widgets import Static
 
 from secbench_tui.config import Settings
 from secbench_tui.core.suites.verify.extra import INSTALL
 from secbench_tui.tui.app import make_app
 from tests.tui.conftest import SIZE, settle, wait_until
+
+
+async def open_verify(pilot: Pilot[Any], app: App[Any]) -> None:
+    """ctrl+v, and yes to running a suite that is not the bundled one."""
+    await pilot.press("ctrl+v")
+    await wait_until(pilot, lambda: type(app.screen).__name__ in ("ConfirmScreen", "VerifyScreen"))
+    if type(app.screen).__name__ == "ConfirmScreen":
+        await pilot.press("y")
+    await wait_until(pilot, lambda: type(app.screen).__name__ == "VerifyScreen")
 
 
 def status(app: object) -> str:
@@ -31,10 +43,7 @@ async def test_without_the_verify_extra_the_screen_names_the_install(
     app = make_app(make_settings(model="baseline/random"), offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("ctrl+v")
-        await wait_until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
-        await pilot.press("y")  # not the bundled suite: the app asks before running its code
-        await wait_until(pilot, lambda: type(app.screen).__name__ == "VerifyScreen")
+        await open_verify(pilot, app)
         await wait_until(pilot, lambda: "stopped" in status(app))
         shown = status(app)
         assert INSTALL in shown and "psycopg" in shown
@@ -57,10 +66,7 @@ async def test_a_verification_that_breaks_says_so_and_how_to_go_back(
     app = make_app(make_settings(model="baseline/random"), offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("ctrl+v")
-        await wait_until(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
-        await pilot.press("y")  # not the bundled suite: the app asks before running its code
-        await wait_until(pilot, lambda: type(app.screen).__name__ == "VerifyScreen")
+        await open_verify(pilot, app)
         await wait_until(pilot, lambda: "stopped" in status(app))
         shown = status(app)
         assert "disk full" in shown and "escape goes back" in shown

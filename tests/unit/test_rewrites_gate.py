@@ -98,7 +98,10 @@ def _planted(variant: Variant) -> Variant | None:
 def gated() -> Iterator[tuple[list[Variant], list[Variant], GateReport]]:
     cases = _cases()
     variants, _ = make_variants(cases, [r.name for r in RELATIONS], 0)
-    planted = [p for v in variants if (p := _planted(v)) is not None]
+    planted: list[Variant] = []
+    for relation in RELATIONS:  # for each relation, the first case it can plant a change in
+        made = (_planted(v) for v in variants if v.relation == relation.name)
+        planted += [next(p for p in made if p is not None)]
     report = prove_variants(bundled_cases_dir(), cases, [*variants, *planted])
     yield variants, planted, report
 

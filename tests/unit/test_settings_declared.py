@@ -165,3 +165,17 @@ def test_a_misspelt_baseline_names_the_baselines_not_a_missing_key(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("secbench-tui: error: --model baseline/nope")
     assert "baseline/random" in err[0] and "API key" not in err[0]
+
+
+def test_a_run_of_good_cases_only_does_not_say_the_suite_names_no_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bundled suite names a rule on every bad case; a run that picked only good cases
+    said 'right reason n/a (the suite names no rules)'."""
+    monkeypatch.chdir(tmp_path)
+    only_good = "purchase-order/add-po-line-01-good.md"
+    args = ["--no-ui", "--model", "baseline/random", "--filter", only_good, "--db", "r.db"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "right reason n/a (no bad case of this run names a rule)" in out
+    assert "the suite names no rules" not in out

@@ -262,7 +262,7 @@ def lead_text(s: RunSummary) -> str:
                 f" of {r.bad_cases} bad cases"
             )
         else:
-            parts.append(f"right reason {numbers.EMPTY} (the suite names no rules)")
+            parts.append(f"right reason {numbers.EMPTY} (no bad case of this run names a rule)")
     return "  ".join(parts)
 
 

@@ -27,7 +27,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
 from secbench_tui.config import Settings
-from secbench_tui.core.models import Evaluation, RunStatus
+from secbench_tui.core.models import Case, Evaluation, RunStatus
 from secbench_tui.core.results.summary import Line, matrix_lines, summary_lines, worst_status
 from secbench_tui.core.run.events import (
     CaseFinished,
@@ -57,6 +57,7 @@ from secbench_tui.tui.widgets.results_table import shrink_columns
 from secbench_tui.tui.widgets.run_stats import MatrixProgress, RunStats, RunTally
 
 MAX_ROWS = 1000
+CURRENT_EVERY = 0.2  # seconds between drawings of the current case
 CASE_WIDTH = 10_000  # no cap: the case column takes what the other columns leave
 VERDICT_WIDTH = 10  # expected and actual are cut here (VulDetectBench answers are long)
 
@@ -159,6 +160,8 @@ class RunScreen(BaseScreen):
         self._stopping_notice: Notification | None = None
         self.flights: dict[int, InFlight] = {}  # slot -> its cases started and not finished
         self.progress = MatrixProgress(clock=self.secbench.clock)
+        self._current: Case | None = None  # the latest case asked, drawn by `_draw_current`
+        self._current_pending = False
         self._names_width: tuple[int, int] | None = None
 
     @property
@@ -408,10 +411,23 @@ class RunScreen(BaseScreen):
             if self.planned:
                 self.progress.begin(self.planned[message.slot].model)
             self._update_matrix_row(message.slot)
+            if message.slot == self.focus_slot:
+                self._redraw_stats()
         if message.slot != self.focus_slot:
             return
         self._draw_in_flight()
-        case = message.event.case
+        # highlighting a case's code costs more than the rest of an event: at many cases a
+        # second it is drawn at most every CURRENT_EVERY seconds, the latest case shown
+        self._current = message.event.case
+        if not self._current_pending:
+            self._current_pending = True
+            self.set_timer(CURRENT_EVERY, self._draw_current)
+
+    def _draw_current(self) -> None:
+        self._current_pending = False
+        case = self._current
+        if case is None:
+            return
         self.query_one("#current-case", Static).update(
             Group(
                 Text.assemble(

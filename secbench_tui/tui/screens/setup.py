@@ -49,6 +49,7 @@ class SetupScreen(BaseScreen):
         Binding("slash", "filter_models", "Filter models", id="setup.filter"),
         Binding("ctrl+v", "verify", "Verify labels", id="setup.verify", priority=True),
         Binding("space", "toggle_model", "Add/remove model", id="setup.add_model"),
+        Binding("escape", "leave_field", "Leave the field", id="setup.leave_field"),
     ]
 
     def __init__(self, settings: Settings) -> None:
@@ -133,6 +134,27 @@ class SetupScreen(BaseScreen):
 
     def action_filter_models(self) -> None:
         self.query_one(ModelPicker).focus_filter()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """In a text field `/` and space are typed, not keys of the screen: the footer does
+        not offer them there, and escape leaves the field (to the model list)."""
+        typing = isinstance(self.focused, Input)
+        if action in ("filter_models", "toggle_model"):
+            return not typing
+        if action == "leave_field":
+            return typing
+        return True
+
+    def action_leave_field(self) -> None:
+        self.query_one("#model-list").focus()
+
+    def on_descendant_focus(self) -> None:
+        self.refresh_bindings()
+
+    def on_screen_resume(self) -> None:
+        """Back from a run: what it stored is reused now, so the estimate is drawn again."""
+        if self.is_mounted:
+            self.refresh_estimate()
 
     def action_toggle_model(self) -> None:
         self.query_one(ModelPicker).toggle_highlighted()

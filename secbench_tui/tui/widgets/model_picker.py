@@ -216,12 +216,17 @@ class ModelPicker(Guarded, Vertical):
         typed = self.query_text
         option = self.query_one("#model-list", OptionList).highlighted_option
         exact = self.catalog.find(typed) if typed else None
-        if exact is not None:
-            self.choose(exact.id)
-        elif option is not None and option.id:
-            self.choose(option.id)
-        elif typed:
-            self.choose(typed)
+        found = exact.id if exact is not None else option.id if option is not None else None
+        picked = found or typed
+        if not picked:
+            pass
+        elif len(self.selected) > 1:  # a matrix is being built: Enter adds, never replaces it
+            if picked not in self.selected:
+                self.also.append(picked)
+                self.refilter()
+                self.post_message(self.Chosen(picked))
+        else:
+            self.choose(picked)
         self.query_one("#model-list", OptionList).focus()
 
     @on(OptionList.OptionHighlighted, "#model-list")
