@@ -32,7 +32,16 @@ class OutputError(OSError):
 
 
 def write_file(target: Path, text: str, flag: str) -> None:
-    """Write `text` to `target` for `flag` (`--out`, `--summary-json`), or raise `OutputError`."""
+    """Write `text` to `target` for `flag` (`--out`, `--summary-json`), or raise `OutputError`.
+
+    A folder the user named is not created (as for `--summary-json`: a typo in a path should
+    not leave new folders behind); the default reports folder is.
+    """
+    if flag != "report" and not target.parent.is_dir():
+        raise OutputError(
+            f"{flag} {target}: folder {target.parent} does not exist; create it or pick "
+            "another path"
+        )
     try:
         write_text_atomic(target, text)
     except OSError as exc:
