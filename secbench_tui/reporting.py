@@ -22,7 +22,8 @@ from secbench_tui.core.results.report import (
     report_path,
     write_text_atomic,
 )
-from secbench_tui.core.store.database import Store, StoreError
+from secbench_tui.core.store.connection import StoreError
+from secbench_tui.core.store.database import Store
 from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK
 

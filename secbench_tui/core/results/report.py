@@ -58,8 +58,9 @@ from secbench_tui.core.results.robustness import (
     Robustness,
     robustness,
 )
-from secbench_tui.core.store.database import RunRecord, Store
+from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.rows import ResultRow
+from secbench_tui.core.store.runs import RunRecord
 from secbench_tui.core.untrusted import inert
 from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 
