@@ -15,13 +15,10 @@ from typing import TextIO
 
 from secbench_tui.config import Settings
 from secbench_tui.core.results.exports import EXPORTERS
-from secbench_tui.core.results.report import (
-    ReportError,
-    gather,
-    render_html,
-    report_path,
-    write_text_atomic,
-)
+from secbench_tui.core.results.report.data import ReportError
+from secbench_tui.core.results.report.files import report_path, write_text_atomic
+from secbench_tui.core.results.report.gathering import gather
+from secbench_tui.core.results.report.rendering import render_html
 from secbench_tui.core.store.connection import StoreError
 from secbench_tui.core.store.database import Store
 from secbench_tui.errors import say_error
