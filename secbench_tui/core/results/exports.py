@@ -26,6 +26,7 @@ from secbench_tui.core.models import Outcome
 from secbench_tui.core.results.reasons import stored_gold, stored_reason
 from secbench_tui.core.results.report.data import Contender, ReportData, VdbContender
 from secbench_tui.core.store.rows import ResultRow
+from secbench_tui.core.store.schema import ASKING_COLUMNS, REPLY_COLUMNS
 from secbench_tui.core.untrusted import csv_cell, inert
 
 # Per evaluation, in this order; the spec's seven columns are among them under their names.
@@ -44,19 +45,10 @@ RESULT_COLUMNS = (
     "actual_result",
     "outcome",
     "explanation",
-    "raw_reply",
-    "error",
-    "http_status",
-    "finish_reason",
-    "prompt_tokens",
-    "completion_tokens",
+    *REPLY_COLUMNS,
     "reasoning_tokens",  # part of completion_tokens
     "reasoning",  # the model's thinking, as its endpoint returned it
-    "cost",
-    "latency_ms",
-    "attempts",
-    "served_model",
-    "provider",
+    *ASKING_COLUMNS,
     "reused_from",
     "scores",
     "notes",

@@ -414,7 +414,7 @@ class Engine:
         """Reuse what was paid for, then ask the rest; fills `pending` with what is asked."""
         spec = self.spec
         done_keys: set[tuple[str, int]] = set()
-        earlier: Earlier = {}
+        earlier: Earlier | None = None
         if resumed:
             done_keys = await self.store.finished_keys(run_id, include_errors=not spec.retry_errors)
             self._cost = await self.store.spent(run_id)  # the budget covers the whole run
