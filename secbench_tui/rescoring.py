@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from secbench_tui.core.results.rescore import rescore
-from secbench_tui.core.store.database import Store, StoreError
+from secbench_tui.core.store.connection import StoreError
+from secbench_tui.core.store.database import Store
 from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.results.reasons import stored_gold, stored_reason
-from secbench_tui.core.results.report import Contender, ReportData
+from secbench_tui.core.results.report.data import Contender, ReportData
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.untrusted import csv_cell, inert
 

@@ -67,9 +67,9 @@ from secbench_tui.core.run.providers.retry import (
     run_attempts,
     unreachable_message,
 )
-from secbench_tui.core.store.database import Store, prompt_keyed
+from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.rows import ResultRow
-from secbench_tui.core.store.values import now_iso, text_hash
+from secbench_tui.core.store.values import now_iso, prompt_keyed, text_hash
 from secbench_tui.core.suites import security_bench
 from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 

@@ -20,8 +20,9 @@ from textual.widgets import DataTable, Footer, Header, Input, Select, Static
 
 from secbench_tui.config import bundled_cases_dir
 from secbench_tui.core.models import Outcome
-from secbench_tui.core.store.database import ResultFilter, RunRecord
+from secbench_tui.core.store.queries import ResultFilter
 from secbench_tui.core.store.rows import ResultRow
+from secbench_tui.core.store.runs import RunRecord
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.plain import plain_line
