@@ -29,6 +29,7 @@ from typing import Any, cast
 from secbench_tui import __version__
 from secbench_tui.core.models import (
     Case,
+    ChatRequest,
     Completion,
     Evaluation,
     Outcome,
@@ -690,7 +691,7 @@ class Engine:
         return evaluation
 
 
-def request_body(spec: RunSpec, provider: object, case: Case) -> dict[str, Any] | None:
+def request_body(spec: RunSpec, provider: object, case: Case) -> ChatRequest | None:
     """The body that would be sent for `case`: the provider's own, or (where no provider is
     built, as in a dry run) the original evaluator's, which needs none; None when unknown."""
     if isinstance(provider, SendsBodies):
@@ -707,7 +708,7 @@ async def adopted_answers(
     the requests `work` would send, by (case id, repeat)."""
     if not work or not store.adopted_requests:
         return {}
-    bodies: dict[str, dict[str, Any]] = {}
+    bodies: dict[str, ChatRequest] = {}
     for item in work:
         body = request_body(spec, provider, item.case)
         if body is not None:

@@ -27,6 +27,7 @@ from typing import Any
 
 import aiosqlite
 
+from secbench_tui.core.models import ChatRequest
 from secbench_tui.core.store.values import now_iso, storable, text_hash
 from secbench_tui.core.usage import Reasoning, Usage
 
@@ -480,7 +481,7 @@ async def write_layout(db: aiosqlite.Connection) -> WriteLayout | None:
     )
 
 
-def same_request(stored: Any, body: dict[str, Any]) -> bool:
+def same_request(stored: Any, body: ChatRequest) -> bool:
     """Whether a row's stored `request` is `body`: the same model, messages and parameters
     (compared as JSON values, so key order and spacing do not count)."""
     sent, why = _json(stored)

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from secbench_tui.core.models import Case, Message, SuiteKind
+from secbench_tui.core.models import Case, CaseMeta, Message, SuiteKind
 from secbench_tui.core.paths import outside_reason
 
 TASKS: tuple[int, ...] = (1, 2, 3, 4, 5)
@@ -152,7 +152,7 @@ def load_task(
     for pos, (number, record) in enumerate(_read_records(file)[:limit]):
         _check_record(file, number, task, record)
         system, user = build_prompt(task, record, method)
-        meta: dict[str, Any] = {
+        meta: CaseMeta = {
             "task": task,
             "pos": pos,
             "idx": record["idx"],
