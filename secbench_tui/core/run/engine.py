@@ -32,6 +32,7 @@ from secbench_tui.core.models import (
     ChatRequest,
     Completion,
     Evaluation,
+    JSONObject,
     Outcome,
     RecordedSettings,
     RunStatus,
@@ -132,7 +133,7 @@ class RunSpec:
         )
         return prompt_keyed(base, self.prompt_name)
 
-    def _request_settings(self) -> dict[str, Any]:
+    def _request_settings(self) -> JSONObject:
         recorded = cast(Mapping[str, Any], self.settings)  # read by name, as stored
         request = {k: recorded.get(k) for k in REQUEST_SETTINGS}
         endpoint = request["base_url"] if self.base_url is None else self.base_url

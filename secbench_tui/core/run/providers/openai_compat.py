@@ -23,7 +23,7 @@ from urllib.parse import urlparse, urlsplit, urlunsplit
 import httpx
 
 from secbench_tui import __version__
-from secbench_tui.core.models import Case, ChatRequest, Completion
+from secbench_tui.core.models import Case, ChatRequest, Completion, JSONObject
 from secbench_tui.core.run.http import async_client
 from secbench_tui.core.run.providers import shallow_json
 from secbench_tui.core.run.providers.base import RetryCallback, RetryNotice, RunAborted
@@ -326,7 +326,7 @@ class OpenAICompatibleProvider:
         )
 
     def _read_body(
-        self, data: dict[str, Any], retry_after: float | None, raw: str = ""
+        self, data: JSONObject, retry_after: float | None, raw: str = ""
     ) -> tuple[Completion, Usage]:
         usage = Usage.of(data)
         choices = data.get("choices")
