@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -71,7 +70,6 @@ MAX_ROWS = 1000
 # long as headless). Cases started and finished are gathered and drawn together at this pace;
 # a run's start, a retry and a run's end are drawn at once (after what was gathered).
 DRAW_EVERY = 0.25
-GIL_SWITCH = 0.0005  # seconds: sys.setswitchinterval while a run goes on (see run_engine)
 CURRENT_EVERY = 1.0  # seconds between drawings of the current case's code
 CASE_WIDTH = 10_000  # no cap: the case column takes what the other columns leave
 VERDICT_WIDTH = 10  # expected and actual are cut here (VulDetectBench answers are long)
@@ -256,20 +254,11 @@ class RunScreen(BaseScreen):
         """The runs, on an event loop of their own in the worker's thread: a drawing of the
         screen (tens of milliseconds) then never stands between a reply and its reading, and
         the engine's thread, which uses little processor time, is scheduled as soon as its
-        socket is ready even when the machine is busy. Messages go to the screen with
-        `post_message` (thread-safe); a stop reaches the runs through `call_soon_threadsafe`."""
+        socket is ready even when the machine is busy (`MatrixRun.events` also shortens the
+        GIL's switch interval while the runs go on, so a drawing does not keep the engine's
+        thread waiting for the GIL). Messages go to the screen with `post_message`
+        (thread-safe); a stop reaches the runs through `call_soon_threadsafe`."""
         self._engine_loop = asyncio.get_running_loop()
-        # Python hands the GIL to a waiting thread only after the holder has run this long
-        # (5 ms by default): with the screen drawing, each of the engine's wake-ups (a reply,
-        # a row committed) would wait up to that, several times a case. A run sets it shorter.
-        switch = sys.getswitchinterval()
-        sys.setswitchinterval(min(switch, GIL_SWITCH))
-        try:
-            await self._run_engine()
-        finally:
-            sys.setswitchinterval(switch)
-
-    async def _run_engine(self) -> None:
         self._engine_task = asyncio.current_task()
         ui_loop = self._ui_loop
         assert ui_loop is not None, "the worker starts from on_mount"
