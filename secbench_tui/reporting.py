@@ -103,15 +103,12 @@ async def _export_main(
     runs: list[int] | None,
     models: list[str] | None,
 ) -> int:
-    db = settings.db
-    if not db.is_file():
-        say_error(
-            f"--db {db}: no such database; run an evaluation first "
-            "(e.g. secbench-tui --model baseline/random --no-ui) or point --db at a results file",
-        )
-        return EXIT_FAILED
     try:
-        store = await Store.open(db)
+        store = await Store.open_existing(
+            settings.db,
+            "run an evaluation first (e.g. secbench-tui --model baseline/random --no-ui)"
+            " or point --db at a results file",
+        )
     except StoreError as exc:
         say_error(exc)
         return EXIT_FAILED

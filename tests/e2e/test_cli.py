@@ -34,6 +34,9 @@ PROGRESS = re.compile(r"^\[\s*\d+/\d+\]\s+(\S+)", re.MULTILINE)
 MAX_RETRIES = 2
 RETRY_AFTER = 1.5  # longer than the first backoff (at most 1 s), so only honouring it explains it
 
+# one worker makes the module's shared fixture once (pyproject: --dist=loadgroup)
+pytestmark = pytest.mark.xdist_group("cli-session")
+
 
 def other(verdict: str) -> str:
     return "good" if verdict == "bad" else "bad"

@@ -34,6 +34,9 @@ PLANTS = {
     ("clinic-portal-api", "sign-prescription-02-good.md", "sign-prescription-04-bad.md"),
 }
 
+# one worker makes the module's shared fixture once (pyproject: --dist=loadgroup)
+pytestmark = [pytest.mark.xdist_group("verify"), pytest.mark.long]
+
 
 @pytest.fixture(scope="module")
 def pg_url() -> Iterator[str]:

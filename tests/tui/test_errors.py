@@ -119,12 +119,16 @@ async def test_an_unusable_database_is_named_with_its_fix_on_every_screen(
     db = tmp_path / "no-such-folder" / "results.db"
     app = make_app(make_settings(model="baseline/random", db=db), offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+
+        def titles() -> set[str]:
+            return {n.title for n in app._notifications}
+
+        # each screen reads the database in a worker of its own, started when it mounts: wait
+        # for what it says, not for the workers there happen to be at the moment of asking
+        await wait_until(pilot, lambda: "database" in titles())  # the setup screen's
         await pilot.press("r")
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await wait_until(pilot, lambda: "reading the runs failed" in titles())
+        await settle(pilot)
         notes = {n.title: n.message for n in app._notifications}
         assert "folder" in notes["database"] and str(db.parent) in notes["database"]
         assert notes["reading the runs failed"] == notes["database"]

@@ -118,6 +118,16 @@ class StoreConnection:
             )
         return store
 
+    @classmethod
+    async def open_existing(
+        cls, path: Path, missing: str, on_notice: Callable[[str], None] = _to_stderr
+    ) -> Self:
+        """Open a database that must already hold results (a report, an export, a rescore:
+        a new file has nothing to read); `missing` says what to do when there is none."""
+        if not path.is_file():
+            raise StoreError(f"--db {path}: no such database; {missing}")
+        return await cls.open(path, on_notice)
+
     async def close(self) -> None:
         await self.db.close()
 

@@ -74,6 +74,18 @@ CREATE INDEX IF NOT EXISTS ix_eval_request ON evaluations (request_hash, outcome
 CREATE INDEX IF NOT EXISTS ix_runs_fingerprint ON runs (fingerprint, id);
 """
 
+# What the endpoint's reply gave, and what asking it took: the same columns in the same order
+# in the table and in the exports (`results.exports.RESULT_COLUMNS`).
+REPLY_COLUMNS = (
+    "raw_reply",
+    "error",
+    "http_status",
+    "finish_reason",
+    "prompt_tokens",
+    "completion_tokens",
+)
+ASKING_COLUMNS = ("cost", "latency_ms", "attempts", "served_model", "provider")
+
 EVAL_COLUMNS = (
     "timestamp",
     "test_file",
@@ -88,17 +100,8 @@ EVAL_COLUMNS = (
     "case_index",
     "repeat",
     "outcome",
-    "raw_reply",
-    "error",
-    "http_status",
-    "finish_reason",
-    "prompt_tokens",
-    "completion_tokens",
-    "cost",
-    "latency_ms",
-    "attempts",
-    "served_model",
-    "provider",
+    *REPLY_COLUMNS,
+    *ASKING_COLUMNS,
     "scores",
     "case_hash",
     "request_hash",

@@ -16,7 +16,8 @@ import math
 from typing import Any, cast
 
 from secbench_tui.core import believable
-from secbench_tui.core.store.rows import ResultRow
+from secbench_tui.core.models import JSONObject
+from secbench_tui.core.store.rows import ResultRow, VariantIdentity
 
 _TEXT = (
     "timestamp", "test_file", "model_name", "expected_result", "actual_result", "explanation",
@@ -59,7 +60,7 @@ def duration_ms(value: Any) -> float | None:
     return value if math.isfinite(value) and 0 <= value < 1e12 else None
 
 
-def json_object(value: Any) -> dict[str, Any]:
+def json_object(value: Any) -> JSONObject:
     """A JSON object stored as text; anything else reads as empty."""
     try:
         data = json.loads(value) if isinstance(value, str | bytes) else None
@@ -78,7 +79,12 @@ def scores(value: Any) -> str:
     return json.dumps(kept, sort_keys=True)
 
 
-def evaluation_row(row: dict[str, Any]) -> ResultRow:
+# A row as the file holds it: any column, any value (another tool, an older version or damage
+# may have written it); `evaluation_row` makes a `ResultRow` of it.
+StoredRow = dict[str, Any]
+
+
+def evaluation_row(row: StoredRow) -> ResultRow:
     """One `evaluations` row (possibly joined with `case_texts`) with believable values."""
     clean = dict(row)
     for name in _TEXT:
@@ -110,7 +116,7 @@ def evaluation_row(row: dict[str, Any]) -> ResultRow:
     return cast(ResultRow, clean)
 
 
-def variant(value: Any) -> dict[str, Any] | None:
+def variant(value: Any) -> VariantIdentity | None:
     """A rewritten case's identity as stored (JSON object text), or None for an original
     case or a value that is not such an object."""
     if not isinstance(value, str):
@@ -123,7 +129,7 @@ def variant(value: Any) -> dict[str, Any] | None:
         return None
     if not isinstance(data.get("relation"), str):
         return None
-    return data
+    return cast(VariantIdentity, data)
 
 
 # SQL for a believable cost, for sums made in the database (budgets, per-run totals).

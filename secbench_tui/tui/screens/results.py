@@ -280,7 +280,8 @@ class ResultsScreen(BaseScreen):
         row: ResultRow | None = await store.result(result_id)
         family: list[ResultRow] = []
         if row is not None and row.get("suite_kind") != "vuldetectbench":
-            original = (row.get("variant") or {}).get("original") or row.get("case_id")
+            variant = row.get("variant")
+            original = (variant["original"] if variant else None) or row.get("case_id")
             family = await store.case_family(int(row.get("run_id") or 0), str(original))
         run = self.runs.get(int(row["run_id"])) if row and row.get("run_id") is not None else None
         prompt = run.prompt_name if run is not None else None

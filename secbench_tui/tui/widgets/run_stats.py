@@ -65,11 +65,13 @@ class RunTally:
         self.concurrency = self.limit = event.concurrency
         self.done = event.total - event.pending - event.reused  # reused ones arrive as cases
         earlier = event.earlier
-        for outcome, count in earlier.get("counts", {}).items():
+        if earlier is None:  # started afresh
+            return
+        for outcome, count in earlier["counts"].items():
             self.counts[outcome] = self.counts.get(outcome, 0) + count
-        self.prompt_tokens += earlier.get("prompt_tokens") or 0
-        self.completion_tokens += earlier.get("completion_tokens") or 0
-        cost = earlier.get("cost")
+        self.prompt_tokens += earlier["prompt_tokens"]
+        self.completion_tokens += earlier["completion_tokens"]
+        cost = earlier["cost"]
         if cost is not None:
             self.cost = (self.cost or 0.0) + cost
 

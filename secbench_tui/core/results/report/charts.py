@@ -36,9 +36,9 @@ def accuracy_chart(contenders: Sequence[Contender]) -> Chart | None:
         )
     marks = []
     suites = {c.run.suite_path for c in contenders}
-    references = [c for c in contenders if c.baseline and c.stats["accuracy"] is not None]
+    references = [a for c in contenders if c.baseline and (a := c.stats["accuracy"]) is not None]
     if references and len(suites) == 1:
-        best = max(c.stats["accuracy"] for c in references)
+        best = max(references)
         marks.append((left + plot * best, f"best reference {numbers.pct(best)}"))
     return Chart(
         width=left + plot + 150,

@@ -31,8 +31,11 @@ from secbench_tui.core.results.report.data import (
     CaseResult,
     CaseView,
     Contender,
+    ContenderStats,
     Pair,
     Row,
+    VdbContender,
+    VdbStats,
 )
 from secbench_tui.core.store.runs import RunRecord
 from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
@@ -77,9 +80,15 @@ def _repeats(run: RunRecord, rows: Sequence[Row]) -> int:
 
 
 def markdown_contender(index: int, run: RunRecord, label: str, rows: list[Row]) -> Contender:
-    contender = Contender(index=index, run=run, label=label, rows=rows)
+    # distinct cases and the cost of a correct answer are known once the rows are sorted
+    stats: ContenderStats = {
+        **verdict_stats(rows),
+        **usage_stats(rows),
+        "distinct_cases": 0,
+        "cost_per_correct": None,
+    }
+    contender = Contender(index=index, run=run, label=label, rows=rows, stats=stats)
     contender.repeats = _repeats(run, rows)
-    contender.stats = {**verdict_stats(rows), **usage_stats(rows)}
     by_app: dict[str, list[Row]] = {}
     for row in rows:
         by_app.setdefault(row["app"], []).append(row)
@@ -94,7 +103,6 @@ def markdown_contender(index: int, run: RunRecord, label: str, rows: list[Row]) 
     contender.figures = answer_figures(answers)
     contender.reasons = reason_figures(answers)
     contender.scenarios = scenario_tallies(answers)
-    stats = contender.stats
     if contender.repeats > 1:  # tries of one case are not independent: cases are the units
         stats["accuracy_ci"] = case_interval(rows)
     stats["distinct_cases"] = len(contender.by_case)
@@ -111,21 +119,21 @@ def vuldetectbench_metrics(rows: Sequence[Row], scoring: str) -> TaskMetrics:
     return dict(aggregate_rows(rows, scoring))
 
 
-def vdb_contender(index: int, run: RunRecord, label: str, rows: list[Row]) -> Contender:
-    contender = Contender(index=index, run=run, label=label, rows=rows)
-    contender.stats = {
+def vdb_contender(index: int, run: RunRecord, label: str, rows: list[Row]) -> VdbContender:
+    stats: VdbStats = {
         "cases": len(rows),
         "unparsed": sum(1 for r in rows if r["outcome"] == Outcome.UNPARSED.value),
         "errors": sum(1 for r in rows if r["outcome"] == Outcome.ERROR.value),
         **usage_stats(rows),
     }
+    contender = VdbContender(index=index, run=run, label=label, rows=rows, stats=stats)
     contender.vdb = vuldetectbench_metrics(
         rows, str(run.settings.get("vdb_scoring", DEFAULT_SCORING))
     )
     return contender
 
 
-def vdb_columns(contenders: Sequence[Contender]) -> list[tuple[str, str]]:
+def vdb_columns(contenders: Sequence[VdbContender]) -> list[tuple[str, str]]:
     """(task, metric) columns present in any run, tasks in order, metrics as documented."""
     present = {
         (task, name)
@@ -138,7 +146,7 @@ def vdb_columns(contenders: Sequence[Contender]) -> list[tuple[str, str]]:
     return [(t, name) for t in tasks for name in VDB_METRICS if (t, name) in present]
 
 
-def vdb_crashes(contender: Contender) -> int:
+def vdb_crashes(contender: VdbContender) -> int:
     """Samples the original library would have crashed on (library scoring only)."""
     return sum(
         int(metrics.get("crashes") or 0)

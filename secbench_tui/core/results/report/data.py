@@ -7,13 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from secbench_tui import __version__
+from secbench_tui.core.results.figures import AnswerFigures
 from secbench_tui.core.results.metrics import (
     CaseRepeats,
     PairComparison,
     RepeatStats,
+    UsageStats,
     VerdictStats,
 )
 from secbench_tui.core.results.pairwise import (
@@ -52,16 +54,38 @@ class AppStats(VerdictStats):
     distinct_cases: int
 
 
+class ContenderStats(VerdictStats, UsageStats):
+    """A markdown run's figures: its verdicts and usage, how many distinct cases it answered,
+    and what a correct answer cost (None: unknown, or some answers' cost was not reported)."""
+
+    distinct_cases: int
+    cost_per_correct: float | None
+
+
+class VdbStats(UsageStats):
+    """A VulDetectBench run's counts and usage (its task metrics are `SelectedRun.vdb`)."""
+
+    cases: int
+    unparsed: int
+    errors: int
+
+
+Stats = TypeVar("Stats", ContenderStats, VdbStats)
+
+
 @dataclass
-class Contender:
-    """One selected run: a model on a suite, with every figure the report shows for it."""
+class SelectedRun(Generic[Stats]):
+    """One selected run: a model on a suite, with every figure the report shows for it.
+
+    A markdown run is a `Contender` (ranked, compared case by case); a VulDetectBench run is a
+    `VdbContender` (its task metrics in `vdb`)."""
 
     index: int
     run: RunRecord
     label: str
     rows: list[Row]
+    stats: Stats
     repeats: int = 1
-    stats: dict[str, Any] = field(default_factory=dict)
     apps: dict[str, AppStats] = field(default_factory=dict)
     confusion: dict[str, dict[str, int]] = field(default_factory=dict)
     repeat: RepeatStats | None = None
@@ -81,7 +105,7 @@ class Contender:
         return [*self.rows, *self.variant_rows]
 
     # right for the right reason: pairwise, reason and scenario summaries; the per-rule table
-    figures: dict[str, Any] = field(default_factory=dict)
+    figures: AnswerFigures = field(default_factory=lambda: AnswerFigures())
     reasons: ReasonFigures | None = None
     scenarios: dict[str, PairTally] = field(default_factory=dict)
 
@@ -106,7 +130,7 @@ class Contender:
     @property
     def case_count(self) -> int:
         """Distinct cases answered (tries of one case count once)."""
-        return len(self.by_case) if self.by_case else int(self.stats.get("cases", 0))
+        return len(self.by_case) if self.by_case else self.stats["cases"]
 
     @property
     def reused(self) -> int:
@@ -119,6 +143,16 @@ class Contender:
 
     def first_tries(self) -> dict[str, Row]:
         return {key: rows[0] for key, rows in self.by_case.items()}
+
+
+Contender = SelectedRun[ContenderStats]
+VdbContender = SelectedRun[VdbStats]
+
+
+class OverallStats(VerdictStats, UsageStats):
+    """Every model's results together (references left out when there are models)."""
+
+    models: int
 
 
 @dataclass
@@ -241,10 +275,10 @@ class ReportData:
     generated_at: datetime
     explicit_selection: bool
     contenders: list[Contender]
-    vdb: list[Contender]
+    vdb: list[VdbContender]
     apps: list[str]
     cases: list[CaseView]
-    overall: dict[str, Any]
+    overall: OverallStats
     app_totals: dict[str, VerdictStats]
     pairs: list[Pair]
     hardest: list[CaseView]
@@ -262,7 +296,7 @@ class ReportData:
         return sorted({c.prompt for c in self.runs if c.prompt})
 
     @property
-    def runs(self) -> list[Contender]:
+    def runs(self) -> list[Contender | VdbContender]:
         return sorted([*self.contenders, *self.vdb], key=lambda c: c.run.id)
 
     @property

@@ -19,7 +19,7 @@ from secbench_tui.core.results.report.contenders import (
     vdb_columns,
     vdb_contender,
 )
-from secbench_tui.core.results.report.data import Contender, ReportData
+from secbench_tui.core.results.report.data import Contender, ReportData, VdbContender
 from secbench_tui.core.results.report.ranking import hardest_cases, prompt_matrices, rank, verdicts
 from secbench_tui.core.results.report.selection import choose_runs
 from secbench_tui.core.results.report.settings import shared_settings
@@ -42,7 +42,7 @@ async def gather(
     labels = run_labels([r for r in runs if r.suite_kind != vdb_kind])
     labels |= run_labels([r for r in runs if r.suite_kind == vdb_kind])
     contenders: list[Contender] = []
-    vdb: list[Contender] = []
+    vdb: list[VdbContender] = []
     for run in runs:
         rows = await store.run_results(run.id)
         for row in rows:  # the prompt is the run's: exports carry it on every result
@@ -75,7 +75,7 @@ async def gather(
         for r in every
         if r.id not in chosen and r.finished > 0 and (not models or r.model_name in models)
     ]
-    common = shared_settings(contenders + vdb)
+    common = shared_settings([*contenders, *vdb])
     return ReportData(
         database=str(store.path),
         generated_at=(now or datetime.now()).astimezone(),

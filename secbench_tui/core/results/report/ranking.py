@@ -101,8 +101,8 @@ def verdicts(contenders: Sequence[Contender], pairs: Sequence[Pair]) -> list[Ver
             for c in models:
                 if _standing(_comparison(pairs, reference, c)) != "ahead":
                     near_chance.append(c)
-        priced = [c for c in top if c.stats.get("cost_per_correct") is not None]
-        cheapest = min(priced, key=lambda c: c.stats["cost_per_correct"]) if priced else None
+        priced = [(cost, c) for c in top if (cost := c.stats["cost_per_correct"]) is not None]
+        cheapest = min(priced, key=lambda p: p[0])[1] if priced else None
         found.append(
             Verdict(
                 suite=suite,

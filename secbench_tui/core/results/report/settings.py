@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from secbench_tui.core.models import SuiteKind
-from secbench_tui.core.results.report.data import BASELINE_PREFIX, Contender
+from secbench_tui.core.results.report.data import BASELINE_PREFIX, Contender, VdbContender
 from secbench_tui.core.store.runs import RunRecord
 
 # VulDetectBench's for a markdown suite, the markdown suite's for VulDetectBench.
@@ -43,7 +43,7 @@ def applicable_settings(run: RunRecord) -> list[tuple[str, str]]:
     ]
 
 
-def shared_settings(contenders: Sequence[Contender]) -> list[tuple[str, str]]:
+def shared_settings(contenders: Sequence[Contender | VdbContender]) -> list[tuple[str, str]]:
     """Settings every run shares (shown once); each contender keeps the rest in `settings`."""
     shown = {c.run.id: applicable_settings(c.run) for c in contenders}
     common: list[tuple[str, str]] = []
