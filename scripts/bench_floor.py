@@ -207,7 +207,9 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{name:<14} {spread(ratios[name]):<34} <= {goal:.1f}x {'met' if ok else 'MISSED'}"
             )
-        print("\nall goals met" if met else "\nsome goals missed")
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"\nload average at the end: {load} (1, 5, 15 min; {os.cpu_count()} CPUs)")
+        print("all goals met" if met else "some goals missed")
     finally:
         if args.keep:
             print(f"kept {work}")
