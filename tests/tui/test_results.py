@@ -222,6 +222,7 @@ async def test_the_results_follow_a_run_in_progress(
     server: LoopbackServer,
 ) -> None:
     server.delay = 0.4
+    server.hold_after(2)  # the third case waits until the first rows were seen: still running
     app = make_app(remote_settings, offline_catalog=True, intervals=Intervals(follow=0.1))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -235,6 +236,7 @@ async def test_the_results_follow_a_run_in_progress(
         table = screen.query_one(ResultsTable)
         await wait_until(pilot, lambda: table.row_count >= 1, limit=3000)
         assert table.row_count < 5 and run.active  # type: ignore[attr-defined]
+        server.release()
         await wait_until(pilot, lambda: table.row_count == 5, limit=5000)
         await settle(pilot)
         assert shown_ids(screen) == [r[0] for r in sql("SELECT id FROM evaluations ORDER BY id")]

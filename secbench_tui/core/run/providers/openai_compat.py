@@ -23,7 +23,7 @@ from urllib.parse import urlparse, urlsplit, urlunsplit
 import httpx
 
 from secbench_tui import __version__
-from secbench_tui.core.models import Case, Completion
+from secbench_tui.core.models import Case, ChatRequest, Completion, JSONObject
 from secbench_tui.core.run.http import async_client
 from secbench_tui.core.run.providers import shallow_json
 from secbench_tui.core.run.providers.base import RetryCallback, RetryNotice, RunAborted
@@ -201,11 +201,11 @@ class OpenAICompatibleProvider:
         headers.update(self.settings.extra_headers)
         return headers
 
-    def payload(self, case: Case) -> dict[str, Any]:
+    def payload(self, case: Case) -> ChatRequest:
         s = self.settings
         if s.request_style == security_bench.STYLE:
             return security_bench.request_body(s.model, case.prompt_messages())
-        body: dict[str, Any] = {
+        body: ChatRequest = {
             "model": s.model,
             "messages": [{"role": m.role, "content": m.content} for m in case.prompt_messages()],
             "max_tokens": s.max_tokens,
@@ -244,7 +244,7 @@ class OpenAICompatibleProvider:
         completion, usage = await self._attempt(url, self.payload(case))
         return _with_usage(completion, usage)
 
-    async def _attempt(self, url: str, body: dict[str, Any]) -> tuple[Completion, Usage]:
+    async def _attempt(self, url: str, body: ChatRequest) -> tuple[Completion, Usage]:
         limit = self.settings.timeout
         replied = False  # the reply's headers arrived: the endpoint is there, if slow
         try:
@@ -327,7 +327,7 @@ class OpenAICompatibleProvider:
         )
 
     def _read_body(
-        self, data: dict[str, Any], retry_after: float | None, raw: str = ""
+        self, data: JSONObject, retry_after: float | None, raw: str = ""
     ) -> tuple[Completion, Usage]:
         usage = Usage.of(data)
         choices = data.get("choices")
