@@ -468,6 +468,36 @@ def _ours(folder_prefix: str) -> list[str]:
     return found
 
 
+def _backends_of(folder_prefix: str, marker: str) -> list[str]:
+    """Command lines (process titles) mentioning `marker` of the PostgreSQL backends whose
+    server runs from a folder of ours: another test's verify, on the same machine at the same
+    time, has backends of its own that must not count."""
+    servers = {
+        entry.name
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit() and folder_prefix in (_cmdline(entry) or "")
+    }
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:  # the parent's pid is the 4th field, after the command name in parentheses
+            parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+        except (OSError, IndexError):
+            continue
+        title = _cmdline(entry)
+        if parent in servers and title is not None and marker in title:
+            found.append(title)
+    return found
+
+
+def _cmdline(entry: Path) -> str | None:
+    try:
+        return (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return None
+
+
 def _wait_for(predicate: Callable[[], bool], what: str, seconds: float = 120) -> None:
     limit = time.monotonic() + seconds
     while not predicate():
@@ -499,7 +529,10 @@ def test_a_stopped_verify_leaves_no_server_and_no_folder(tmp_path: Path, sig: in
         )
         try:
             _wait_for(lambda: bool(_ours(temp)), "the embedded PostgreSQL")
-            _wait_for(lambda: bool(_ours("pg_sleep") or _ours("_case ")), "the sleeping case")
+            _wait_for(
+                lambda: bool(_backends_of(temp, "pg_sleep") or _backends_of(temp, "_case ")),
+                "the sleeping case",
+            )
         finally:
             proc.send_signal(sig)
         _, err = proc.communicate(timeout=120)
