@@ -5,7 +5,8 @@ dynamically typed, so a REAL column can hold text, an INTEGER column a blob, a J
 garbage. Hypothesis fills every column of `runs`, `evaluations` and `case_texts` with arbitrary
 values (control characters, huge, negative and infinite numbers, NULL where allowed, the wrong
 type) in a real file, then renders what the user can ask for: the HTML report, every export,
-and the run summaries of the headless runner and the terminal app. None may raise.
+and the run summaries of the headless runner and the terminal app. None may raise, and the
+rows the app's results browser and comparison read come back believable.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from secbench_tui.core.results.report.rendering import render_html
 from secbench_tui.core.run.engine import Engine, RunSpec
 from secbench_tui.core.run.events import RunFinished
 from secbench_tui.core.store.database import Store
+from secbench_tui.core.store.queries import SORT_COLUMNS
+from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.headless import format_summary
 from secbench_tui.tui.screens.run import summary_text
 
@@ -125,6 +128,19 @@ async def create(db: Path) -> None:
     await store.close()
 
 
+def believable_row(row: ResultRow) -> None:
+    """What a screen gets from the store: text as text, numbers believable or unknown."""
+    for name in ("case_id", "app", "model_name", "outcome", "expected_result"):
+        assert isinstance(row.get(name), str), (name, row.get(name))
+    cost = row.get("cost")
+    assert cost is None or (isinstance(cost, float) and 0 <= cost <= 1000), cost
+    for name in ("prompt_tokens", "completion_tokens"):
+        tokens = row.get(name)
+        assert tokens is None or (type(tokens) is int and 0 <= tokens <= 10**9), (name, tokens)
+    latency = row.get("latency_ms")
+    assert latency is None or isinstance(latency, float), latency
+
+
 async def render_everything(db: Path) -> None:
     store = await Store.open(db)
     try:
@@ -136,6 +152,14 @@ async def render_everything(db: Path) -> None:
             render_html(data)
             for export in EXPORTERS.values():
                 export(data)
+        for sort in SORT_COLUMNS:
+            for row in await store.results_page_sorted(None, sort, limit=50):
+                believable_row(row)
+        with closing(sqlite3.connect(db)) as conn:
+            case_ids = [r[0] for r in conn.execute("SELECT DISTINCT case_id FROM evaluations")]
+        for case_id in case_ids:
+            for row in await store.case_answers(list(RUN_IDS), case_id):
+                believable_row(row)
         spec = RunSpec(model="m/a", cases=[], suite_kind="markdown", suite_path="")
         engine = Engine(spec, provider=None, store=store)  # type: ignore[arg-type]
         for run in await store.runs():

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, cast
+from typing import Any
 
+from secbench_tui.core.store import stored_values as stored
 from secbench_tui.core.store.connection import StoreConnection
 from secbench_tui.core.store.rows import ResultRow
 
@@ -165,7 +166,7 @@ class ComparisonQueries(StoreConnection):
             " AND e.repeat = 0",
             [*run_ids, case_id],
         )
-        found = {row["run_id"]: cast(ResultRow, dict(row)) for row in await cursor.fetchall()}
+        found = {row["run_id"]: stored.evaluation_row(dict(row)) for row in await cursor.fetchall()}
         return [found[r] for r in run_ids if r in found]
 
     async def flips_page(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from secbench_tui.core.models import ChatRequest
 from secbench_tui.core.store import stored_values as stored
@@ -280,4 +280,4 @@ class ResultQueries(StoreConnection):
             f" FROM evaluations e{where} ORDER BY {column}{way}, e.id{way} LIMIT ?",
             [*params, limit],
         )
-        return [cast(ResultRow, dict(row)) for row in await cursor.fetchall()]
+        return [stored.evaluation_row(dict(row)) for row in await cursor.fetchall()]

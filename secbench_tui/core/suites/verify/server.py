@@ -10,6 +10,7 @@ wherever it appears, and `Redactor.shown` is the string to display instead of th
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -112,7 +113,8 @@ def postgres(pg_url: str | None) -> Iterator[tuple[str, str]]:
         ) from None
     except Exception as exc:  # platformdirs refuses a TMPDIR others may write to, for one
         raise ServerError(f"the embedded PostgreSQL (pgserver) cannot start: {exc}") from None
-    with tempfile.TemporaryDirectory(prefix="secbench-verify-") as tmp:
+    tmp = tempfile.mkdtemp(prefix="secbench-verify-")
+    try:
         server: Any = None
         try:
             with warnings.catch_warnings():
@@ -120,14 +122,35 @@ def postgres(pg_url: str | None) -> Iterator[tuple[str, str]]:
                 server = getattr(pgserver, "get_server")(tmp, cleanup_mode="delete")  # noqa: B009
         except Exception as exc:
             raise ServerError(f"the embedded PostgreSQL (pgserver) did not start: {exc}") from exc
-        finally:
-            if server is None:  # interrupted while starting: stop what may have started
-                _stop_folder(tmp)
         try:
             uri = str(server.get_uri())
             yield uri, f"{_version(uri)} (pgserver)"
         finally:
-            server.cleanup()
+            with contextlib.suppress(OSError):  # its own removal raced the server's exit
+                server.cleanup()
+    finally:
+        # interrupted while starting, or a server still writing its files as it exits (a
+        # stop right after the start): stop and wait for it before removing its folder
+        _stop_folder(tmp)
+        _remove_folder(tmp)
+
+
+def _remove_folder(folder: str, attempts: int = 5) -> None:
+    """Remove `folder`; a PostgreSQL that is still exiting may write into it meanwhile, so
+    try again a few times before leaving it (never raise: a stop must end cleanly)."""
+    import shutil
+    import time
+
+    for attempt in range(attempts):
+        try:
+            shutil.rmtree(folder)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if attempt + 1 == attempts:
+                return
+            time.sleep(0.2)
 
 
 def _stop_folder(folder: str) -> None:
