@@ -12,6 +12,7 @@ from secbench_tui.core.numbers import count as count
 from secbench_tui.core.numbers import latency as latency
 from secbench_tui.core.numbers import money as money
 from secbench_tui.core.numbers import pct as pct
+from secbench_tui.core.numbers import tokens as tokens
 from secbench_tui.core.run.catalog import ModelInfo
 
 OUTCOME_STYLES = {

@@ -29,6 +29,7 @@ from secbench_tui.core.untrusted import inert, inert_line, redact_url
 from secbench_tui.tui.messages import CatalogLoaded
 from secbench_tui.tui.screens.base import BaseScreen
 from secbench_tui.tui.screens.confirm import ConfirmScreen
+from secbench_tui.tui.widgets.checklist import CheckList
 from secbench_tui.tui.widgets.model_picker import ModelPicker
 from secbench_tui.tui.widgets.suite_picker import SuitePicker
 
@@ -68,7 +69,7 @@ class SetupScreen(BaseScreen):
             with Vertical(id="suite-pane", classes="pane") as pane:
                 pane.border_title = "Suite"
                 yield SuitePicker(s.cases_dir, s.apps, s.tasks, first(s.methods), id="suite-picker")
-                prompts = SelectionList[str](*prompt_options(s.prompts), id="prompt-list")
+                prompts = CheckList[str](*prompt_options(s.prompts), id="prompt-list")
                 prompts.border_title = "Evaluation prompts"
                 yield prompts
                 with Horizontal(id="knobs"):

@@ -205,7 +205,8 @@ def render_result(
         parts += [_section("reasoning (the model's thinking before its reply)"), *_reasoning(row)]
     usage = Text.assemble(
         ("tokens ", "dim"),
-        f"{fmt.count(row.get('prompt_tokens'))} in / {fmt.count(row.get('completion_tokens'))} out",
+        f"{fmt.tokens(row.get('prompt_tokens'))} in /"
+        f" {fmt.tokens(row.get('completion_tokens'))} out",
         ("   cost ", "dim"),
         fmt.money(row.get("cost")),
         ("   latency ", "dim"),
@@ -214,7 +215,7 @@ def render_result(
         str(row.get("attempts") or 1),
     )
     if row.get("reasoning_tokens"):
-        usage.append(f" ({fmt.count(row.get('reasoning_tokens'))} reasoning)")
+        usage.append(f" ({fmt.tokens(row.get('reasoning_tokens'))} reasoning)")
     if row.get("served_model") or row.get("provider"):
         usage.append(
             f"\nserved by {inert_line(row.get('served_model') or '?')}"

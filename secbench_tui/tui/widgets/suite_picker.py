@@ -23,6 +23,7 @@ from secbench_tui.core.untrusted import inert
 from secbench_tui.planner import is_vuldetectbench
 from secbench_tui.tui.errors import Guarded
 from secbench_tui.tui.plain import plain_line
+from secbench_tui.tui.widgets.checklist import CheckList
 
 ALL_TASKS = {1, 2, 3, 4, 5}  # the default of --tasks, which is no request for a task
 
@@ -87,7 +88,7 @@ class SuitePicker(Guarded, Vertical):
     def compose(self) -> ComposeResult:
         yield Input(str(self.choice.root), placeholder="suite folder", id="cases-path")
         yield Static(id="suite-kind")
-        yield SelectionList[str](id="groups")
+        yield CheckList[str](id="groups")
         with Horizontal(id="method-row"):
             yield Label("method ")
             yield Select(
