@@ -318,6 +318,7 @@ class Engine:
         self._grace: asyncio.TimerHandle | None = None
         self._resumed = False
         self._first_sent: float | None = None  # perf_counter when the first case was started
+        self._messages: dict[str, str] = {}  # what each result's row names its messages by
 
     def stop(self, message: str | None = None, grace: bool = True) -> None:
         """Start no new case; requests in flight get `stop_grace` seconds to finish (for ever
@@ -403,7 +404,8 @@ class Engine:
             timestamp=now_iso(),
             reused=True,
         )
-        await self.store.record(evaluation, work.request_hash, row["id"])
+        messages = self._messages.get(work.case.case_id)
+        await self.store.record(evaluation, work.request_hash, row["id"], messages)
         return evaluation
 
     async def events(self) -> AsyncIterator[Event]:
@@ -456,6 +458,10 @@ class Engine:
         unpaid = [w for w in work if (w.request_hash, w.repeat) not in paid_for]
         adopted = (
             {} if spec.force else await adopted_answers(spec, self.provider, self.store, unpaid)
+        )
+        # every message this run sends (or reuses the answer to), written in one call
+        self._messages = await self.store.remember_requests(
+            list({item.case.case_id: item.case for item in work}.values())
         )
         reused: list[Evaluation] = []
         for item in work:
@@ -706,7 +712,9 @@ class Engine:
             scored=scored,
             timestamp=now_iso(),
         )
-        await self.store.record(evaluation, work.request_hash)
+        await self.store.record(
+            evaluation, work.request_hash, messages=self._messages.get(work.case.case_id)
+        )
         return evaluation
 
 

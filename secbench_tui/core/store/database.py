@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 import aiosqlite
 
 from secbench_tui.core.models import Case, Evaluation, RecordedSettings, RunStatus
+from secbench_tui.core.store import requests
 from secbench_tui.core.store import stored_values as stored
 from secbench_tui.core.store.comparison import (
     FlipCounts,
@@ -39,7 +40,7 @@ from secbench_tui.core.untrusted import redact_url
 if TYPE_CHECKING:
     from secbench_tui.core.store.original import WriteLayout
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -139,6 +140,7 @@ _EVAL_COLUMNS = (
     "reasons",
     "scoring_version",
     "variant",
+    "messages",
 )
 # What reads of whole rows select: a table adopted from the original evaluator also holds its
 # `request` and `response` bodies, which no read of ours needs.
@@ -304,6 +306,7 @@ MIGRATIONS: dict[int, Migration] = {
     5: _add_case_index,
     6: _add_reasons,
     7: _add_variant,
+    8: requests.add_request_texts,
 }
 
 
@@ -440,6 +443,8 @@ class Store:
         self._run_models: dict[int, str] = {}
         self._run_prompts: dict[int, str | None] = {}
         self._known_texts: set[str] = set()  # case_texts rows this connection has written
+        self._request_texts = requests.RequestTexts()  # the parts of the messages asked
+        self._known_request_texts: set[str] = set()  # request_texts rows written
         self._adopted: WriteLayout | None = None  # the original evaluator's table, if it is
         self.backup: Path | None = None  # the copy this open made of an original's file
 
@@ -746,10 +751,38 @@ class Store:
             )
             self._known_texts.update(rows)
 
+    async def remember_requests(self, cases: Sequence[Case]) -> dict[str, str]:
+        """Write the texts of every message a run's cases send, in one call (committed with
+        the first result), and return what each result's row names them by, by case id
+        (`core.store.requests`)."""
+        refs = {case.case_id: self._request_texts.refs(case) for case in cases}
+        rows = self._request_texts.rows(self._known_request_texts)
+        if rows:
+            await self.db.executemany(
+                "INSERT OR IGNORE INTO request_texts (hash, text) VALUES (?, ?)", rows
+            )
+            self._known_request_texts.update(h for h, _ in rows)
+        return refs
+
+    async def sent_request(self, result_id: int) -> requests.SentRequest | None:
+        """The messages a result was asked with, as far as the database kept them."""
+        return await requests.sent_request(self.db, result_id, self.adopted_requests)
+
+    async def requests_for_export(
+        self, rows: Sequence[ResultRow]
+    ) -> tuple[dict[int, dict[str, Any]], dict[str, str]]:
+        """Each result's request and the texts it names (`requests.for_export`)."""
+        return await requests.for_export(self.db, rows, self.adopted_requests)
+
     async def record(
-        self, evaluation: Evaluation, request_hash: str, reused_from: int | None = None
+        self,
+        evaluation: Evaluation,
+        request_hash: str,
+        reused_from: int | None = None,
+        messages: str | None = None,
     ) -> int:
-        """Write one result and commit it before returning."""
+        """Write one result and commit it before returning; `messages`: its request's, as
+        `remember_requests` named them."""
         case, completion, scored = evaluation.case, evaluation.completion, evaluation.scored
         case_hash = text_hash(case.code, case.description)
         if case_hash not in self._known_texts:
@@ -796,6 +829,7 @@ class Store:
                 scored.reason.model_dump_json() if scored.reason is not None else None,
                 scored.scoring_version or None,
                 _variant_text(case.meta.get("variant")),
+                messages,
             )
         )
         columns: Sequence[str] = _EVAL_COLUMNS
