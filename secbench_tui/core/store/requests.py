@@ -64,10 +64,7 @@ class RequestTexts:
     def refs(self, case: Case) -> str:
         """The JSON a result's `messages` column holds for this case's request."""
         return json.dumps(
-            [
-                [role, [self._hash(part) for part in parts]]
-                for role, parts in message_parts(case)
-            ],
+            [[role, [self._hash(part) for part in parts]] for role, parts in message_parts(case)],
             separators=(",", ":"),
         )
 
@@ -127,8 +124,7 @@ async def read_stored(db: aiosqlite.Connection, value: Any) -> SentRequest:
     texts = await _texts(db, wanted)
     missing = [h for h in wanted if h not in texts]
     messages = tuple(
-        Message(role=role, content="".join(texts.get(h, "") for h in parts))
-        for role, parts in refs
+        Message(role=role, content="".join(texts.get(h, "") for h in parts)) for role, parts in refs
     )
     note = f"{len(missing)} of its texts are missing from the database" if missing else ""
     return SentRequest(messages, "stored", note)

@@ -26,7 +26,7 @@ from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.plain import plain_line
 from secbench_tui.tui.screens.base import BaseScreen
-from secbench_tui.tui.widgets.case_detail import render_result
+from secbench_tui.tui.widgets.case_detail import render_request, render_result
 from secbench_tui.tui.widgets.results_table import SORTS, ResultsTable, shrink_columns
 
 FILTERS = ("model", "prompt", "app", "outcome")  # the dropdowns, by the end of their ids
@@ -109,6 +109,8 @@ class ResultsScreen(BaseScreen):
         Binding("c", "compare", "Compare", id="results.compare"),
         Binding("d", "diff", "Diff runs", id="results.diff"),
         Binding("m", "maximize_pane", "Maximise", id="results.maximise"),
+        Binding("t", "show_request(True)", "Request sent", id="results.request"),
+        Binding("t", "show_request(False)", "Result", id="results.result"),
         Binding("f5", "reload", "Reload", id="results.reload"),
     ]
 
@@ -121,6 +123,7 @@ class ResultsScreen(BaseScreen):
         self._initial_filters = dict(filters or {})
         self.model_options: list[str] = []
         self.app_options: list[str] = []
+        self.show_request = False  # the detail shows the result's request (`t`), not the result
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -277,6 +280,9 @@ class ResultsScreen(BaseScreen):
             return
         store = await self.secbench.store()
         row: ResultRow | None = await store.result(result_id)
+        if self.show_request:
+            await self._show_request(result_id, row)
+            return
         family: list[ResultRow] = []
         if row is not None and row.get("suite_kind") != "vuldetectbench":
             original = (row.get("variant") or {}).get("original") or row.get("case_id")
@@ -285,10 +291,22 @@ class ResultsScreen(BaseScreen):
         prompt = run.prompt_name if run is not None else None
         if not self.query_one(ResultsTable).shows(result_id):
             return  # the filter changed while it was read: that result is not listed now
-        self.query_one("#detail-pane").border_title = f"Result {result_id}"
+        self.query_one("#detail-pane").border_title = f"Result {result_id} (t: request sent)"
         detail = self.query_one("#detail", Static)
         shown = render_result(row, prompt, family) if row else Text(f"result {result_id} is gone")
         detail.update(shown)
+        self.query_one("#detail-pane", VerticalScroll).scroll_home(animate=False)
+
+    async def _show_request(self, result_id: int, row: ResultRow | None) -> None:
+        store = await self.secbench.store()
+        sent = await store.sent_request(result_id)
+        if not self.query_one(ResultsTable).shows(result_id) or not self.show_request:
+            return
+        run = self.runs.get(int(row["run_id"])) if row and row.get("run_id") is not None else None
+        settings = dict(run.settings) if run is not None else None
+        self.query_one("#detail-pane").border_title = f"Result {result_id}: request (t: result)"
+        shown = render_request(row, sent, settings) if row else Text(f"result {result_id} is gone")
+        self.query_one("#detail", Static).update(shown)
         self.query_one("#detail-pane", VerticalScroll).scroll_home(animate=False)
 
     def on_resize(self) -> None:
@@ -433,6 +451,8 @@ class ResultsScreen(BaseScreen):
             return self.run_filter is not None
         if action == "order":
             return parameters[0] != self.query_one(ResultsTable).newest_first
+        if action == "show_request":  # one key, named for what it shows next
+            return parameters[0] != self.show_request
         return True
 
     def focused_runs(self) -> bool:
@@ -516,6 +536,17 @@ class ResultsScreen(BaseScreen):
         if not detail.display:
             self.maximized = detail
             detail.focus()
+
+    def action_show_request(self, show: bool) -> None:
+        """The highlighted result's request as sent (every message), or back to the result.
+        Where the result pane is hidden (a narrow terminal), it takes the screen."""
+        self.show_request = show
+        self.refresh_bindings()
+        detail = self.query_one("#detail-pane")
+        if self.show_request and not detail.display and self.maximized is None:
+            self.maximized = detail
+            detail.focus()
+        self.show_detail(self.current_result())
 
     def action_mark_run(self) -> None:
         table = self.query_one("#runs-table", DataTable)
