@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.events import DescendantFocus
-from textual.widgets import DataTable, Footer, Header, Input, Select, Static
+from textual.widgets import DataTable, Header, Input, Select, Static
 
 from secbench_tui.config import bundled_cases_dir
 from secbench_tui.core.models import Outcome
@@ -27,6 +27,7 @@ from secbench_tui.tui import format as fmt
 from secbench_tui.tui.plain import plain_line
 from secbench_tui.tui.screens.base import BaseScreen
 from secbench_tui.tui.widgets.case_detail import render_request, render_result
+from secbench_tui.tui.widgets.footer import KeyFooter
 from secbench_tui.tui.widgets.results_table import SORTS, ResultsTable, shrink_columns
 
 FILTERS = ("model", "prompt", "app", "outcome")  # the dropdowns, by the end of their ids
@@ -103,14 +104,14 @@ class ResultsScreen(BaseScreen):
         Binding("slash", "search", "Search", id="results.search"),
         Binding("a", "all_runs", "All runs", id="results.all_runs"),
         Binding("space", "mark_run", "Mark run", id="results.mark"),
-        Binding("o", "order(True)", "Newest first", id="results.newest"),
-        Binding("o", "order(False)", "Oldest first", id="results.oldest"),
-        Binding("s", "sort", "Sort", id="results.sort"),
+        Binding("t", "show_request(True)", "Request sent", id="results.request"),
+        Binding("t", "show_request(False)", "Result", id="results.result"),
         Binding("c", "compare", "Compare", id="results.compare"),
         Binding("d", "diff", "Diff runs", id="results.diff"),
         Binding("m", "maximize_pane", "Maximise", id="results.maximise"),
-        Binding("t", "show_request(True)", "Request sent", id="results.request"),
-        Binding("t", "show_request(False)", "Result", id="results.result"),
+        Binding("o", "order(True)", "Newest first", id="results.newest"),
+        Binding("o", "order(False)", "Oldest first", id="results.oldest"),
+        Binding("s", "sort", "Sort", id="results.sort"),
         Binding("f5", "reload", "Reload", id="results.reload"),
     ]
 
@@ -146,7 +147,7 @@ class ResultsScreen(BaseScreen):
                 pane.border_title = "Result"
                 yield Static(Text("Highlight a result to see it here", style="dim"), id="detail")
         yield Static(id="results-status")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "results"

@@ -16,7 +16,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Header, Input, Label, SelectionList, Static
+from textual.widgets import Header, Input, Label, Select, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from secbench_tui.config import Settings, describe_error
@@ -30,6 +30,7 @@ from secbench_tui.tui.messages import CatalogLoaded
 from secbench_tui.tui.screens.base import BaseScreen
 from secbench_tui.tui.screens.confirm import ConfirmScreen
 from secbench_tui.tui.widgets.checklist import CheckList
+from secbench_tui.tui.widgets.footer import KeyFooter
 from secbench_tui.tui.widgets.model_picker import ModelPicker
 from secbench_tui.tui.widgets.suite_picker import SuitePicker
 
@@ -42,6 +43,9 @@ def is_remote(base_url: str) -> bool:
 
 def is_openrouter(base_url: str) -> bool:
     return (urlparse(base_url).hostname or "").endswith("openrouter.ai")
+
+
+SHORT_SCREEN = (100, 32)  # columns, lines: under either, the compact layout
 
 
 class SetupScreen(BaseScreen):
@@ -89,7 +93,17 @@ class SetupScreen(BaseScreen):
                         yield Input(str(s.concurrency), type="integer", id="concurrency")
         yield Static(id="setup-status")
         yield Static(id="estimate")
-        yield Footer()
+        yield KeyFooter()
+
+    def on_resize(self) -> None:
+        """A small terminal (80x24) gets one-line fields and panes of equal width, so the
+        apps, the prompts and the knobs all show; the fields' borders come back when larger."""
+        short = self.size.height < SHORT_SCREEN[1] or self.size.width < SHORT_SCREEN[0]
+        self.set_class(short, "-short")
+        for field in self.query(Input):
+            field.compact = short
+        for choice in self.query(Select):
+            choice.compact = short
 
     def on_mount(self) -> None:
         self.sub_title = "setup"

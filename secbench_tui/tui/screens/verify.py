@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 from textual.worker import get_current_worker
 
 from secbench_tui.core.suites.verify.extra import missing
@@ -25,6 +25,7 @@ from secbench_tui.core.suites.verify.judge import proof_text, witness_line
 from secbench_tui.core.suites.verify.models import CaseProof, Proof, VerifyReport
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.tui.screens.base import BaseScreen, describe_error
+from secbench_tui.tui.widgets.footer import KeyFooter
 
 PROOF_STYLES = {Proof.PROVEN: "green", Proof.FAILED: "bold red", Proof.NOT_VERIFIABLE: "yellow"}
 
@@ -71,7 +72,7 @@ class VerifyScreen(BaseScreen):
             id="verify-status",
         )
         yield DataTable(id="verify-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "verify labels"

@@ -108,17 +108,17 @@ class SuitePicker(Guarded, Vertical):
         if choice.vuldetectbench:
             picked = {str(t) for t in self._tasks} if self._tasks else {n for n, _ in choice.groups}
             groups.add_options(
-                Selection(plain_line(f"task{name}  ({n} cases)"), name, name in picked)
+                Selection(plain_line(f"task{name} ({n})"), name, name in picked)
                 for name, n in choice.groups
             )
-            kind = "VulDetectBench test set: choose tasks"
+            kind = "VulDetectBench tasks (cases) · space ticks"
         else:
             picked = set(self._apps) if self._apps else {name for name, _ in choice.groups}
             groups.add_options(
-                Selection(plain_line(f"{name}  ({n} cases)"), name, name in picked)
+                Selection(plain_line(f"{name} ({n})"), name, name in picked)
                 for name, n in choice.groups
             )
-            kind = "markdown suite: choose apps (space toggles)"
+            kind = "apps (cases) · space ticks"
         shown = Text(inert(choice.problem)) if choice.problem else Text(kind)
         for reason in choice.unusable:
             shown.append("\nnot listed: " + inert(reason), style="yellow")
