@@ -20,6 +20,8 @@ from textual.widgets import DataTable, Header, Input, Select, Static
 
 from secbench_tui.config import bundled_cases_dir
 from secbench_tui.core.models import Outcome
+from secbench_tui.core.results.pairwise import pair_figures
+from secbench_tui.core.results.reasons import first_answers
 from secbench_tui.core.store.database import ResultFilter, RunRecord
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.untrusted import inert_line
@@ -48,11 +50,12 @@ def suite_label(run: RunRecord) -> str:
 
 
 RUN_COLUMNS: tuple[str, ...] = (" ", "run", "model", "prompt", "suite", "started", "status")
-RUN_COLUMNS += ("cases", "accuracy", "cost")
+RUN_COLUMNS += ("cases", "P-C", "accuracy", "cost")
 NARROW_RUNS = 110  # under this many columns the runs table leaves out the suite and start
 # cells the runs table's columns other than model, prompt and suite take: the mark, an id,
 # a start time, a status, counts, accuracy and cost, padding, the border and a scrollbar
-RUN_OTHERS = 1 + 4 + len("11-26 15:01") + len("completed") + len("999/999") + len("accuracy")
+RUN_OTHERS = 1 + 4 + len("11-26 15:01") + len("completed") + len("999/999") + len("100.0%")
+RUN_OTHERS += len("accuracy")
 RUN_OTHERS += len("$0.12") + 2 * len(RUN_COLUMNS) + 2 + 2
 NARROW_OTHERS = RUN_OTHERS - len("11-26 15:01") - 2 - 2
 
@@ -77,9 +80,14 @@ def name_widths(width: int) -> tuple[int, int, int]:
 
 
 def run_cells(
-    run: RunRecord, marked: bool, widths: tuple[int, int, int] = (34, 20, 24)
+    run: RunRecord,
+    marked: bool,
+    widths: tuple[int, int, int] = (34, 20, 24),
+    pair_correct: str = "…",
 ) -> tuple[str | Text, ...]:
-    """A run's row; with no suite width (a narrow terminal), without suite and start time."""
+    """A run's row; with no suite width (a narrow terminal), without suite and start time.
+    `pair_correct`: the run's P-C as shown (the figure the tool leads with; `…` while it is
+    computed, `n/a` for a run without pairs), beside its accuracy."""
     model, prompt, suite = widths
     where: tuple[str | Text, ...] = ()
     if suite:
@@ -93,6 +101,7 @@ def run_cells(
         *where,
         run.status,
         f"{run.finished}/{run.total_cases}",
+        Text(pair_correct, style="bold"),
         fmt.pct(run.accuracy),
         fmt.money(run.cost if run.cost else None),
     )
@@ -125,6 +134,8 @@ class ResultsScreen(BaseScreen):
         self.model_options: list[str] = []
         self.app_options: list[str] = []
         self.show_request = False  # the detail shows the result's request (`t`), not the result
+        # each run's P-C, with the count of results it was computed from (kept while it holds)
+        self.pair_scores: dict[int, tuple[int, float | None]] = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -205,9 +216,28 @@ class ResultsScreen(BaseScreen):
         scrollbar = len(self.runs) >= table.size.height - 3  # its border and header
         widths = name_widths(width + (0 if scrollbar else 2))
         for run in sorted(self.runs.values(), key=lambda r: r.id, reverse=True):
-            table.add_row(*run_cells(run, run.id in self.marked, widths), key=str(run.id))
+            scored = self.pair_scores.get(run.id)
+            pair_correct = fmt.pct(scored[1]) if scored is not None else "…"
+            table.add_row(
+                *run_cells(run, run.id in self.marked, widths, pair_correct), key=str(run.id)
+            )
         if table.row_count:
             table.move_cursor(row=min(row, table.row_count - 1), animate=False)
+        if any(self.pair_scores.get(r.id, (-1,))[0] != r.finished for r in self.runs.values()):
+            self.score_pairs()
+
+    @work(exclusive=True, group="pairs", exit_on_error=False)
+    async def score_pairs(self) -> None:
+        """P-C of each run whose results changed since it was computed, from its stored
+        answers (as the summary and the report compute it), then the runs drawn again."""
+        store = await self.secbench.store()
+        for run in list(self.runs.values()):
+            if self.pair_scores.get(run.id, (-1,))[0] == run.finished:
+                continue
+            rows = await store.run_results(run.id, with_text=False)
+            tally = pair_figures(first_answers(rows))
+            self.pair_scores[run.id] = (run.finished, tally.rate("p_c"))
+        self._draw_runs()
 
     def current_filter(self) -> ResultFilter:
         def chosen(selector: str) -> list[str]:
