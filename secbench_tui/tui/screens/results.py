@@ -223,20 +223,28 @@ class ResultsScreen(BaseScreen):
             )
         if table.row_count:
             table.move_cursor(row=min(row, table.row_count - 1), animate=False)
-        if any(self.pair_scores.get(r.id, (-1,))[0] != r.finished for r in self.runs.values()):
+        scoring = any(w.group == "pairs" and not w.is_finished for w in self.workers)
+        if self._unscored() and not scoring:  # one at a time: it scores all that changed
             self.score_pairs()
 
-    @work(exclusive=True, group="pairs", exit_on_error=False)
+    def _unscored(self) -> list[RunRecord]:
+        """Runs whose P-C is not known for the results they have now."""
+        return [
+            run
+            for run in self.runs.values()
+            if self.pair_scores.get(run.id, (-1,))[0] != run.finished
+        ]
+
+    @work(group="pairs", exit_on_error=False)
     async def score_pairs(self) -> None:
         """P-C of each run whose results changed since it was computed, from its stored
         answers (as the summary and the report compute it), then the runs drawn again."""
         store = await self.secbench.store()
-        for run in list(self.runs.values()):
-            if self.pair_scores.get(run.id, (-1,))[0] == run.finished:
-                continue
-            rows = await store.run_results(run.id, with_text=False)
-            tally = pair_figures(first_answers(rows))
-            self.pair_scores[run.id] = (run.finished, tally.rate("p_c"))
+        while unscored := self._unscored():
+            for run in unscored:
+                rows = await store.run_results(run.id, with_text=False)
+                tally = pair_figures(first_answers(rows))
+                self.pair_scores[run.id] = (run.finished, tally.rate("p_c"))
         self._draw_runs()
 
     def current_filter(self) -> ResultFilter:
