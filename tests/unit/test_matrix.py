@@ -129,6 +129,8 @@ async def test_a_database_from_before_prompt_names_keeps_its_reuse(tmp_path: Pat
     conn.execute("ALTER TABLE evaluations DROP COLUMN notes")  # version 5
     conn.execute("DROP INDEX IF EXISTS ix_eval_case")  # version 6
     conn.execute("ALTER TABLE evaluations DROP COLUMN variant")  # version 7
+    conn.execute("ALTER TABLE evaluations DROP COLUMN messages")  # version 8
+    conn.execute("DROP TABLE request_texts")
     for case in old.cases:
         conn.execute(
             "UPDATE evaluations SET request_hash=? WHERE case_id=?",

@@ -36,7 +36,9 @@ async def add_request_texts(db: aiosqlite.Connection) -> None:
     await db.execute(
         "CREATE TABLE IF NOT EXISTS request_texts (hash TEXT PRIMARY KEY, text TEXT NOT NULL)"
     )
-    await db.execute("ALTER TABLE evaluations ADD COLUMN messages TEXT")
+    cursor = await db.execute("PRAGMA table_info(evaluations)")
+    if "messages" not in {row[1] for row in await cursor.fetchall()}:
+        await db.execute("ALTER TABLE evaluations ADD COLUMN messages TEXT")
 
 
 def message_parts(case: Case) -> Parts:
