@@ -34,7 +34,10 @@ from secbench_tui.core.models import (  # noqa: E402
     Scored,
     SuiteKind,
 )
-from secbench_tui.core.results import exports, report  # noqa: E402
+from secbench_tui.core.results import exports  # noqa: E402
+from secbench_tui.core.results.report.files import report_path, write_text_atomic  # noqa: E402
+from secbench_tui.core.results.report.gathering import gather  # noqa: E402
+from secbench_tui.core.results.report.rendering import render_html  # noqa: E402
 from secbench_tui.core.store.database import Store  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -147,14 +150,14 @@ async def time_report(path: Path, out_dir: Path) -> tuple[dict[str, float], Path
     try:
         count = await store.count_results()
         t1 = time.perf_counter()
-        data = await report.gather(store)
+        data = await gather(store)
     finally:
         await store.close()
     t2 = time.perf_counter()
-    html = report.render_html(data)
+    html = render_html(data)
     t3 = time.perf_counter()
-    target = report.report_path(out_dir)
-    report.write_text_atomic(target, html)
+    target = report_path(out_dir)
+    write_text_atomic(target, html)
     t4 = time.perf_counter()
     for name, exporter in exports.EXPORTERS.items():
         e0 = time.perf_counter()

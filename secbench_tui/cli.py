@@ -216,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command.lint:
         from secbench_tui.linting import lint_main
 
-        return int(lint_main(settings.cases_dir))
+        return int(lint_main(settings.cases_dir, settings.apps))
     if command.rescore:
         from secbench_tui.rescoring import rescore_main
 

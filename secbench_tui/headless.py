@@ -37,7 +37,8 @@ from secbench_tui.core.run.events import (
 )
 from secbench_tui.core.run.matrix import resumable
 from secbench_tui.core.run.providers.baselines import is_baseline
-from secbench_tui.core.store.database import Store, StoreError
+from secbench_tui.core.store.connection import StoreError
+from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import inert_line, redact_url
 from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import (

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from secbench_tui.core.suites.lint import format_report, lint_suite
+from secbench_tui.core.suites.markdown import SuiteError, discover_apps
 from secbench_tui.core.untrusted import inert
 from secbench_tui.core.vuldetectbench.loader import is_vuldetectbench_dir
 from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 
-def lint_main(cases_dir: Path) -> int:
+def lint_main(cases_dir: Path, apps: Sequence[str] | None = None) -> int:
     """`secbench-tui --lint`: print the findings; 0 when clean, 1 on problems, 2 when the
-    folder is missing or is not a markdown suite (as a run says of the same folder)."""
+    folder is missing, is not a markdown suite or has no app of a name in `--apps` (as a run
+    says of the same folder)."""
     if not cases_dir.is_dir():
         say_error(
             f"--cases {inert(cases_dir)}: no such folder; give the suite's"
@@ -27,6 +30,12 @@ def lint_main(cases_dir: Path) -> int:
             " the benchmark: run it as it is (--cases with --no-ui, or in the app)",
         )
         return EXIT_USAGE
-    report = lint_suite(cases_dir)
+    if apps:
+        try:
+            discover_apps(cases_dir, apps)
+        except SuiteError as exc:
+            say_error(str(exc))
+            return EXIT_USAGE
+    report = lint_suite(cases_dir, only=apps)
     print(inert(format_report(report)))  # file names and suite text are foreign
     return EXIT_FAILED if report.failed else EXIT_OK

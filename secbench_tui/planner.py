@@ -19,7 +19,7 @@ from secbench_tui.core.run.matrix import PlannedRun
 from secbench_tui.core.run.providers.base import Provider, RetryCallback
 from secbench_tui.core.run.providers.baselines import BASELINES, BaselineProvider, is_baseline
 from secbench_tui.core.run.providers.openai_compat import ClientSettings, OpenAICompatibleProvider
-from secbench_tui.core.store.database import vdb_prompt_name
+from secbench_tui.core.store.values import vdb_prompt_name
 from secbench_tui.core.suites.markdown import SuiteError, load_markdown_suite
 from secbench_tui.core.suites.prompts import (
     PromptError,

@@ -15,14 +15,12 @@ from typing import TextIO
 
 from secbench_tui.config import Settings
 from secbench_tui.core.results.exports import EXPORTERS
-from secbench_tui.core.results.report import (
-    ReportError,
-    gather,
-    render_html,
-    report_path,
-    write_text_atomic,
-)
-from secbench_tui.core.store.database import Store, StoreError
+from secbench_tui.core.results.report.data import ReportError
+from secbench_tui.core.results.report.files import report_path, write_text_atomic
+from secbench_tui.core.results.report.gathering import gather
+from secbench_tui.core.results.report.rendering import render_html
+from secbench_tui.core.store.connection import StoreError
+from secbench_tui.core.store.database import Store
 from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK
 
@@ -32,7 +30,16 @@ class OutputError(OSError):
 
 
 def write_file(target: Path, text: str, flag: str) -> None:
-    """Write `text` to `target` for `flag` (`--out`, `--summary-json`), or raise `OutputError`."""
+    """Write `text` to `target` for `flag` (`--out`, `--summary-json`), or raise `OutputError`.
+
+    A folder the user named is not created (as for `--summary-json`: a typo in a path should
+    not leave new folders behind); the default reports folder is.
+    """
+    if flag != "report" and not target.parent.is_dir():
+        raise OutputError(
+            f"{flag} {target}: folder {target.parent} does not exist; create it or pick "
+            "another path"
+        )
     try:
         write_text_atomic(target, text)
     except OSError as exc:
@@ -99,15 +106,12 @@ async def _export_main(
     runs: list[int] | None,
     models: list[str] | None,
 ) -> int:
-    db = settings.db
-    if not db.is_file():
-        say_error(
-            f"--db {db}: no such database; run an evaluation first "
-            "(e.g. secbench-tui --model baseline/random --no-ui) or point --db at a results file",
-        )
-        return EXIT_FAILED
     try:
-        store = await Store.open(db)
+        store = await Store.open_existing(
+            settings.db,
+            "run an evaluation first (e.g. secbench-tui --model baseline/random --no-ui)"
+            " or point --db at a results file",
+        )
     except StoreError as exc:
         say_error(exc)
         return EXIT_FAILED

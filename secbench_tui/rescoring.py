@@ -11,17 +11,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from secbench_tui.core.results.rescore import rescore
-from secbench_tui.core.store.database import Store, StoreError
+from secbench_tui.core.store.connection import StoreError
+from secbench_tui.core.store.database import Store
 from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK
 
 
 async def _rescore_main(db: Path, runs: Sequence[int]) -> int:
-    if not db.is_file():
-        say_error(f"--db {db}: no such database; give the file a run recorded its results in")
-        return EXIT_FAILED
     try:
-        store = await Store.open(db)
+        store = await Store.open_existing(db, "give the file a run recorded its results in")
     except StoreError as exc:
         say_error(exc)
         return EXIT_FAILED

@@ -39,7 +39,8 @@ from secbench_tui.core.results.summary import RunSummary
 from secbench_tui.core.run.engine import Engine, RunSpec
 from secbench_tui.core.run.events import CaseFinished, RunFinished
 from secbench_tui.core.run.providers.base import RetryCallback
-from secbench_tui.core.store.database import Store, vdb_prompt_name
+from secbench_tui.core.store.database import Store
+from secbench_tui.core.store.values import vdb_prompt_name
 from secbench_tui.core.suites.prompts import sha256_text
 from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 from secbench_tui.core.vuldetectbench.loader import (

@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from secbench_tui.core.store.database import StoreError
+from secbench_tui.core.store.connection import StoreError
 from secbench_tui.planner import UsageError
 
 if TYPE_CHECKING:

@@ -99,9 +99,20 @@ def test_report_and_export_to_an_unwritable_out_exit_1_naming_it(tmp_path: Path)
     ):
         result = command(tmp_path, *args, "--db", str(db))
         assert result.returncode == EXIT_FAILED, (args, result.stderr)
-        assert f"--out {target}: cannot write it" in result.stderr, result.stderr
+        assert f"--out {target}: " in result.stderr, result.stderr
+        assert "cannot write it" in result.stderr or "does not exist" in result.stderr
         assert "partial" not in result.stderr
     assert list(folder.iterdir()) == []
+
+
+def test_an_out_path_in_a_missing_folder_is_refused_not_created(tmp_path: Path) -> None:
+    db = baseline_db(tmp_path)
+    target = tmp_path / "typo" / "deeper" / "x.csv"
+    for args in (("--export", "csv"), ("--report",)):
+        result = command(tmp_path, *args, "--out", str(target), "--db", str(db))
+        assert result.returncode == EXIT_FAILED, (args, result.stderr)
+        assert f"--out {target}: folder {target.parent} does not exist" in result.stderr
+    assert not (tmp_path / "typo").exists()
 
 
 def test_a_case_linking_outside_the_suite_is_skipped_with_a_warning_and_never_sent(

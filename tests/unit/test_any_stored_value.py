@@ -22,7 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from secbench_tui.core.results.exports import EXPORTERS
-from secbench_tui.core.results.report import ReportError, gather, render_html
+from secbench_tui.core.results.report.data import ReportError
+from secbench_tui.core.results.report.gathering import gather
+from secbench_tui.core.results.report.rendering import render_html
 from secbench_tui.core.run.engine import Engine, RunSpec
 from secbench_tui.core.run.events import RunFinished
 from secbench_tui.core.store.database import Store

@@ -12,7 +12,7 @@ from secbench_tui.core.models import Case, SuiteKind
 from secbench_tui.core.run.catalog import fetch_error, save_cache
 from secbench_tui.core.run.engine import RunSpec
 from secbench_tui.core.run.providers.openai_compat import ClientSettings, _abort_for, api_url
-from secbench_tui.core.store.database import recorded_settings
+from secbench_tui.core.store.runs import recorded_settings
 
 SECRET_URL = "http://alice:pa55@127.0.0.1:8080/v1?api_key=k3y&api-version=2024"
 

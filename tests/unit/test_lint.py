@@ -266,3 +266,44 @@ def test_a_vuldetectbench_folder_is_named_as_one(tmp_path: Path) -> None:
     run = _lint(tmp_path)
     assert run.returncode == 2, run.stdout + run.stderr
     assert "VulDetectBench" in run.stderr and "no app folders" not in run.stdout + run.stderr
+
+
+def test_apps_limits_the_lint_to_the_named_apps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_suite(tmp_path, [pair_code(i) for i in range(12)], app="clean")
+    write_suite(tmp_path, short_bad_pairs(12), app="leaky")
+    (tmp_path / "loose").mkdir()
+    (tmp_path / "loose" / "x-01-good.md").write_text(case_text("SELECT 1;", "good"))
+    assert lint_suite(tmp_path).failed
+    only_clean = lint_suite(tmp_path, only=["clean"])
+    assert [a.app for a in only_clean.apps] == ["clean"]
+    assert not only_clean.failed, [str(f) for f in only_clean.findings]
+    assert main(tmp_path, ["clean"]) == 0
+    assert main(tmp_path, ["leaky"]) == 1
+    capsys.readouterr()
+    assert main(tmp_path, ["clean", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert "--apps: no app named nosuch" in err and "clean, leaky" in err
+
+
+def test_apps_reaches_the_lint_from_the_command_line(tmp_path: Path) -> None:
+    write_suite(tmp_path, [pair_code(i) for i in range(12)], app="clean")
+    write_suite(tmp_path, short_bad_pairs(12), app="leaky")
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "secbench_tui",
+            "--lint",
+            "--cases",
+            str(tmp_path),
+            "--apps",
+            "clean",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "leaky" not in run.stdout

@@ -18,8 +18,8 @@ from secbench_tui.core.run.engine import Engine, RunSpec, latest_run
 from secbench_tui.core.run.events import CaseFinished, RunFinished
 from secbench_tui.core.run.matrix import Matrix, MatrixEvent, PlannedRun
 from secbench_tui.core.run.providers.base import RetryCallback, RunAborted
-from secbench_tui.core.store.database import LEGACY_PROMPT_NAME, Store
-from secbench_tui.core.store.values import text_hash
+from secbench_tui.core.store.database import Store
+from secbench_tui.core.store.values import LEGACY_PROMPT_NAME, text_hash
 from secbench_tui.core.suites.prompts import (
     VERDICT_SCHEMA,
     PromptError,

@@ -20,7 +20,10 @@ from secbench_tui.core.models import (
     Scored,
     SuiteKind,
 )
-from secbench_tui.core.results import report
+from secbench_tui.core.results.report.data import ReportData, ReportError
+from secbench_tui.core.results.report.files import report_path
+from secbench_tui.core.results.report.gathering import gather
+from secbench_tui.core.results.report.rendering import _csp_hash, render_html
 from secbench_tui.core.store.database import Store
 from secbench_tui.reporting import export_main
 
@@ -131,10 +134,10 @@ def db(tmp_path: Path) -> Path:
     return path
 
 
-async def gather_from(path: Path, **kwargs: object) -> report.ReportData:
+async def gather_from(path: Path, **kwargs: object) -> ReportData:
     store = await Store.open(path)
     try:
-        return await report.gather(store, **kwargs)  # type: ignore[arg-type]
+        return await gather(store, **kwargs)  # type: ignore[arg-type]
     finally:
         await store.close()
 
@@ -170,15 +173,15 @@ async def test_models_filter(db: Path) -> None:
     ],
 )
 async def test_unknown_selection_is_a_clear_error(db: Path, kwargs, message: str) -> None:
-    with pytest.raises(report.ReportError, match=re.escape(message)):
+    with pytest.raises(ReportError, match=re.escape(message)):
         await gather_from(db, **kwargs)
 
 
 async def test_empty_database_is_a_clear_error(tmp_path: Path) -> None:
     store = await Store.open(tmp_path / "empty.db")
     try:
-        with pytest.raises(report.ReportError, match="no results to report"):
-            await report.gather(store)
+        with pytest.raises(ReportError, match="no results to report"):
+            await gather(store)
     finally:
         await store.close()
 
@@ -223,7 +226,7 @@ async def test_repeats_show_consistency_and_pass_hat_n(tmp_path: Path) -> None:
     try:
         answers = [["good"] * 3, ["bad", "good", "bad"], ["bad"] * 3, ["bad"] * 3, ["good"] * 3]
         await add_run(store, "m/repeat", answers)
-        data = await report.gather(store)
+        data = await gather(store)
     finally:
         await store.close()
     (c,) = data.contenders
@@ -231,7 +234,7 @@ async def test_repeats_show_consistency_and_pass_hat_n(tmp_path: Path) -> None:
     assert c.repeat is not None
     assert c.repeat["pass_hat_n"] == pytest.approx(2 / 5)  # a-good and c-bad always right
     assert c.repeat["consistency"] == pytest.approx((4 + 2 / 3) / 5)
-    html = report.render_html(data)
+    html = render_html(data)
     assert 'id="repeats-table"' in html
     assert "2/3 pass, consistency 67%" in html
 
@@ -265,7 +268,7 @@ async def test_vuldetectbench_section(tmp_path: Path) -> None:
                 run_id=run_id, case=case, index=index, completion=Completion(text="x"), scored=score
             )
             await store.record(ev, f"vdb{index}")
-        data = await report.gather(store)
+        data = await gather(store)
     finally:
         await store.close()
     assert data.contenders == []
@@ -278,7 +281,7 @@ async def test_vuldetectbench_section(tmp_path: Path) -> None:
         ("task2", "se"),
         ("task2", "me"),
     ]
-    html = report.render_html(data)
+    html = render_html(data)
     table = tables(html)["vdb-table"]
     assert table[-1][0].startswith("m/vdb")
     assert table[-1][-4:] == ["50.0%", "66.7%", "50.0%", "100.0%"]
@@ -335,7 +338,7 @@ def by_model(table: list[list[str]]) -> dict[str, dict[str, str]]:
 
 
 async def test_html_has_the_spec_sections_and_every_case(db: Path) -> None:
-    html = report.render_html(await gather_from(db))
+    html = render_html(await gather_from(db))
     found = tables(html)
     overview = by_model(found["overview-table"])
     assert overview["m/alpha"]["Accuracy 95% CI"].split()[0] == "60.0%"
@@ -358,15 +361,15 @@ async def test_html_has_the_spec_sections_and_every_case(db: Path) -> None:
 
 
 async def test_script_and_style_are_pinned_by_the_csp(db: Path) -> None:
-    html = report.render_html(await gather_from(db))
+    html = render_html(await gather_from(db))
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html)
     assert csp is not None
     script = re.search(r"<script>(.*?)</script>", html, re.DOTALL)
     style = re.search(r"<style>(.*?)</style>", html, re.DOTALL)
     assert script is not None and style is not None
     policy = csp.group(1).replace("&#39;", "'")
-    assert f"script-src '{report._csp_hash(script.group(1))}'" in policy
-    assert f"style-src '{report._csp_hash(style.group(1))}'" in policy
+    assert f"script-src '{_csp_hash(script.group(1))}'" in policy
+    assert f"style-src '{_csp_hash(style.group(1))}'" in policy
     assert "default-src 'none'" in policy and "unsafe" not in policy
     assert ' style="' not in html  # style attributes would be blocked by the policy
 
@@ -399,7 +402,7 @@ async def test_every_string_from_the_database_is_escaped(tmp_path: Path) -> None
         )
         await store.record(ev, "second")
         await add_run(store, "m/other", ["bad"], cases=cases)
-        html = report.render_html(await report.gather(store))
+        html = render_html(await gather(store))
     finally:
         await store.close()
     assert "<img" not in html and "<b>" not in html
@@ -417,10 +420,10 @@ async def test_every_string_from_the_database_is_escaped(tmp_path: Path) -> None
 
 def test_report_path_is_local_time_and_never_overwrites(tmp_path: Path) -> None:
     when = datetime(2024, 1, 15, 14, 30, 0)
-    first = report.report_path(tmp_path, when)
+    first = report_path(tmp_path, when)
     assert first.name == "report_2024-01-15_14-30-00.html"
     first.write_text("x")
-    assert report.report_path(tmp_path, when).name == "report_2024-01-15_14-30-00-2.html"
+    assert report_path(tmp_path, when).name == "report_2024-01-15_14-30-00-2.html"
 
 
 def test_report_command_writes_into_reports_and_prints_the_path(

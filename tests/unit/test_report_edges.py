@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from secbench_tui.core.models import Completion, Evaluation, Outcome, Scored
-from secbench_tui.core.results import exports, report
+from secbench_tui.core.results import exports
+from secbench_tui.core.results.report.data import IMPORTED_SUITE
+from secbench_tui.core.results.report.gathering import gather
+from secbench_tui.core.results.report.rendering import render_html
 from secbench_tui.core.store.database import Store
 from tests.unit.test_report import CASES, add_run, by_model, make_case, tables
 
@@ -40,7 +43,7 @@ async def test_imported_verdicts_count_whatever_their_case(tmp_path: Path) -> No
     legacy_database(path)
     store = await Store.open(path)
     try:
-        data = await report.gather(store)
+        data = await gather(store)
     finally:
         await store.close()
     (c,) = data.contenders
@@ -52,7 +55,7 @@ async def test_imported_verdicts_count_whatever_their_case(tmp_path: Path) -> No
         "bad": {"bad": 2, "good": 0, "none": 0},
         "good": {"bad": 1, "good": 1, "none": 0},
     }
-    html = report.render_html(data)
+    html = render_html(data)
     row = by_model(tables(html)["overview-table"])["gpt-4"]
     assert row["Recall bad"] == "100.0%" and row["Precision"] == "66.7%"
 
@@ -86,7 +89,7 @@ async def test_no_price_per_correct_answer_when_some_costs_are_unknown(tmp_path:
             )
             await store.record(ev, f"{other}:{case.case_id}")
         await store.finish_run(other, "completed")
-        data = await report.gather(store)
+        data = await gather(store)
     finally:
         await store.close()
     figures = {c.run.id: c.stats for c in data.contenders}
@@ -94,7 +97,7 @@ async def test_no_price_per_correct_answer_when_some_costs_are_unknown(tmp_path:
     assert figures[other]["cost"] == pytest.approx(0.004)  # four of five reported
     assert figures[other]["cost_missing"] == 1
     assert figures[other]["cost_per_correct"] is None  # 0.004 / 5 would flatter it
-    ranking = by_model(tables(report.render_html(data))["overview-table"])
+    ranking = by_model(tables(render_html(data))["overview-table"])
     assert ranking["m/beta"]["Cost"].startswith("≥") and ranking["m/beta"]["Per correct"] == "n/a"
     assert ranking["m/alpha"]["Cost"] == "$0.00500"
 
@@ -103,12 +106,12 @@ async def test_a_model_with_only_errors_is_reported_and_exported(tmp_path: Path)
     store = await Store.open(tmp_path / "results.db")
     try:
         await add_run(store, "m/down", ["ERR"] * 5)
-        data = await report.gather(store)
+        data = await gather(store)
     finally:
         await store.close()
     (c,) = data.contenders
     assert (c.stats["errors"], c.stats["accuracy"], c.stats["f1"]) == (5, 0.0, None)
-    html = report.render_html(data)
+    html = render_html(data)
     assert by_model(tables(html)["overview-table"])["m/down"]["Unparsed / errors"] == "0 / 5"
     junit = exports.to_junit(data)
     assert 'errors="5"' in junit and 'failures="0"' in junit
@@ -120,12 +123,12 @@ async def test_imported_results_beside_a_new_run_name_their_unknown_suite(tmp_pa
     store = await Store.open(path)
     try:
         await add_run(store, "gpt-4", ["good", "bad", "bad", "good", "bad"])
-        data = await report.gather(store)
+        data = await gather(store)
     finally:
         await store.close()
     assert len(data.suites) == 2
-    html = report.render_html(data)
+    html = render_html(data)
     assert "<code></code>" not in html and '<code class="path"></code>' not in html
-    assert html.count(report.IMPORTED_SUITE) >= 2  # the verdict's heading, the table's column
+    assert html.count(IMPORTED_SUITE) >= 2  # the verdict's heading, the table's column
     ranking = by_model(tables(html)["overview-table"])
-    assert ranking["gpt-4 (run 1)"]["Suite"] == report.IMPORTED_SUITE
+    assert ranking["gpt-4 (run 1)"]["Suite"] == IMPORTED_SUITE

@@ -14,7 +14,9 @@ from test_report import ANSWERS, CASES, add_run, fill, make_case
 
 from secbench_tui.config import Settings
 from secbench_tui.core.models import Case, Message, SuiteKind
-from secbench_tui.core.results import exports, report
+from secbench_tui.core.results import exports
+from secbench_tui.core.results.report.data import ReportData
+from secbench_tui.core.results.report.gathering import gather
 from secbench_tui.core.store.database import Store
 from secbench_tui.reporting import export_main
 
@@ -26,10 +28,10 @@ def db(tmp_path: Path) -> Path:
     return path
 
 
-async def data_of(path: Path, **kwargs: object) -> report.ReportData:
+async def data_of(path: Path, **kwargs: object) -> ReportData:
     store = await Store.open(path)
     try:
-        return await report.gather(store, **kwargs)  # type: ignore[arg-type]
+        return await gather(store, **kwargs)  # type: ignore[arg-type]
     finally:
         await store.close()
 
@@ -114,7 +116,7 @@ async def test_junit_survives_control_characters_and_markup(tmp_path: Path) -> N
     store = await Store.open(tmp_path / "x.db")
     try:
         await add_run(store, f"m/{nasty}", ["bad"], cases=[case])
-        data = await report.gather(store)
+        data = await gather(store)
     finally:
         await store.close()
     text = exports.to_junit(data)
@@ -129,7 +131,7 @@ async def test_repeats_are_separate_tests(tmp_path: Path) -> None:
     store = await Store.open(tmp_path / "r.db")
     try:
         await add_run(store, "m/r", [["good", "bad"]], cases=[make_case("shop", "a.md", "good")])
-        data = await report.gather(store)
+        data = await gather(store)
     finally:
         await store.close()
     root = ET.fromstring(exports.to_junit(data))

@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from secbench_tui.core.models import Case, Completion, Message
-from secbench_tui.core.results import report
 from secbench_tui.core.results.exports import to_csv, to_json, to_junit
+from secbench_tui.core.results.report.gathering import gather
+from secbench_tui.core.results.report.rendering import render_html
 from secbench_tui.core.run.engine import Engine, RunSpec
 from secbench_tui.core.run.providers.base import RetryCallback
 from secbench_tui.core.store.database import Store
@@ -72,7 +73,7 @@ async def fill(db: Path) -> None:
 async def test_the_report_shows_models_by_prompts(tmp_path: Path) -> None:
     await fill(tmp_path / "r.db")
     store = await Store.open(tmp_path / "r.db")
-    data = await report.gather(store)
+    data = await gather(store)
     await store.close()
     assert len(data.contenders) == 4  # one per model x prompt, none hides another
     assert sorted(c.label for c in data.contenders) == [
@@ -89,7 +90,7 @@ async def test_the_report_shows_models_by_prompts(tmp_path: Path) -> None:
     assert len(matrix.pairs) == 2 and set(by_model) == {"m/alpha", "m/beta"}
     assert by_model["m/alpha"].p_value < 0.05  # 12 cases apart, all one way
     assert by_model["m/beta"].p_value > 0.05  # one case apart
-    page = report.render_html(data)
+    page = render_html(data)
     assert 'id="prompts"' in page and "Models × evaluation prompts" in page
     assert "explanation</code> before <code>assessment" in page
     cell = matrix.cell("m/alpha", "default")
@@ -99,7 +100,7 @@ async def test_the_report_shows_models_by_prompts(tmp_path: Path) -> None:
 async def test_exports_carry_the_prompt(tmp_path: Path) -> None:
     await fill(tmp_path / "r.db")
     store = await Store.open(tmp_path / "r.db")
-    data = await report.gather(store)
+    data = await gather(store)
     await store.close()
     document = json.loads(to_json(data))
     assert sorted((r["model"], r["prompt"]) for r in document["runs"]) == [
@@ -123,7 +124,7 @@ async def test_one_prompt_per_model_keeps_plain_labels(tmp_path: Path) -> None:
     spec.prompt_name = "default"
     async for _ in Engine(spec, Answers("m/solo", lambda i: True), store).events():
         pass
-    data = await report.gather(store)
+    data = await gather(store)
     await store.close()
     assert [c.label for c in data.contenders] == ["m/solo"]
     assert data.prompt_matrices == []

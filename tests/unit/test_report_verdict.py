@@ -23,8 +23,11 @@ from secbench_tui.core.models import (
     Scored,
     SuiteKind,
 )
-from secbench_tui.core.results import exports, report
+from secbench_tui.core.results import exports
 from secbench_tui.core.results.metrics import mcnemar_exact, proportion_interval, wilson_interval
+from secbench_tui.core.results.report.data import ReportData
+from secbench_tui.core.results.report.gathering import gather
+from secbench_tui.core.results.report.rendering import render_html
 from secbench_tui.core.store.database import Store
 
 N = 30
@@ -101,12 +104,12 @@ async def store(tmp_path: Path):  # type: ignore[no-untyped-def]
     await opened.close()
 
 
-async def designed(store: Store) -> report.ReportData:
+async def designed(store: Store) -> ReportData:
     await record_run(store, "m/weak", BAD_ONLY, cost=0.0001)
     await record_run(store, "m/strong", STRONG, cost=0.01)
     await record_run(store, "baseline/always-bad", ["bad"] * N, cost=0.0)
     await record_run(store, "m/twin", TWIN, cost=0.001)
-    return await report.gather(store)
+    return await gather(store)
 
 
 # --- ranking and verdict -----------------------------------------------------------------
@@ -156,7 +159,7 @@ async def test_cost_per_correct_answer(store: Store) -> None:
 
 
 async def test_the_verdict_reads_as_a_decision(store: Store) -> None:
-    html = report.render_html(await designed(store))
+    html = render_html(await designed(store))
     verdict = html[html.index('<section id="verdict">') : html.index('<section id="overview">')]
     text = " ".join(re.sub(r"<[^>]+>", "", verdict).split())
     assert "m/strong is the most accurate: 100.0% of answers right" in text
@@ -169,10 +172,10 @@ async def test_the_verdict_reads_as_a_decision(store: Store) -> None:
 async def test_one_model_clearly_best_says_so(store: Store) -> None:
     await record_run(store, "m/strong", STRONG)
     await record_run(store, "m/weak", BAD_ONLY)
-    data = await report.gather(store)
+    data = await gather(store)
     (verdict,) = data.verdicts
     assert [c.model for c in verdict.top] == ["m/strong"] and verdict.cheapest is None
-    html = report.render_html(data)
+    html = render_html(data)
     assert "Clearly better than every other model" in html
 
 
@@ -181,14 +184,14 @@ async def test_a_narrowed_run_is_flagged_and_ranked_after_whole_ones(store: Stor
     part = await record_run(
         store, "m/part", STRONG[:10], cases=CASES[:10], settings={"limit": 10, "repeats": 1}
     )
-    data = await report.gather(store, run_ids=[whole, part])
+    data = await gather(store, run_ids=[whole, part])
     assert [c.model for c in data.contenders] == ["m/whole", "m/part"]  # 100% on 10 ranks 2nd
     (verdict,) = data.verdicts
     assert verdict.best.model == "m/whole" and verdict.cases == N
     assert [c.model for c in verdict.partial] == ["m/part"]
     # Not distinguishable on 10 shared cases, but never offered as an equal choice.
     assert data.contenders[1].standing == "tied" and verdict.top == [verdict.best]
-    html = report.render_html(data)
+    html = render_html(data)
     assert "Not comparable: <strong>m/part</strong> answered 10 of 30 cases" in html
     assert f"(run {part}: --limit 10)" in html
 
@@ -204,16 +207,16 @@ async def test_default_prefers_a_whole_run_to_a_later_narrow_or_stopped_one(
         store, "m/a", STRONG[:5], cases=CASES[:5], settings={"apps": ["shop"], "repeats": 1}
     )
     stopped = await record_run(store, "m/a", STRONG[:7], cases=CASES[:7], status="stopped")
-    data = await report.gather(store)
+    data = await gather(store)
     assert [c.run.id for c in data.contenders] == [whole]
     assert [r.id for r in data.others] == [narrow, stopped]
-    html = report.render_html(data)
+    html = render_html(data)
     others = html[html.index('id="others"') :]
     assert f"run {narrow}: m/a, markdown, 5 results" in others and "--apps shop" in others
     assert f"run {stopped}: m/a, markdown, 7 results" in others and "stopped" in others
     # A later whole run replaces the earlier one.
     newer = await record_run(store, "m/a", STRONG)
-    data = await report.gather(store)
+    data = await gather(store)
     assert [c.run.id for c in data.contenders] == [newer]
     assert whole in [r.id for r in data.others]
 
@@ -221,7 +224,7 @@ async def test_default_prefers_a_whole_run_to_a_later_narrow_or_stopped_one(
 async def test_without_a_whole_run_the_latest_narrow_one_is_shown(store: Store) -> None:
     await record_run(store, "m/a", STRONG[:5], cases=CASES[:5], settings={"limit": 5})
     latest = await record_run(store, "m/a", STRONG[:6], cases=CASES[:6], settings={"limit": 6})
-    data = await report.gather(store)
+    data = await gather(store)
     assert [c.run.id for c in data.contenders] == [latest]
 
 
@@ -245,7 +248,7 @@ async def test_vuldetectbench_runs_of_other_tasks_are_kept_side_by_side(store: S
     second = await record_run(
         store, "m/v", ["YES", "YES"], cases=vdb[2:], kind="vuldetectbench", settings={"tasks": [2]}
     )
-    data = await report.gather(store)
+    data = await gather(store)
     assert [c.run.id for c in data.vdb] == [first, second]
     assert data.others == []
 
@@ -257,17 +260,17 @@ async def test_repeats_get_an_interval_over_cases_not_tries(store: Store) -> Non
     # Each case asked three times; right on every try of 20 cases, on no try of 10.
     answers = [[v] * 3 for v in right_on(*range(20))]
     await record_run(store, "m/r", answers, settings={"repeats": 3})
-    (c,) = (await report.gather(store)).contenders
+    (c,) = (await gather(store)).contenders
     assert c.stats["cases"] == 3 * N and c.case_count == N
     assert c.stats["accuracy_ci"] == pytest.approx(proportion_interval(20 / 30, N))
     naive = wilson_interval(60, 90)
     assert c.stats["accuracy_ci"][1] - c.stats["accuracy_ci"][0] > naive[1] - naive[0]
-    html = report.render_html(await report.gather(store))
+    html = render_html(await gather(store))
     assert by_model(tables(html)["overview-table"])["m/r"]["Cases"] == "30 ×3"
 
 
 async def test_per_class_recall_in_the_overview_and_the_confusion_matrices(store: Store) -> None:
-    html = report.render_html(await designed(store))
+    html = render_html(await designed(store))
     overview = by_model(tables(html)["overview-table"])
     weak = overview["m/weak"]
     assert (weak["Recall bad"], weak["Recall good"], weak["Bal. acc."]) == (
@@ -294,7 +297,7 @@ async def test_settings_shown_once_when_shared_and_only_where_they_apply(store: 
     await record_run(store, "m/a", STRONG, settings={**endpoint, "temperature": 0.0})
     await record_run(store, "m/b", TWIN, settings={**endpoint, "temperature": 0.7})
     await record_run(store, "baseline/random", BAD_ONLY, settings={**endpoint, "seed": 3})
-    data = await report.gather(store)
+    data = await gather(store)
     assert data.common_settings == [("repeats", "1")]
     settings = {c.model: dict(c.settings) for c in data.contenders}
     assert settings["m/a"] == {
@@ -303,7 +306,7 @@ async def test_settings_shown_once_when_shared_and_only_where_they_apply(store: 
         "temperature": "0.0",
     }
     assert settings["baseline/random"] == {"seed": "3"}  # no endpoint, no VulDetectBench keys
-    html = report.render_html(data)
+    html = render_html(data)
     runs_table = html[html.index('id="runs-table"') :]
     assert "tasks" not in runs_table and "method" not in runs_table
 
@@ -355,10 +358,10 @@ async def test_a_lone_model_without_references_is_told_how_to_get_chance_level(
 ) -> None:
     await record_run(store, "m/alone", TWIN)
     await record_run(store, "baseline/random", BAD_ONLY)
-    data = await report.gather(store, models=["m/alone"])
+    data = await gather(store, models=["m/alone"])
     (verdict,) = data.verdicts
     assert verdict.reference is None and verdict.near_chance == []
-    text = " ".join(re.sub(r"<[^>]+>", "", report.render_html(data)).split())
+    text = " ".join(re.sub(r"<[^>]+>", "", render_html(data)).split())
     assert "m/alone is the only model here: 93.3% of answers right" in text
     assert "No reference in this report, so chance level is unknown" in text
     assert "secbench-tui --model baseline/random --no-ui" in text
@@ -369,10 +372,10 @@ async def test_hardest_cases_name_the_case_once_and_say_all_when_all_missed(
 ) -> None:
     await designed(store)
     await record_run(store, "m/third", right_on(*range(1, N)))  # misses case 0, as twin does
-    data = await report.gather(store, models=["m/twin", "m/weak", "m/third"])
+    data = await gather(store, models=["m/twin", "m/weak", "m/third"])
     first = data.hardest[0]
     assert (first.case_id, first.name, first.app) == ("blog/case-00.md", "case-00.md", "blog")
-    rows = {row[0]: row for row in tables(report.render_html(data))["hardest-table"][1:]}
+    rows = {row[0]: row for row in tables(render_html(data))["hardest-table"][1:]}
     assert rows["case-00.md"][1:5] == ["blog", "good", "3 of 3", "all 3"]
     assert rows["case-01.md"][3:5] == ["1 of 3", "m/twin"]  # not all: named
 
@@ -382,7 +385,7 @@ async def test_each_suite_gets_its_own_ranking_and_verdict(store: Store) -> None
     await record_run(store, "m/b", STRONG, suite="/one")
     await record_run(store, "m/a", STRONG, suite="/two")
     await record_run(store, "baseline/random", BAD_ONLY, suite="/three")  # references only
-    data = await report.gather(store)
+    data = await gather(store)
     assert [(c.run.suite_path, c.model, c.rank) for c in data.contenders] == [
         ("/one", "m/b", 1),
         ("/one", "m/a", 2),
@@ -391,5 +394,5 @@ async def test_each_suite_gets_its_own_ranking_and_verdict(store: Store) -> None
     ]
     assert [(v.suite, v.best.model) for v in data.verdicts] == [("/one", "m/b"), ("/two", "m/a")]
     assert data.accuracy_chart is not None and data.accuracy_chart.marks == []
-    html = report.render_html(data)
+    html = render_html(data)
     assert "<h3>On <code>/one</code></h3>" in html and "<h3>On <code>/two</code></h3>" in html

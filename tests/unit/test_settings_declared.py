@@ -179,3 +179,17 @@ def test_a_run_of_good_cases_only_does_not_say_the_suite_names_no_rules(
     out = capsys.readouterr().out
     assert "right reason n/a (no bad case of this run names a rule)" in out
     assert "the suite names no rules" not in out
+
+
+def test_a_dotenv_file_is_read_beneath_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from secbench_tui.config import load_env
+
+    env_file = tmp_path / ".env"
+    env_file.write_text("OPENROUTER_API_KEY=from-file\nSECBENCH_ONLY_IN_FILE=yes\n")
+    monkeypatch.setenv("OPENROUTER_API_KEY", "from-environment")
+    values = load_env(env_file)
+    assert values["SECBENCH_ONLY_IN_FILE"] == "yes"
+    assert values["OPENROUTER_API_KEY"] == "from-environment"  # the environment wins
+    assert "SECBENCH_ONLY_IN_FILE" not in load_env(tmp_path / "absent.env")

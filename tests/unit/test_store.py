@@ -17,7 +17,10 @@ from secbench_tui.core.models import (
     Scored,
     SuiteKind,
 )
-from secbench_tui.core.store.database import SCHEMA_VERSION, ResultFilter, Store, StoreError
+from secbench_tui.core.store.connection import StoreError
+from secbench_tui.core.store.database import Store
+from secbench_tui.core.store.queries import ResultFilter
+from secbench_tui.core.store.schema import SCHEMA_VERSION
 
 SPEC_COLUMNS = [
     "id",
@@ -233,11 +236,11 @@ async def test_a_reply_with_a_lone_surrogate_is_stored(tmp_path: Path) -> None:
 
 
 async def test_version_1_file_gains_run_owners_and_keeps_its_runs(tmp_path: Path) -> None:
-    from secbench_tui.core.store.database import _SCHEMA_V1
+    from secbench_tui.core.store.schema import SCHEMA_V1
 
     path = tmp_path / "v1.db"
     conn = sqlite3.connect(path)
-    conn.executescript(_SCHEMA_V1)
+    conn.executescript(SCHEMA_V1)
     conn.execute(
         "INSERT INTO runs (model_name, suite_kind, suite_path, started_at, status)"
         " VALUES ('m/old', 'markdown', '/s', '2026-01-01T00:00:00Z', 'running')"
@@ -294,7 +297,7 @@ async def test_legacy_file_with_repeated_runs_and_nulls_migrates(tmp_path: Path)
 
 
 async def test_a_failed_migration_leaves_the_file_as_it_was(tmp_path: Path) -> None:
-    from secbench_tui.core.store import database as store_module
+    from secbench_tui.core.store import migrations as store_module
 
     path = legacy_db(tmp_path / "legacy.db", [("t", "/a/b.md", "m", "bad", "bad", "e")])
 
@@ -324,11 +327,11 @@ async def test_a_failed_migration_leaves_the_file_as_it_was(tmp_path: Path) -> N
 async def test_version_2_file_gains_reasoning_columns_and_keeps_its_results(
     tmp_path: Path,
 ) -> None:
-    from secbench_tui.core.store.database import _SCHEMA_V1
+    from secbench_tui.core.store.schema import SCHEMA_V1
 
     path = tmp_path / "v2.db"
     conn = sqlite3.connect(path)
-    conn.executescript(_SCHEMA_V1)
+    conn.executescript(SCHEMA_V1)
     conn.execute("ALTER TABLE runs ADD COLUMN pid INTEGER")
     conn.execute("ALTER TABLE runs ADD COLUMN host TEXT")
     conn.execute(

@@ -22,13 +22,14 @@ from typing import Any
 
 import pytest
 
-from secbench_tui.core.store.database import SCHEMA_VERSION
+from secbench_tui.core.store.schema import SCHEMA_VERSION
 from tests.e2e import original
 from tests.e2e.original import Row
 
 OPENER = """
 import asyncio, json, sys
-from secbench_tui.core.store.database import Store, StoreError
+from secbench_tui.core.store.connection import StoreError
+from secbench_tui.core.store.database import Store
 
 async def open_once(path):
     notices = []

@@ -18,14 +18,15 @@ import io
 import json
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.results.reasons import stored_gold, stored_reason
-from secbench_tui.core.results.report import Contender, ReportData
+from secbench_tui.core.results.report.data import Contender, ReportData, VdbContender
 from secbench_tui.core.store.rows import ResultRow
+from secbench_tui.core.store.schema import ASKING_COLUMNS, REPLY_COLUMNS
 from secbench_tui.core.untrusted import csv_cell, inert
 
 # Per evaluation, in this order; the spec's seven columns are among them under their names.
@@ -44,19 +45,10 @@ RESULT_COLUMNS = (
     "actual_result",
     "outcome",
     "explanation",
-    "raw_reply",
-    "error",
-    "http_status",
-    "finish_reason",
-    "prompt_tokens",
-    "completion_tokens",
+    *REPLY_COLUMNS,
     "reasoning_tokens",  # part of completion_tokens
     "reasoning",  # the model's thinking, as its endpoint returned it
-    "cost",
-    "latency_ms",
-    "attempts",
-    "served_model",
-    "provider",
+    *ASKING_COLUMNS,
     "reused_from",
     "scores",
     "notes",
@@ -122,19 +114,27 @@ def _result(row: ResultRow, data: ReportData | None = None) -> dict[str, Any]:
     return record
 
 
-def _run_summary(c: Contender) -> dict[str, Any]:
+def _run_summary(c: Contender | VdbContender) -> dict[str, Any]:
     run = c.run
+    stats: Mapping[str, object] = c.stats
     summary: dict[str, Any] = {
-        key: value for key, value in c.stats.items() if key not in ("accuracy_ci",)
+        key: value for key, value in stats.items() if key not in ("accuracy_ci",)
     }
-    if c.stats.get("accuracy_ci"):
-        summary["accuracy_ci"] = list(c.stats["accuracy_ci"])
+    interval = stats.get("accuracy_ci")
+    if isinstance(interval, tuple) and interval:
+        summary["accuracy_ci"] = list(interval)
     if c.repeat is not None:
         summary["repeats"] = c.repeat
     if c.vdb:
         summary["vuldetectbench"] = c.vdb
-    for key, figures in c.figures.items():  # pairwise, reason, scenarios
-        summary[key] = figures.model_dump(mode="json")
+    figures = c.figures
+    for key, model in (  # pairwise, reason, scenarios
+        ("pairwise", figures.get("pairwise")),
+        ("reason", figures.get("reason")),
+        ("scenarios", figures.get("scenarios")),
+    ):
+        if model is not None:
+            summary[key] = model.model_dump(mode="json")
     return {
         "id": run.id,
         "model": run.model_name,

@@ -8,12 +8,21 @@ one answer to each of its two cases.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from secbench_tui.core.results import pairwise
 from secbench_tui.core.results.metrics import wilson_interval
 from secbench_tui.core.results.reasons import Answer, ReasonFigures, first_answers, reason_figures
 from secbench_tui.core.results.summary import PairwiseSummary, ReasonSummary, ScenarioSummary
+
+
+class AnswerFigures(TypedDict, total=False):
+    """`answer_figures`: a run's pairwise, reason and scenario figures; none without a
+    markdown case."""
+
+    pairwise: PairwiseSummary
+    reason: ReasonSummary
+    scenarios: ScenarioSummary
 
 
 def pairwise_summary(tallies: Sequence[pairwise.PairTally]) -> PairwiseSummary:
@@ -65,10 +74,10 @@ def scenario_summary(tallies: Sequence[pairwise.PairTally]) -> ScenarioSummary:
     )
 
 
-def answer_figures(answers: Sequence[Answer]) -> dict[str, Any]:
+def answer_figures(answers: Sequence[Answer]) -> AnswerFigures:
     """`pairwise`, `reason` and `scenarios` for one run's answers; {} with no markdown case."""
     if not answers:
-        return {}
+        return AnswerFigures()
     tallies = list(pairwise.scenario_tallies(answers).values())
     return {
         "pairwise": pairwise_summary(tallies),
@@ -77,6 +86,6 @@ def answer_figures(answers: Sequence[Answer]) -> dict[str, Any]:
     }
 
 
-def run_figures(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def run_figures(rows: Iterable[Mapping[str, Any]]) -> AnswerFigures:
     """The same, from a run's stored rows (`Store.run_results`)."""
     return answer_figures(first_answers(rows))

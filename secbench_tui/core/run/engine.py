@@ -67,9 +67,9 @@ from secbench_tui.core.run.providers.retry import (
     run_attempts,
     unreachable_message,
 )
-from secbench_tui.core.store.database import LEGACY_PROMPT_NAME, Store, prompt_keyed
+from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.rows import ResultRow
-from secbench_tui.core.store.values import now_iso, text_hash
+from secbench_tui.core.store.values import LEGACY_PROMPT_NAME, now_iso, prompt_keyed, text_hash
 from secbench_tui.core.suites import security_bench
 from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 
@@ -436,7 +436,7 @@ class Engine:
         """Reuse what was paid for, then ask the rest; fills `pending` with what is asked."""
         spec = self.spec
         done_keys: set[tuple[str, int]] = set()
-        earlier: Earlier = {}
+        earlier: Earlier | None = None
         if resumed:
             done_keys = await self.store.finished_keys(run_id, include_errors=not spec.retry_errors)
             self._cost = await self.store.spent(run_id)  # the budget covers the whole run

@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypedDict
 
 from secbench_tui.core.models import Case, Evaluation, RunStatus
+from secbench_tui.core.results.metrics import UsageStats
 from secbench_tui.core.results.summary import RunSummary
 from secbench_tui.core.run.providers.base import RetryNotice
 
 
-class Earlier(TypedDict, total=False):
+class Earlier(UsageStats):
     """What a resumed run keeps from before: outcome counts, and the usage of those cases
-    (`results.metrics.usage_stats`). Empty for a run started afresh."""
+    (`results.metrics.usage_stats`)."""
 
     counts: dict[str, int]
-    prompt_tokens: int
-    completion_tokens: int
-    reasoning_tokens: int
-    cost: float | None
-    spent: float | None
-    cost_missing: int
-    latency_p50_ms: float | None
-    latency_p95_ms: float | None
 
 
 @dataclass(frozen=True)
@@ -36,7 +28,7 @@ class RunStarted:
     concurrency: int
     skipped: tuple[str, ...] = ()
     # what a resumed run keeps from before: outcome counts, tokens and cost of those cases
-    earlier: Earlier = field(default_factory=lambda: Earlier())
+    earlier: Earlier | None = None  # None for a run started afresh
     prompt: str = ""  # the evaluation prompt's name
 
 

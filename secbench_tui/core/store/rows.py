@@ -10,7 +10,19 @@ number a server sent that cannot be true reads as None.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict, cast
+from typing import Any, Required, TypedDict, cast
+
+
+class VariantIdentity(TypedDict, total=False):
+    """A rewritten case's identity (`--rewrites`) as read back (`stored_values.variant`): its
+    original case and relation are checked to be text; seed, code hash and whether the
+    equivalence gate proved it are as the file holds them."""
+
+    original: Required[str]
+    relation: Required[str]
+    seed: object
+    code_hash: object
+    proven: object
 
 
 class ResultRow(TypedDict, total=False):
@@ -51,7 +63,7 @@ class ResultRow(TypedDict, total=False):
     scoring_version: int | None  # the scoring that wrote outcome and reasons (None: before 2)
     # --rewrites: a variant's original case, relation, seed, code hash and proof; None for
     # an original case
-    variant: dict[str, Any] | None
+    variant: VariantIdentity | None
     # the request's messages as [[role, [part hash, ...]], ...] (`core.store.requests`);
     # None: recorded before they were kept (schema 9)
     messages: str | None

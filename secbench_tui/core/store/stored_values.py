@@ -16,7 +16,7 @@ import math
 from typing import Any, cast
 
 from secbench_tui.core import believable
-from secbench_tui.core.store.rows import ResultRow
+from secbench_tui.core.store.rows import ResultRow, VariantIdentity
 
 _TEXT = (
     "timestamp", "test_file", "model_name", "expected_result", "actual_result", "explanation",
@@ -110,7 +110,7 @@ def evaluation_row(row: dict[str, Any]) -> ResultRow:
     return cast(ResultRow, clean)
 
 
-def variant(value: Any) -> dict[str, Any] | None:
+def variant(value: Any) -> VariantIdentity | None:
     """A rewritten case's identity as stored (JSON object text), or None for an original
     case or a value that is not such an object."""
     if not isinstance(value, str):
@@ -123,7 +123,7 @@ def variant(value: Any) -> dict[str, Any] | None:
         return None
     if not isinstance(data.get("relation"), str):
         return None
-    return data
+    return cast(VariantIdentity, data)
 
 
 # SQL for a believable cost, for sums made in the database (budgets, per-run totals).

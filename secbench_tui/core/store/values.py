@@ -44,3 +44,16 @@ def gold_json(case: Case) -> str | None:
         {"rules": [case.rule, *case.also_rules], "lines": list(case.gold_lines)},
         separators=(",", ":"),
     )
+
+
+LEGACY_PROMPT_NAME = "evaluation-prompt"  # the one prompt file runs had before prompts had names
+
+
+def prompt_keyed(key: str, prompt_name: str) -> str:
+    """A request hash or run fingerprint that also names the evaluation prompt."""
+    return text_hash(key, prompt_name)
+
+
+def vdb_prompt_name(method: Any) -> str:
+    """VulDetectBench's prompt dimension is its prompting method: plain, cot or few-shot."""
+    return str(method) if method else "plain"

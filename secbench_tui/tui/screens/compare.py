@@ -20,8 +20,8 @@ from textual.containers import HorizontalScroll, VerticalScroll
 from textual.widgets import DataTable, Header, Static
 
 from secbench_tui.core.store.comparison import FlipCounts, GridCounts
-from secbench_tui.core.store.database import RunRecord
 from secbench_tui.core.store.rows import ResultRow
+from secbench_tui.core.store.runs import RunRecord
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.screens.base import BaseScreen

@@ -22,8 +22,9 @@ from secbench_tui.config import bundled_cases_dir
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.results.pairwise import pair_figures
 from secbench_tui.core.results.reasons import first_answers
-from secbench_tui.core.store.database import ResultFilter, RunRecord
+from secbench_tui.core.store.queries import ResultFilter
 from secbench_tui.core.store.rows import ResultRow
+from secbench_tui.core.store.runs import RunRecord
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.plain import plain_line
@@ -324,7 +325,8 @@ class ResultsScreen(BaseScreen):
             return
         family: list[ResultRow] = []
         if row is not None and row.get("suite_kind") != "vuldetectbench":
-            original = (row.get("variant") or {}).get("original") or row.get("case_id")
+            variant = row.get("variant")
+            original = (variant["original"] if variant else None) or row.get("case_id")
             family = await store.case_family(int(row.get("run_id") or 0), str(original))
         run = self.runs.get(int(row["run_id"])) if row and row.get("run_id") is not None else None
         prompt = run.prompt_name if run is not None else None

@@ -54,11 +54,18 @@ from secbench_tui.tui.screens.base import BaseScreen, describe_error
 from secbench_tui.tui.screens.confirm import ConfirmScreen
 from secbench_tui.tui.widgets.case_detail import code_language
 from secbench_tui.tui.widgets.footer import KeyFooter
+from secbench_tui.tui.widgets.live_line import LiveLine
 from secbench_tui.tui.widgets.results_table import shrink_columns
 from secbench_tui.tui.widgets.run_stats import MatrixProgress, RunStats, RunTally
 
 MAX_ROWS = 1000
-CURRENT_EVERY = 0.2  # seconds between drawings of the current case
+# Seconds between drawings of what the engine reports. The engine shares the app's event loop:
+# drawing every case as it comes (tens a second) kept the loop busy most of the time, and every
+# request then waited for a drawing to end before its reply was read (the run took 1.3x as
+# long as headless). Cases started and finished are gathered and drawn together at this pace;
+# a run's start, a retry and a run's end are drawn at once (after what was gathered).
+DRAW_EVERY = 0.25
+CURRENT_EVERY = 1.0  # seconds between drawings of the current case's code
 CASE_WIDTH = 10_000  # no cap: the case column takes what the other columns leave
 VERDICT_WIDTH = 10  # expected and actual are cut here (VulDetectBench answers are long)
 
@@ -161,8 +168,12 @@ class RunScreen(BaseScreen):
         self._stopping_notice: Notification | None = None
         self.flights: dict[int, InFlight] = {}  # slot -> its cases started and not finished
         self.progress = MatrixProgress(clock=self.secbench.clock)
-        self._current: Case | None = None  # the latest case asked, drawn by `_draw_current`
+        self._current: Case | None = None  # the case drawn as the current one
+        self._asked: Case | None = None  # the latest case asked, drawn by `_draw_current`
         self._current_pending = False
+        self._current_drawn = 0.0  # when (time.monotonic)
+        self._gathered: list[tuple[int, CaseStarted | CaseFinished]] = []  # not yet drawn
+        self._draw_pending = False
         self._names_width: tuple[int, int] | None = None
 
     @property
@@ -188,10 +199,10 @@ class RunScreen(BaseScreen):
         runs = FittedTable(id="matrix-table", cursor_type="row")
         runs.border_title = "Runs (highlight one to follow its cases)"
         yield runs
-        yield Static(id="matrix-progress")
+        yield LiveLine(id="matrix-progress")
         yield RunStats(id="run-stats")
         yield Static(id="retry-line")
-        yield Static(id="in-flight")
+        yield LiveLine(id="in-flight")
         with Horizontal(id="run-panes"):
             table = FittedTable(id="run-table", cursor_type="row")
             table.border_title = "Cases"
@@ -250,16 +261,41 @@ class RunScreen(BaseScreen):
             self._post_event(tagged.event, tagged.slot)
 
     def _post_event(self, event: object, slot: int = 0) -> None:
+        if isinstance(event, CaseStarted | CaseFinished):
+            self._gathered.append((slot, event))
+            if not self._draw_pending:
+                self._draw_pending = True
+                self.set_timer(DRAW_EVERY, self._post_gathered)
+            return
+        self._post_gathered()  # what came before goes first
         if isinstance(event, RunStarted):
             self.post_message(RunBegan(event, slot))
-        elif isinstance(event, CaseFinished):
-            self.post_message(RowsArrived([event], slot))
-        elif isinstance(event, CaseStarted):
-            self.post_message(CaseBegan(event, slot))
         elif isinstance(event, Retrying):
             self.post_message(RetryWaiting(event, slot))
         elif isinstance(event, RunFinished):
             self.post_message(RunEnded(event, slot))
+
+    def _post_gathered(self) -> None:
+        """The cases started and finished since the last drawing: per run, one message with
+        the cases started, then one with the cases finished (a case's start always comes
+        before its end, so the cases in flight add up either way)."""
+        self._draw_pending = False
+        gathered, self._gathered = self._gathered, []
+        began: dict[int, CaseBegan] = {}
+        arrived: dict[int, RowsArrived] = {}
+        for slot, event in gathered:
+            if isinstance(event, CaseStarted):
+                if slot in began:
+                    began[slot].events.append(event)
+                    began[slot].event = event
+                else:
+                    began[slot] = CaseBegan(event, slot)
+            elif slot in arrived:
+                arrived[slot].events.append(event)
+            else:
+                arrived[slot] = RowsArrived([event], slot)
+        for message in (*began.values(), *arrived.values()):
+            self.post_message(message)
 
     # --- the runs of the matrix ---------------------------------------------------------
 
@@ -318,9 +354,9 @@ class RunScreen(BaseScreen):
         """One line for the whole matrix: runs by state, cases, one ETA, elapsed."""
         if len(self.planned) < 2:
             return
-        line = self.query_one("#matrix-progress", Static)
+        line = self.query_one("#matrix-progress", LiveLine)
         line.display = True
-        line.update(self.matrix_line())
+        line.redraw(self.matrix_line())
 
     def matrix_line(self) -> Text:
         tallies = [self._tally(slot) for slot in range(len(self.planned))]
@@ -367,6 +403,7 @@ class RunScreen(BaseScreen):
         if table.row_count:
             table.move_cursor(row=table.row_count - 1, animate=False)
         self.query_one("#current-case", Static).update("")
+        self._current = self._asked = None
         self.query_one("#last-explanation", Static).update("")
         if self.planned:
             self.sub_title = f"run: {inert_line(self.planned[slot].label)}"
@@ -417,18 +454,24 @@ class RunScreen(BaseScreen):
         if message.slot != self.focus_slot:
             return
         self._draw_in_flight()
-        # highlighting a case's code costs more than the rest of an event: at many cases a
-        # second it is drawn at most every CURRENT_EVERY seconds, the latest case shown
-        self._current = message.event.case
+        self._asked = message.event.case
         if not self._current_pending:
-            self._current_pending = True
-            self.set_timer(CURRENT_EVERY, self._draw_current)
+            # highlighting a case's code costs more than the rest of a drawing: the current
+            # case is drawn again at most every CURRENT_EVERY seconds, the latest one asked
+            wait = self._current_drawn + CURRENT_EVERY - time.monotonic()
+            if wait <= 0:
+                self._draw_current()
+            else:
+                self._current_pending = True
+                self.set_timer(wait, self._draw_current)
 
     def _draw_current(self) -> None:
         self._current_pending = False
-        case = self._current
-        if case is None:
+        case = self._asked
+        if case is None or case is self._current:
             return
+        self._current = case
+        self._current_drawn = time.monotonic()
         self.query_one("#current-case", Static).update(
             Group(
                 Text.assemble(
@@ -584,12 +627,12 @@ class RunScreen(BaseScreen):
     def _draw_in_flight(self) -> None:
         """The focused run's cases asked and not finished, retrying ones with their wait."""
         flights = self.flights.get(self.focus_slot)
-        line = self.query_one("#in-flight", Static)
+        line = self.query_one("#in-flight", LiveLine)
         # two lines at most, wrapped between words; the slack is what a wrap may leave
         width = 2 * max(20, (line.size.width or self.size.width) - 2) - 12
         text = flights.line(width) if flights is not None and self.active else None
         if text is not None:
-            line.update(text)
+            line.redraw(text)
         line.display = text is not None
 
     def _draw_retry(self, event: Retrying) -> None:
@@ -643,6 +686,7 @@ class RunScreen(BaseScreen):
             return  # the others go on
         event = self.ended.get(self.focus_slot, message.event)
         self.finished = event
+        self._draw_current()  # the last case asked, not one from up to a second before
         self.state = worst_status([e.status for e in self.ended.values()])
         self._end_stopping_notice()
         self._retry_until = None

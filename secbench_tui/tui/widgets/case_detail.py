@@ -108,7 +108,7 @@ def _rewrites(row: ResultRow, family: Sequence[ResultRow]) -> list[RenderableTyp
     for column in ("case", "relation", "proof", "verdict", "outcome"):
         table.add_column(column)
     for member in ([original] if original else []) + variants:
-        info = member.get("variant") or {}
+        info: Mapping[str, object] = member.get("variant") or {}
         outcome = str(member.get("outcome") or "")
         table.add_row(
             Text("▶ " if member.get("id") == row.get("id") else "  ")

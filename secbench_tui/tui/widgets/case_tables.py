@@ -20,7 +20,8 @@ from secbench_tui.core.models import scenario_of
 from secbench_tui.core.results.pairwise import PairTally, scenario_tally
 from secbench_tui.core.results.reasons import Answer
 from secbench_tui.core.store.comparison import FlipRow, GridRow, Verdict
-from secbench_tui.core.store.database import RunRecord, Store
+from secbench_tui.core.store.database import Store
+from secbench_tui.core.store.runs import RunRecord
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.errors import Guarded

@@ -17,7 +17,8 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 from secbench_tui.core.results.reasons import rule_text, stored_reason
-from secbench_tui.core.store.database import SORT_COLUMNS, ResultFilter, Store
+from secbench_tui.core.store.database import Store
+from secbench_tui.core.store.queries import SORT_COLUMNS, ResultFilter
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.rows import column as row_column
 from secbench_tui.core.untrusted import inert_line

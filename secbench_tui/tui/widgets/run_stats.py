@@ -11,11 +11,12 @@ from typing import Literal
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
-from textual.widgets import ProgressBar, Static
+from textual.widgets import ProgressBar
 
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.run.events import CaseFinished, Retrying, RunStarted
 from secbench_tui.tui import format as fmt
+from secbench_tui.tui.widgets.live_line import LiveLine
 
 PACE_WINDOW = 20  # the ETA follows the pace of the last this-many answers
 
@@ -64,11 +65,13 @@ class RunTally:
         self.concurrency = self.limit = event.concurrency
         self.done = event.total - event.pending - event.reused  # reused ones arrive as cases
         earlier = event.earlier
-        for outcome, count in earlier.get("counts", {}).items():
+        if earlier is None:  # started afresh
+            return
+        for outcome, count in earlier["counts"].items():
             self.counts[outcome] = self.counts.get(outcome, 0) + count
-        self.prompt_tokens += earlier.get("prompt_tokens") or 0
-        self.completion_tokens += earlier.get("completion_tokens") or 0
-        cost = earlier.get("cost")
+        self.prompt_tokens += earlier["prompt_tokens"]
+        self.completion_tokens += earlier["completion_tokens"]
+        cost = earlier["cost"]
         if cost is not None:
             self.cost = (self.cost or 0.0) + cost
 
@@ -260,8 +263,8 @@ class RunStats(Vertical):
     def compose(self) -> ComposeResult:
         with Horizontal(id="progress-row"):
             yield ProgressBar(show_eta=False, id="progress")
-            yield Static(id="progress-text")
-        yield Static(id="tally")
+            yield LiveLine(id="progress-text")
+        yield LiveLine(id="tally")
 
     def show(self, tally: RunTally, state: str) -> None:
         bar = self.query_one("#progress", ProgressBar)
@@ -272,7 +275,7 @@ class RunStats(Vertical):
             eta = "queued"
         else:
             eta = f"ETA {fmt.clock(tally.eta)}"
-        self.query_one("#progress-text", Static).update(
+        self.query_one("#progress-text", LiveLine).redraw(
             Text.assemble(
                 (f" {tally.done}/{tally.total}", "bold"),
                 f"  {eta}  elapsed {fmt.clock(tally.elapsed)}  ",
@@ -288,4 +291,4 @@ class RunStats(Vertical):
     def _pack(self) -> None:
         if self._groups is not None:
             width = self.size.width or self.app.size.width - 2  # the content: padding out
-            self.query_one("#tally", Static).update(pack(self._groups, width))
+            self.query_one("#tally", LiveLine).redraw(pack(self._groups, width))

@@ -1,0 +1,113 @@
+"""Which runs a report shows: the ones asked for, or the latest whole run of each model on each
+suite, and why a run covers only part of its suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from secbench_tui.core.models import RunStatus, SuiteKind
+from secbench_tui.core.results.report.data import ReportError
+from secbench_tui.core.store.runs import RunRecord
+
+
+def choose_runs(
+    every: Sequence[RunRecord],
+    path: Path,
+    run_ids: Sequence[int] | None,
+    models: Sequence[str] | None,
+) -> list[RunRecord]:
+    """The runs asked for, or by default, per model and suite, the latest
+    whole run (completed, not narrowed by --apps or --limit), else the latest run."""
+    if run_ids:
+        missing = sorted(set(run_ids) - {r.id for r in every})
+        if missing:
+            raise ReportError(
+                f"--runs: no run {', '.join(map(str, missing))} in {path}; "
+                f"runs there: {_id_ranges([r.id for r in every]) or 'none'}"
+            )
+    if models:
+        known = sorted({r.model_name for r in every})
+        unknown = [m for m in models if m not in known]
+        if unknown:
+            raise ReportError(
+                f"--models: no runs of {', '.join(unknown)} in {path}; "
+                f"models there: {', '.join(known) or 'none'}"
+            )
+    runs = [
+        r
+        for r in every
+        if r.finished > 0
+        and (not run_ids or r.id in run_ids)
+        and (not models or r.model_name in models)
+    ]
+    if not runs:
+        raise ReportError(
+            f"--db {path}: no results to report"
+            + (" for this selection" if run_ids or models else "")
+            + "; run an evaluation first, e.g. secbench-tui --model baseline/random --no-ui"
+        )
+    if run_ids:
+        return runs
+    chosen: dict[tuple[str, ...], RunRecord] = {}
+    for run in runs:  # in id order: a later run replaces an earlier one...
+        held = chosen.get(_suite_identity(run))
+        # ...unless it covers less (--apps, --limit, stopped) than the whole run held.
+        if held is None or is_whole(run) or not is_whole(held):
+            chosen[_suite_identity(run)] = run
+    return sorted(chosen.values(), key=lambda r: r.id)
+
+
+def is_whole(run: RunRecord) -> bool:
+    """A run that completed over its whole suite (its tasks): no --apps, no --limit."""
+    settings = run.settings
+    return (
+        run.status is RunStatus.COMPLETED
+        and not settings.get("apps")
+        and settings.get("limit") is None
+    )
+
+
+def narrowed_by(run: RunRecord) -> str:
+    """Why a run covers only part of its suite, in the words of the command line."""
+    settings, parts = run.settings, []
+    apps = settings.get("apps")
+    if apps:
+        parts.append("--apps " + ",".join(map(str, apps)))
+    if settings.get("limit") is not None:
+        parts.append(f"--limit {settings['limit']}")
+    tasks = settings.get("tasks")
+    if run.suite_kind == SuiteKind.VULDETECTBENCH.value and isinstance(tasks, list):
+        if not set(tasks) >= {1, 2, 3, 4, 5}:
+            parts.append("--tasks " + ",".join(map(str, tasks)))
+    if run.status is not RunStatus.COMPLETED:
+        parts.append(run.status)
+    return ", ".join(parts)
+
+
+def _suite_identity(run: RunRecord) -> tuple[str, ...]:
+    """What makes two runs the same benchmark for one model; VulDetectBench's prompting
+    method, scoring and tasks change the figures as much as another suite would (its tasks
+    are five benchmarks, each with its own metrics)."""
+    identity = (run.model_name, run.suite_kind, run.suite_path, run.prompt_name or "")
+    if run.suite_kind == SuiteKind.VULDETECTBENCH.value:
+        tasks = run.settings.get("tasks")
+        extra = (
+            str(run.settings.get("method")),
+            str(run.settings.get("vdb_scoring")),
+            ",".join(map(str, sorted(tasks))) if isinstance(tasks, list) else "",
+        )
+        return identity + extra
+    return identity
+
+
+def _id_ranges(ids: Sequence[int]) -> str:
+    """1-4, 7, 9-10: run ids as a short list."""
+    spans: list[list[int]] = []
+    for run_id in sorted(ids):
+        if spans and run_id == spans[-1][1] + 1:
+            spans[-1][1] = run_id
+        else:
+            spans.append([run_id, run_id])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)

@@ -1,0 +1,185 @@
+"""Opening a database: creating or migrating the file, WAL, and the locks between processes.
+
+Each result is committed as it arrives (WAL mode), so killing the process at any moment keeps
+every finished case. Several processes may open the same new file at once: the schema is
+written under a write lock the busy timeout waits for, and the switch to WAL is retried
+(`_use_wal`). `StoreConnection` holds the open connection the other parts of the `Store`
+(`database.py`) read and write through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Self
+
+import aiosqlite
+
+from secbench_tui.core.store import requests
+from secbench_tui.core.store.migrations import MIGRATIONS
+from secbench_tui.core.store.schema import SCHEMA_VERSION, create_v1
+
+if TYPE_CHECKING:
+    from secbench_tui.core.store.original import WriteLayout
+
+BUSY_TIMEOUT_S = 5.0  # how long an open or a write waits for another process's lock
+
+
+async def _use_wal(db: aiosqlite.Connection) -> None:
+    """Switch the file to WAL (a no-op once it is), waiting as long as the busy timeout.
+
+    SQLite switches by upgrading a read lock to a write lock, and never waits for such an
+    upgrade (two connections waiting on each other would deadlock), so the busy timeout does
+    not cover it: while another process is switching the same new file or reading it, the
+    switch fails at once with SQLITE_BUSY. It is retried here instead, with a short backoff.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + BUSY_TIMEOUT_S
+    delay = 0.001
+    while True:
+        try:
+            await db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or loop.time() > deadline:
+                raise
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+class StoreError(Exception):
+    """The database cannot be used; the message names the file and what to do."""
+
+
+def _to_stderr(text: str) -> None:
+    import sys
+
+    print(f"secbench-tui: note: {text}", file=sys.stderr)
+
+
+class StoreConnection:
+    """One open database: the connection and what this process remembers about it."""
+
+    def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
+        self.db = db
+        self.path = path
+        self._run_models: dict[int, str] = {}
+        self._run_prompts: dict[int, str | None] = {}
+        self._known_texts: set[str] = set()  # case_texts rows this connection has written
+        self._request_texts = requests.RequestTexts()  # the parts of the messages asked
+        self._known_request_texts: set[str] = set()  # request_texts rows written
+        self._adopted: WriteLayout | None = None  # the original evaluator's table, if it is
+        self.backup: Path | None = None  # the copy this open made of an original's file
+
+    @classmethod
+    async def open(cls, path: Path | str, on_notice: Callable[[str], None] = _to_stderr) -> Self:
+        """Open (and create or migrate) the database; `on_notice` hears what the user must
+        know, such as where the copy of an original evaluator's file went."""
+        from secbench_tui.core.store import original
+
+        path = Path(path)
+        if path.parent and not path.parent.exists():
+            raise StoreError(
+                f"--db {path}: folder {path.parent} does not exist; create it or pick another path"
+            )
+        try:
+            db = await aiosqlite.connect(str(path))
+        except Exception as exc:  # aiosqlite re-raises sqlite3 errors of any kind
+            raise StoreError(f"--db {path}: cannot open the database ({exc})") from exc
+        store = cls(db, path)
+        try:
+            db.row_factory = aiosqlite.Row
+            await db.execute(f"PRAGMA busy_timeout={round(BUSY_TIMEOUT_S * 1000)}")
+            await db.execute("PRAGMA foreign_keys=ON")
+            # Migrate (and copy an original's file) before switching to WAL: the copy must be
+            # of the file as it was, and a new file's schema is written under a lock the busy
+            # timeout waits for, which the switch to WAL is not (`_use_wal`).
+            await store._migrate()
+            await _use_wal(db)
+            await db.execute("PRAGMA synchronous=NORMAL")
+            store._adopted = await original.write_layout(db)
+        except Exception as exc:
+            await db.close()
+            if isinstance(exc, StoreError):
+                raise
+            if "locked" in str(exc):
+                raise StoreError(
+                    f"--db {path}: in use by another process (database is locked); "
+                    "wait for it to finish, or use another --db path"
+                ) from exc
+            raise StoreError(
+                f"--db {path}: not a secbench-tui database or damaged ({exc}); "
+                "pick another --db path"
+            ) from exc
+        if store.backup is not None:
+            on_notice(
+                f"--db {path} was written by the original security-bench: its columns and rows "
+                "are kept as they were, so it still reads and adds to the file; a copy of the "
+                f"file as it was is at {store.backup}"
+            )
+        return store
+
+    @classmethod
+    async def open_existing(
+        cls, path: Path, missing: str, on_notice: Callable[[str], None] = _to_stderr
+    ) -> Self:
+        """Open a database that must already hold results (a report, an export, a rescore:
+        a new file has nothing to read); `missing` says what to do when there is none."""
+        if not path.is_file():
+            raise StoreError(f"--db {path}: no such database; {missing}")
+        return await cls.open(path, on_notice)
+
+    async def close(self) -> None:
+        await self.db.close()
+
+    async def _back_up_original(self) -> Path:
+        from secbench_tui.core.store import original
+
+        try:
+            return await original.back_up(self.db, self.path)
+        except OSError as exc:
+            raise StoreError(
+                f"--db {self.path}: written by the original security-bench; cannot write a "
+                f"copy of it beside it before adopting it ({exc}); make the folder "
+                "writable, or copy the file and use the copy"
+            ) from exc
+
+    async def _user_version(self) -> int:
+        cursor = await self.db.execute("PRAGMA user_version")
+        row = await cursor.fetchone()
+        version = int(row[0]) if row else 0
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"--db {self.path}: written by a newer secbench-tui (schema {version}, this "
+                f"version reads up to {SCHEMA_VERSION}); upgrade secbench-tui"
+            )
+        return version
+
+    async def _migrate(self) -> None:
+        from secbench_tui.core.store import original
+
+        version = await self._user_version()
+        if version == SCHEMA_VERSION and not await original.has_new_rows(self.db):
+            return  # nothing to write: opening needs the write lock only for work to do
+        # One transaction: a migration that fails leaves the file as it was.
+        await self.db.execute("BEGIN IMMEDIATE")
+        try:
+            # Read again under the write lock: another process opening the same new file
+            # at the same moment may have migrated it while this one waited for the lock.
+            version = await self._user_version()
+            if await original.unadopted(self.db):  # decided under the lock: one copy, made first
+                self.backup = await self._back_up_original()
+            elif version == 0:  # a new file
+                await create_v1(self.db)
+                version = 1
+            while version < SCHEMA_VERSION:
+                await MIGRATIONS[version](self.db)
+                version += 1
+            await self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            await original.import_new_rows(self.db)  # rows the original evaluator wrote
+            await self.db.commit()
+        except BaseException:
+            await self.db.rollback()
+            raise

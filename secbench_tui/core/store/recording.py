@@ -1,0 +1,150 @@
+"""Writing results: each case's row committed as it arrives, and rescored rows rewritten."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from secbench_tui.core.models import Case, Evaluation
+from secbench_tui.core.store.connection import StoreConnection, StoreError
+from secbench_tui.core.store.schema import EVAL_COLUMNS
+from secbench_tui.core.store.values import gold_json, now_iso, storable, text_hash
+
+
+def _variant_text(value: Any) -> str | None:
+    return json.dumps(value, sort_keys=True) if isinstance(value, dict) else None
+
+
+class ResultRecording(StoreConnection):
+    """The writes of results (`evaluations`) and of the case texts they point at."""
+
+    async def remember_texts(self, cases: Sequence[Case]) -> None:
+        """Write the code and description of every case a run is about to ask, in one call.
+
+        `record` then writes only each result's row: one statement and a commit per case,
+        instead of two statements (each a hop to the database thread) and a commit. The texts
+        are committed with the first result (rows of the content-addressed text table, so
+        one written for a case a stopped run never asked is harmless).
+        """
+        rows: dict[str, tuple[str, Any, Any]] = {}
+        for case in cases:
+            case_hash = text_hash(case.code, case.description)
+            if case_hash not in self._known_texts:
+                rows[case_hash] = (case_hash, storable(case.code), storable(case.description))
+        if rows:
+            await self.db.executemany(
+                "INSERT OR IGNORE INTO case_texts (hash, code, description) VALUES (?, ?, ?)",
+                list(rows.values()),
+            )
+            self._known_texts.update(rows)
+
+    async def remember_requests(self, cases: Sequence[Case]) -> dict[str, str]:
+        """Write the texts of every message a run's cases send, in one call (committed with
+        the first result), and return what each result's row names them by, by case id
+        (`core.store.requests`)."""
+        refs = {case.case_id: self._request_texts.refs(case) for case in cases}
+        rows = self._request_texts.rows(self._known_request_texts)
+        if rows:
+            await self.db.executemany(
+                "INSERT OR IGNORE INTO request_texts (hash, text) VALUES (?, ?)", rows
+            )
+            self._known_request_texts.update(h for h, _ in rows)
+        return refs
+
+    async def record(
+        self,
+        evaluation: Evaluation,
+        request_hash: str,
+        reused_from: int | None = None,
+        messages: str | None = None,
+    ) -> int:
+        """Write one result and commit it before returning; `messages`: its request's, as
+        `remember_requests` named them."""
+        case, completion, scored = evaluation.case, evaluation.completion, evaluation.scored
+        case_hash = text_hash(case.code, case.description)
+        if case_hash not in self._known_texts:
+            await self.db.execute(
+                "INSERT OR IGNORE INTO case_texts (hash, code, description) VALUES (?, ?, ?)",
+                (case_hash, storable(case.code), storable(case.description)),
+            )
+            self._known_texts.add(case_hash)
+        values: Sequence[Any] = tuple(
+            storable(value)
+            for value in (
+                evaluation.timestamp or now_iso(),
+                case.test_file,
+                await self._model_of(evaluation),
+                case.expected,
+                scored.actual,
+                scored.explanation,
+                evaluation.run_id,
+                case.kind.value,
+                case.app,
+                case.case_id,
+                evaluation.index,
+                evaluation.repeat,
+                scored.outcome.value,
+                completion.text,
+                completion.error or completion.unreadable,  # unreadable: unparsed, and why
+                completion.status,
+                completion.finish_reason,
+                completion.prompt_tokens,
+                completion.completion_tokens,
+                completion.cost,
+                completion.latency_ms,
+                completion.attempts,
+                completion.served_model,
+                completion.provider,
+                json.dumps(scored.scores, sort_keys=True),
+                case_hash,
+                request_hash,
+                reused_from,
+                completion.reasoning,
+                completion.reasoning_tokens,
+                completion.notes,
+                gold_json(case),
+                scored.reason.model_dump_json() if scored.reason is not None else None,
+                scored.scoring_version or None,
+                _variant_text(case.meta.get("variant")),
+                messages,
+            )
+        )
+        columns: Sequence[str] = EVAL_COLUMNS
+        if self._adopted is not None:  # the original evaluator's table: fill what it requires
+            columns, values = self._adopted.row(
+                columns, values, self._run_prompts.get(evaluation.run_id)
+            )
+        cursor = await self.db.execute(
+            f"INSERT OR REPLACE INTO evaluations ({', '.join(columns)})"
+            f" VALUES ({', '.join('?' * len(columns))})",
+            values,
+        )
+        await self.db.commit()
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    async def _model_of(self, evaluation: Evaluation) -> str:
+        if evaluation.run_id not in self._run_models:
+            cursor = await self.db.execute(
+                "SELECT model_name, prompt_name FROM runs WHERE id=?", (evaluation.run_id,)
+            )
+            row = await cursor.fetchone()
+            if row is None:
+                raise StoreError(f"run {evaluation.run_id} does not exist in {self.path}")
+            self._run_models[evaluation.run_id] = row[0]
+            self._run_prompts[evaluation.run_id] = row[1]
+        return self._run_models[evaluation.run_id]
+
+    async def update_scores(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Write rescored results: (outcome, actual_result, explanation, reasons, gold,
+        scoring_version, id) each, in one transaction."""
+        required = self._adopted.required if self._adopted is not None else frozenset()
+        if "actual_result" in required:  # the original's NOT NULL column: "" for no verdict
+            rows = [(r[0], "" if r[1] is None else r[1], *r[2:]) for r in rows]
+        await self.db.executemany(
+            "UPDATE evaluations SET outcome=?, actual_result=?, explanation=?, reasons=?,"
+            " gold=?, scoring_version=? WHERE id=?",
+            [tuple(storable(v) for v in row) for row in rows],
+        )
+        await self.db.commit()
