@@ -171,7 +171,7 @@ def _verify(screen: Callable[..., str]) -> None:
         screen,
         # verified (the verify extra installed) or stopped with the way to install it
         lambda shown: (
-            ("cases:" in shown and "enter: a case's proof" in shown)
+            ("cases:" in shown and "(enter: a case's proof)" in shown)
             or "Verification stopped" in shown
         ),
         "the verify screen's outcome",

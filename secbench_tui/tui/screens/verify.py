@@ -80,6 +80,7 @@ class VerifyScreen(BaseScreen):
         table = self.query_one(DataTable)
         table.add_columns("proof", "case", "label")
         table.add_column("why", key="why")
+        table.border_title = "Cases (enter: a case's proof)"
         table.focus()
         self.run_verify()
 
@@ -176,7 +177,6 @@ class VerifyScreen(BaseScreen):
                 f"{len(report.cases)} cases: {counts} in {report.seconds:.1f} s",
                 ("  ·  ", "dim"),
                 verdict,
-                ("  ·  enter: a case's proof", "dim"),
             )
         )
 

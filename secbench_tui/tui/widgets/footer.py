@@ -1,10 +1,11 @@
-"""The footer, fitted to the terminal: at 80 columns `? Help` is never the key cut off.
+"""The footer, fitted to the terminal: `? Help` is never the key cut off.
 
 Textual's footer lays every key of the screen in one row and cuts what does not fit, and the
 app's own keys come last: at 80 columns the results screen lost `t`, `f5`, `r`, `e`, `?` and
-`q`, so the one key that lists the others could not be seen. Under `WIDE` columns this footer
-is compact, shows the screen's keys in their order while they fit whole, and always ends with
-`? Help` (the help lists every key, `ctrl+p` included).
+`q`, and at 120 still `?` and `q`, so the one key that lists the others could not be seen.
+This footer shows the screen's keys in their order while they fit whole and always ends with
+`? Help` (the help lists every key, `ctrl+p` included); under `WIDE` columns it is compact
+and leaves out the command palette's key to make room.
 """
 
 from __future__ import annotations
@@ -14,13 +15,9 @@ from textual.binding import Binding
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
-WIDE = 120  # from here the footer is Textual's own
+WIDE = 120  # from here: Textual's roomier keys, and the command palette's key on the right
 ALWAYS = ("help",)  # actions kept at the end whatever else must go
-
-
-def key_cells(key_display: str, description: str) -> int:
-    """Cells a compact footer key takes: the key, a space, the description, a margin."""
-    return len(key_display) + 1 + len(description) + 1
+PALETTE_CELLS = 4  # besides its key and description: its border and padding
 
 
 class KeyFooter(Footer):
@@ -31,16 +28,19 @@ class KeyFooter(Footer):
             self.call_after_refresh(self.recompose)
 
     def compose(self) -> ComposeResult:
-        width = self.size.width or self.app.size.width
-        if width >= WIDE or not getattr(self, "_bindings_ready", False):
-            yield from super().compose()
+        if not getattr(self, "_bindings_ready", False):
             return
+        width = self.size.width or self.app.size.width
+        active = self.screen.active_bindings
         shown: dict[str, tuple[Binding, bool, str]] = {}
-        for _, binding, enabled, tooltip in self.screen.active_bindings.values():
+        for _, binding, enabled, tooltip in active.values():
             if binding.show:
                 shown.setdefault(binding.action, (binding, enabled, tooltip))
+        palette = active.get(self.app.COMMAND_PALETTE_BINDING) if width >= WIDE else None
         last = [shown.pop(action) for action in ALWAYS if action in shown]
         room = width - sum(self._cells(b) for b, _, _ in last)
+        if palette is not None:
+            room -= self._cells(palette[1]) + PALETTE_CELLS
         fitting: list[tuple[Binding, bool, str]] = []
         for entry in shown.values():
             cells = self._cells(entry[0])
@@ -57,6 +57,20 @@ class KeyFooter(Footer):
                 disabled=not enabled,
                 tooltip=tooltip,
             ).data_bind(compact=Footer.compact)
+        if palette is not None and self.show_command_palette:
+            _, binding, enabled, tooltip = palette
+            yield FooterKey(
+                binding.key,
+                self.app.get_key_display(binding),
+                binding.description,
+                binding.action,
+                classes="-command-palette",
+                disabled=not enabled,
+                tooltip=binding.tooltip or binding.description,
+            )
 
     def _cells(self, binding: Binding) -> int:
-        return key_cells(self.app.get_key_display(binding), binding.description)
+        """Cells a key takes: compact, the key, a space, the description and a margin;
+        otherwise the key padded on both sides and the description on its right."""
+        extra = 2 if self.compact else 3
+        return len(self.app.get_key_display(binding)) + len(binding.description) + extra
