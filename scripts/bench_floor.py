@@ -13,6 +13,11 @@ script prints their median and their range over the rounds:
 - start-up: the whole process, interpreter start to exit, for a suite of one case;
 - peak memory: the maximum resident set of the process, for the concurrency-10 run.
 
+Wall-clock ratios swing with whatever else runs on the machine; the processor time each
+process used (user + system, every thread, from `wait4`) swings much less, so the script also
+prints the same ratios of processor time ("cpu"), whole process, for the two 500-case runs and
+the one-case start-up.
+
 Usage: python scripts/bench_floor.py [--cases 500] [--rounds 7]
 """
 
@@ -51,6 +56,7 @@ def bench_env() -> dict[str, str]:
 
 
 GOALS = {"wall c=1": 1.2, "wall c=10": 1.2, "start-up": 1.2, "peak memory": 1.2}
+CPU_FIGURES = {"cpu c=1": "c=1", "cpu c=10": "c=10", "cpu start-up": "one"}
 
 
 @dataclass
@@ -58,11 +64,13 @@ class Sample:
     wall: float  # the run's own time
     process: float  # the whole process
     peak_mb: float
+    cpu: float  # processor seconds of the whole process (user + system, all threads)
 
 
-def _run(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
-    """Run to the end; (elapsed seconds, peak RSS in MB, stdout). Output goes to files, so a
-    process that writes more than a pipe holds never waits for this one to read."""
+def _run(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, float, str]:
+    """Run to the end; (elapsed seconds, peak RSS in MB, processor seconds, stdout). Output
+    goes to files, so a process that writes more than a pipe holds never waits for this one
+    to read."""
     with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
         started = time.perf_counter()
         proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=out_f, stderr=err_f)
@@ -74,7 +82,7 @@ def _run(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float,
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise RuntimeError(f"{args[1:3]} failed ({code}): {err[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024, out
+    return elapsed, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime, out
 
 
 def run_tool(base_url: str, suite: Path, work: Path, concurrency: int) -> Sample:
@@ -100,17 +108,17 @@ def run_tool(base_url: str, suite: Path, work: Path, concurrency: int) -> Sample
         "--summary-json",
         str(summary),
     ]
-    elapsed, peak, _ = _run(args, db.parent, bench_env())
+    elapsed, peak, cpu, _ = _run(args, db.parent, bench_env())
     data = json.loads(summary.read_text(encoding="utf-8"))
     assert data["errors"] == 0, data
-    return Sample(float(data["wall_seconds"]), elapsed, peak)
+    return Sample(float(data["wall_seconds"]), elapsed, peak, cpu)
 
 
 def run_floor(base_url: str, bodies: Path, work: Path, concurrency: int) -> Sample:
     db = Path(tempfile.mkdtemp(dir=work)) / "floor.db"
     args = [sys.executable, str(FLOOR), base_url, str(bodies), str(db), str(concurrency)]
-    elapsed, peak, out = _run(args, db.parent, bench_env())
-    return Sample(float(json.loads(out)["wall"]), elapsed, peak)
+    elapsed, peak, cpu, out = _run(args, db.parent, bench_env())
+    return Sample(float(json.loads(out)["wall"]), elapsed, peak, cpu)
 
 
 def capture_bodies(suite: Path, work: Path, name: str) -> Path:
@@ -161,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             f" Python {sys.version.split()[0]}\n",
             flush=True,
         )
-        ratios: dict[str, list[float]] = {name: [] for name in GOALS}
+        ratios: dict[str, list[float]] = {name: [] for name in (*GOALS, *CPU_FIGURES)}
         server = Server(0.0)
         try:
             url = server.base_url
@@ -187,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
                 ratios["wall c=10"].append(row["c=10"][0].wall / row["c=10"][1].wall)
                 ratios["start-up"].append(row["one"][0].process / row["one"][1].process)
                 ratios["peak memory"].append(row["c=10"][0].peak_mb / row["c=10"][1].peak_mb)
+                for name, label in CPU_FIGURES.items():
+                    ratios[name].append(row[label][0].cpu / row[label][1].cpu)
                 t1, f1 = row["c=1"]
                 t10, f10 = row["c=10"]
                 one_t, one_f = row["one"]
@@ -207,7 +217,12 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{name:<14} {spread(ratios[name]):<34} <= {goal:.1f}x {'met' if ok else 'MISSED'}"
             )
-        print("\nall goals met" if met else "\nsome goals missed")
+        print("\nprocessor time of the whole process (less sensitive to other load):")
+        for name in CPU_FIGURES:
+            print(f"{name:<14} {spread(ratios[name])}")
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"\nload average at the end: {load} (1, 5, 15 min; {os.cpu_count()} CPUs)")
+        print("all goals met" if met else "some goals missed")
     finally:
         if args.keep:
             print(f"kept {work}")

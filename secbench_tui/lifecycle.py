@@ -10,6 +10,7 @@ order. The front ends only watch the events and decide what to show and how to e
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +23,8 @@ from secbench_tui.planner import Plan, context_refusals, plan_matrix, resolve_ma
 
 if TYPE_CHECKING:
     from secbench_tui.core.run.estimate import Overflow
+
+GIL_SWITCH = 0.0005  # seconds: sys.setswitchinterval while runs go on (see MatrixRun.events)
 
 
 class MatrixRun:
@@ -92,7 +95,14 @@ class MatrixRun:
         return self.store
 
     async def events(self) -> AsyncIterator[MatrixEvent]:
-        """Every run's events as they come (see `Matrix.events`), then everything closed."""
+        """Every run's events as they come (see `Matrix.events`), then everything closed.
+
+        While the runs go on, the interpreter hands the GIL to a waiting thread after
+        `GIL_SWITCH` seconds instead of 5 ms: SQLite works in aiosqlite's thread, and the
+        event loop's thread (parsing replies; in the app, drawing too) would otherwise keep
+        each committed row waiting up to 5 ms before the loop hears of it."""
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(min(switch, GIL_SWITCH))
         try:
             plan = await self.plan()
             store = await self.open_store()
@@ -102,6 +112,7 @@ class MatrixRun:
             async for tagged in self.matrix.events():
                 yield tagged
         finally:
+            sys.setswitchinterval(switch)
             await self.aclose()
 
     def stop(self, message: str | None = None) -> None:

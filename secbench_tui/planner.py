@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from secbench_tui.config import Options, RunSettings, Settings
-from secbench_tui.core.models import Case, Completion, SuiteKind
+from secbench_tui.core.models import Case, Completion, RewritesRecord, SuiteKind
 from secbench_tui.core.run.engine import RunSpec
 from secbench_tui.core.run.matrix import PlannedRun
 from secbench_tui.core.run.providers.base import Provider, RetryCallback
@@ -220,6 +220,7 @@ def make_provider(settings: RunSettings) -> Provider:
         reasoning_effort=settings.reasoning_effort,
         request_style=settings.request_style,
         max_retries=settings.max_retries,
+        backoff_base=settings.retry_backoff,
         timeout=settings.attempt_timeout,
         concurrency=settings.concurrency,
     )
@@ -276,7 +277,7 @@ class Rewrites:
     engine: str = ""
     seconds: float = 0.0
 
-    def recorded(self) -> dict[str, object]:
+    def recorded(self) -> RewritesRecord:
         """What a run records of them (its settings' `rewrites`), for the figures."""
         from secbench_tui.core.suites.rewrites.relations import BY_NAME
 

@@ -262,7 +262,11 @@ def _sample(evaluation: Evaluation) -> dict[str, Any]:
         }
         for name, key in _SAMPLE_METRICS[task]
     ]
-    sample = {"id": case.meta["idx"], "case_id": case.case_id, "gold": case.expected}
+    sample: dict[str, Any] = {
+        "id": case.meta["idx"],
+        "case_id": case.case_id,
+        "gold": case.expected,
+    }
     sample |= {"metrics": metrics, "outcome": scored.outcome.value}
     if evaluation.completion.error:
         sample["error"] = evaluation.completion.error

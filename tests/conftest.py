@@ -15,3 +15,9 @@ import pytest
 @pytest.fixture(autouse=True)
 def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `long` first (in their own order): with `-n auto` the run then ends on
+    short tests that fill both workers, not on one long test started last."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)

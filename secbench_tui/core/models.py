@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Any, TypedDict
+from typing import Any, Required, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation
+from typing_extensions import TypedDict as PydanticTypedDict
 
 _CASE_NAME = re.compile(r"^(?P<scenario>.+)-\d{2}-(?P<label>good|bad)\.md$")
 
@@ -46,6 +47,69 @@ class Message(BaseModel):
     content: str
 
 
+# A JSON object whose shape is someone else's (a JSON Schema, a server's reply, a line of a
+# data file): parsed or written at the edge, where the program's own types are made from it.
+JSONObject = dict[str, Any]
+
+
+class ChatMessage(TypedDict):
+    role: str
+    content: str
+
+
+class ReasoningRequest(TypedDict):
+    effort: str
+
+
+class UsageRequest(TypedDict):
+    include: bool
+
+
+class ProviderRequest(TypedDict):
+    require_parameters: bool
+
+
+class ChatRequest(TypedDict, total=False):
+    """The body of a chat completions request, as sent (and as matched against the bodies an
+    adopted database of the original evaluator stored). Keys go out in the order set."""
+
+    model: Required[str]
+    messages: Required[list[ChatMessage]]
+    response_format: JSONObject
+    temperature: float
+    max_tokens: int
+    seed: int
+    reasoning: ReasoningRequest  # OpenRouter's unified reasoning setting
+    usage: UsageRequest  # OpenRouter: put the cost in the reply
+    provider: ProviderRequest  # OpenRouter: only providers that honour every parameter
+
+
+class VariantMeta(PydanticTypedDict):
+    """A rewritten case's identity (`--rewrites`): its original case, the relation, the seed,
+    the hash of its code, and whether the equivalence gate proved it."""
+
+    original: str
+    relation: str
+    seed: int
+    code_hash: str
+    proven: bool
+
+
+class CaseMeta(PydanticTypedDict, total=False):
+    """What a case carries beside its text. VulDetectBench: the task, the case's position in
+    the task's file, the record's `idx` and `cwe` as the file has them, the prompting method
+    and (task 2) the options to choose from. A rewritten case: its identity."""
+
+    task: int
+    pos: int
+    idx: str
+    cwe: object
+    method: str | None
+    selection: str
+    language: str
+    variant: VariantMeta
+
+
 class Case(BaseModel):
     """One question to put to a model, with the answer it is scored against.
 
@@ -71,7 +135,8 @@ class Case(BaseModel):
     prompt_prefix: str = ""
     description: str = ""
     structured: bool = True
-    meta: dict[str, Any] = Field(default_factory=dict)
+    # built by the loaders, never from outside: typed for the reader, not validated again
+    meta: SkipValidation[CaseMeta] = Field(default_factory=lambda: CaseMeta())
     # Why a bad case is bad (never sent to the model): the SPEC rule it breaks, the other
     # rules a careful reviewer could cite, the lines of its code where the flaw is (1-based),
     # and the numbers of its SPEC's rules. Empty for suites that do not name rules.
@@ -171,6 +236,21 @@ class Evaluation(BaseModel):
     reused: bool = False
 
 
+class RewritesRecord(TypedDict, total=False):
+    """What a run records of `--rewrites`: the relations and their kinds, the seed, how many
+    variants were made, how many the equivalence gate dropped (by relation) or let through
+    unproven, the first reasons it gave, and the engine that proved them."""
+
+    relations: list[str]
+    kinds: dict[str, str]
+    seed: int
+    made: int
+    dropped: dict[str, int]
+    unproven: int
+    reasons: list[list[str]]  # (variant id, why)
+    engine: str
+
+
 class RecordedSettings(TypedDict, total=False):
     """How a run was made, as it records it: what `config.RunSettings.recorded` gives (the
     fields declared with a `Record`), with `repeats`, `concurrency` and `vdb_scoring` added by
@@ -195,7 +275,7 @@ class RecordedSettings(TypedDict, total=False):
     vdb_scoring: str
     api: str  # "python": recorded through the vuldetectbench library API
     prompt_name: str  # where older versions recorded the prompt's name
-    rewrites: dict[str, Any]  # --rewrites: relations, kinds, seed, what the gate dropped and why
+    rewrites: RewritesRecord  # --rewrites: relations, kinds, seed, what the gate dropped and why
 
 
 class RunStatus(StrEnum):

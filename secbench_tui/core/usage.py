@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from secbench_tui.core import believable
+from secbench_tui.core.models import JSONObject
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Reasoning:
     tokens: int | None = None
 
     @classmethod
-    def of(cls, data: dict[str, Any], message: Any) -> Reasoning:
+    def of(cls, data: JSONObject, message: Any) -> Reasoning:
         return cls(_reasoning_text(message), _reasoning_tokens(data))
 
 
@@ -50,7 +51,7 @@ def _reasoning_text(message: Any) -> str | None:
     return None
 
 
-def _reasoning_tokens(data: dict[str, Any]) -> int | None:
+def _reasoning_tokens(data: JSONObject) -> int | None:
     usage = data.get("usage")
     details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
     return believable.tokens(details.get("reasoning_tokens")) if isinstance(details, dict) else None
@@ -68,10 +69,10 @@ class Usage:
     notes: list[str] = field(default_factory=list)  # numbers not believed, for the case
 
     @classmethod
-    def of(cls, data: dict[str, Any]) -> Usage:
+    def of(cls, data: JSONObject) -> Usage:
         """The usage a reply reports; a number not believable is None, with a note."""
         raw = data.get("usage")
-        usage: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        usage: JSONObject = raw if isinstance(raw, dict) else {}
         names = ("prompt_tokens", "completion_tokens", "cost")
         notes = [note for name in names if (note := believable.doubt(name, usage.get(name)))]
         return cls(

@@ -21,6 +21,15 @@ from secbench_tui.core.run.events import (
     RunFinished,
     RunStarted,
 )
+from secbench_tui.core.run.matrix import PlannedRun
+
+
+class RunPlanned(Message):
+    """The runs of the matrix are planned (from the engine's thread): one row each."""
+
+    def __init__(self, runs: list[PlannedRun]) -> None:
+        super().__init__()
+        self.runs = runs
 
 
 class RunBegan(Message):

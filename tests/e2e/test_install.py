@@ -80,6 +80,7 @@ def run_installed(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProc
     )
 
 
+@pytest.mark.long
 def test_installed_package_runs_the_bundled_suite_offline(installed: Path, tmp_path: Path) -> None:
     result = run_installed(
         installed,

@@ -37,6 +37,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.xdist_group("report-browser"),  # one report written, once (--dist=loadgroup)
     pytest.mark.skipif(
         not CHROMIUM.exists(),
         reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)",

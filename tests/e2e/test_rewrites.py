@@ -75,6 +75,7 @@ def _verdict(row: dict[str, Any]) -> str:
     return str(row["actual_result"] or "").strip().lower()
 
 
+@pytest.mark.long
 def test_rewrites_figures_match_counts_made_independently(tmp_path: Path) -> None:
     suite = load_markdown_suite(bundled_cases_dir(), ["purchase-order"])
     chosen = [c for c in suite.cases if any(c.case_id.startswith(f.rstrip("*")) for f in FILTERS)]

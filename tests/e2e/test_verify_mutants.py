@@ -90,6 +90,7 @@ def _run(suite: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.long
 def test_mutants_report_the_share_caught_and_list_the_survivor_with_its_line(
     tmp_path: Path,
 ) -> None:

@@ -59,6 +59,9 @@ SELECT r.row FROM result r WHERE (r.row->>'n')::int > 0
 """
 GOOD = "SELECT id, body FROM notes WHERE owner = :user"
 
+# one worker makes the module's shared fixture once (pyproject: --dist=loadgroup)
+pytestmark = [pytest.mark.xdist_group("verify-sandbox"), pytest.mark.long]
+
 
 @pytest.fixture(scope="module")
 def pg_url() -> Iterator[str]:

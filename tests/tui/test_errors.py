@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Input, SelectionList
 
 from secbench_tui.config import Settings
 from secbench_tui.tui.app import make_app
+from secbench_tui.tui.host import Intervals
 from secbench_tui.tui.screens import results as results_screen
 from secbench_tui.tui.screens import run as run_screen
 from secbench_tui.tui.screens.setup import SetupScreen
@@ -101,11 +102,15 @@ async def test_an_error_in_a_timer_is_a_notification(
         raise ZeroDivisionError("the clock stopped")
 
     monkeypatch.setattr(run_screen.RunScreen, "_tick", tick_fails)
-    app = make_app(make_settings(model="baseline/always-good"), offline_catalog=True)
+    app = make_app(
+        make_settings(model="baseline/always-good"),
+        offline_catalog=True,
+        intervals=Intervals(tick=0.05),  # the run screen's clock, 20 times a second
+    )
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("ctrl+r")
-        await wait_until(pilot, lambda: bool(error_notes(app)), limit=400)  # ticks each second
+        await wait_until(pilot, lambda: bool(error_notes(app)))
         assert app.is_running and "ZeroDivisionError: the clock stopped" in error_notes(app)[0]
         screen = app.screen
         assert isinstance(screen, run_screen.RunScreen)
@@ -119,12 +124,16 @@ async def test_an_unusable_database_is_named_with_its_fix_on_every_screen(
     db = tmp_path / "no-such-folder" / "results.db"
     app = make_app(make_settings(model="baseline/random", db=db), offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+
+        def titles() -> set[str]:
+            return {n.title for n in app._notifications}
+
+        # each screen reads the database in a worker of its own, started when it mounts: wait
+        # for what it says, not for the workers there happen to be at the moment of asking
+        await wait_until(pilot, lambda: "database" in titles())  # the setup screen's
         await pilot.press("r")
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await wait_until(pilot, lambda: "reading the runs failed" in titles())
+        await settle(pilot)
         notes = {n.title: n.message for n in app._notifications}
         assert "folder" in notes["database"] and str(db.parent) in notes["database"]
         assert notes["reading the runs failed"] == notes["database"]

@@ -25,7 +25,10 @@ from tests.e2e.server import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux"),
+    pytest.mark.long,  # seconds of waiting on a real terminal: started first, beside the rest
+]
 
 
 def open_terminal(

@@ -45,6 +45,9 @@ SCENARIOS = (
 )
 PLANTED_SEED = 999
 
+# one worker makes the module's shared fixture once (pyproject: --dist=loadgroup)
+pytestmark = [pytest.mark.xdist_group("rewrites-gate"), pytest.mark.long]
+
 
 def _cases() -> list[Case]:
     suite = load_markdown_suite(bundled_cases_dir(), ["purchase-order", "clinic-portal-api"])

@@ -130,6 +130,7 @@ def test_python_relations() -> None:
         compile(relation(HANDLER, random.Random(5)), "<variant>", "exec")
 
 
+@pytest.mark.long
 def test_variants_of_the_bundled_suite_are_seeded_and_keep_parameters() -> None:
     suite = load_markdown_suite(bundled_cases_dir(), ["purchase-order", "clinic-portal-api"])
     names = [r.name for r in RELATIONS]

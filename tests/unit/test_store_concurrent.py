@@ -48,6 +48,9 @@ for line in sys.stdin:
 PROCESSES = 8
 ROUNDS = 40
 
+# one worker makes the module's shared fixture once (pyproject: --dist=loadgroup)
+pytestmark = [pytest.mark.xdist_group("store-concurrent"), pytest.mark.long]
+
 
 @pytest.fixture(scope="module")
 def openers() -> Iterator[list[subprocess.Popen[str]]]:

@@ -27,6 +27,9 @@ from tests.e2e.server import LoopbackServer, ReceivedRequest, reply
 
 TEST_SET = SHARED_VDB / "test"
 SAMPLE = re.compile(r"/\* sample (\d+) \*/")
+
+# one worker makes the module's shared fixture once (pyproject: --dist=loadgroup)
+pytestmark = pytest.mark.xdist_group("vdb-cli")
 # The server would answer an empty reply with 200 and no content, which the client retries
 # as a fault: those replies are left out here (test_vdb_library_scoring covers them).
 SENT = [e for e in outputs() if e["output"].strip()]

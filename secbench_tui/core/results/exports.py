@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from secbench_tui.core.models import Outcome
+from secbench_tui.core.models import JSONObject, Outcome
 from secbench_tui.core.results.reasons import stored_gold, stored_reason
 from secbench_tui.core.results.report.data import Contender, ReportData, VdbContender
 from secbench_tui.core.store.rows import ResultRow
@@ -86,7 +86,7 @@ def _rows_of(c: Any) -> list[ResultRow]:
     return list(getattr(c, "all_rows", c.rows))
 
 
-def reason_fields(row: ResultRow) -> dict[str, Any]:
+def reason_fields(row: ResultRow) -> JSONObject:
     """The rules a bad case breaks, the rules the reply cited with its quotes, and whether
     they were right (None: not scored, e.g. a good case or a suite that names no rules)."""
     reason = stored_reason(row.get("reasons"))
@@ -100,7 +100,7 @@ def reason_fields(row: ResultRow) -> dict[str, Any]:
     }
 
 
-def _result(row: ResultRow, data: ReportData | None = None) -> dict[str, Any]:
+def _result(row: ResultRow, data: ReportData | None = None) -> JSONObject:
     record = {column: row.get(column) for column in RESULT_COLUMNS}
     if data is not None:  # JSON: the messages sent, by the hashes of `request_texts`
         record["request"] = data.requests.get(int(row.get("id") or 0))
@@ -114,10 +114,10 @@ def _result(row: ResultRow, data: ReportData | None = None) -> dict[str, Any]:
     return record
 
 
-def _run_summary(c: Contender | VdbContender) -> dict[str, Any]:
+def _run_summary(c: Contender | VdbContender) -> JSONObject:
     run = c.run
     stats: Mapping[str, object] = c.stats
-    summary: dict[str, Any] = {
+    summary: JSONObject = {
         key: value for key, value in stats.items() if key not in ("accuracy_ci",)
     }
     interval = stats.get("accuracy_ci")

@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from secbench_tui.core.models import JSONObject
+
 _FENCED = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 _DECODER = json.JSONDecoder()
 
@@ -80,9 +82,9 @@ def _violations_of(value: Any, assessment: str) -> tuple[Violation, ...] | str:
     return tuple(found)
 
 
-def _objects_in(text: str) -> list[dict[str, Any]]:
+def _objects_in(text: str) -> list[JSONObject]:
     """Every JSON object that decodes cleanly at some `{` of the text, outermost first."""
-    found: list[dict[str, Any]] = []
+    found: list[JSONObject] = []
     pos = text.find("{")
     while pos != -1:
         try:
@@ -98,7 +100,7 @@ def _objects_in(text: str) -> list[dict[str, Any]]:
     return found
 
 
-def _assessment_of(obj: dict[str, Any]) -> Verdict | None:
+def _assessment_of(obj: JSONObject) -> Verdict | None:
     lowered = {str(k).lower(): v for k, v in obj.items()}
     value = lowered.get("assessment")
     if not isinstance(value, str):
@@ -120,7 +122,7 @@ def _assessment_of(obj: dict[str, Any]) -> Verdict | None:
 def parse_verdict(reply: str | None) -> Verdict:
     if not reply or not reply.strip():
         return Verdict(None, None)
-    candidates: list[dict[str, Any]] = []
+    candidates: list[JSONObject] = []
     for block in _FENCED.findall(reply):
         candidates.extend(_objects_in(block))
     if not candidates:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel, Field
 
 from secbench_tui.core import numbers
-from secbench_tui.core.models import RunStatus
+from secbench_tui.core.models import JSONObject, RunStatus
 from secbench_tui.core.results.robustness import Robustness
 from secbench_tui.core.untrusted import inert_line
 
@@ -130,7 +129,7 @@ class RunSummary(VerdictStats):
     def cost_is_partial(self) -> bool:
         return self.cost is not None and self.cost_missing > 0
 
-    def json_data(self) -> dict[str, Any]:
+    def json_data(self) -> JSONObject:
         """The `--summary-json` layout: every figure, the optional ones when they apply."""
         data = self.model_dump(mode="json")
         for key in _OPTIONAL_KEYS:

@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 
 import httpx
 
+from secbench_tui.core.models import JSONObject
 from secbench_tui.core.run.http import async_client
 from secbench_tui.core.run.providers.baselines import BASELINES
 from secbench_tui.core.run.providers.openai_compat import api_url
@@ -120,7 +121,7 @@ def parse_models(body: Any) -> list[ModelInfo]:
         if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
             continue
         raw_pricing = entry.get("pricing")
-        pricing: dict[str, Any] = raw_pricing if isinstance(raw_pricing, dict) else {}
+        pricing: JSONObject = raw_pricing if isinstance(raw_pricing, dict) else {}
         params = entry.get("supported_parameters")
         context = entry.get("context_length")
         top = entry.get("top_provider")

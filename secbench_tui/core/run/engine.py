@@ -29,8 +29,10 @@ from typing import Any, cast
 from secbench_tui import __version__
 from secbench_tui.core.models import (
     Case,
+    ChatRequest,
     Completion,
     Evaluation,
+    JSONObject,
     Outcome,
     RecordedSettings,
     RunStatus,
@@ -149,7 +151,7 @@ class RunSpec:
             self.vdb_scoring,
         )
 
-    def _request_settings(self) -> dict[str, Any]:
+    def _request_settings(self) -> JSONObject:
         recorded = cast(Mapping[str, Any], self.settings)  # read by name, as stored
         request = {k: recorded.get(k) for k in REQUEST_SETTINGS}
         endpoint = request["base_url"] if self.base_url is None else self.base_url
@@ -718,7 +720,7 @@ class Engine:
         return evaluation
 
 
-def request_body(spec: RunSpec, provider: object, case: Case) -> dict[str, Any] | None:
+def request_body(spec: RunSpec, provider: object, case: Case) -> ChatRequest | None:
     """The body that would be sent for `case`: the provider's own, or (where no provider is
     built, as in a dry run) the original evaluator's, which needs none; None when unknown."""
     if isinstance(provider, SendsBodies):
@@ -769,7 +771,7 @@ async def adopted_answers(
     the requests `work` would send, by (case id, repeat)."""
     if not work or not store.adopted_requests:
         return {}
-    bodies: dict[str, dict[str, Any]] = {}
+    bodies: dict[str, ChatRequest] = {}
     for item in work:
         body = request_body(spec, provider, item.case)
         if body is not None:

@@ -112,6 +112,12 @@ class Matrix:
 
     async def events(self) -> AsyncIterator[MatrixEvent]:
         """Every run's events as they come; raises the first run that could not start."""
+        if len(self.engines) == 1:  # one run: its events as they are, no queue between
+            async for event in self.engines[0].events():
+                if isinstance(event, RunFinished):
+                    self.finished[0] = event
+                yield MatrixEvent(0, event)
+            return
         queue: asyncio.Queue[MatrixEvent | _Failed | None] = asyncio.Queue()
         tasks = [
             asyncio.create_task(self._drive(slot, queue), name=f"run-{slot}")

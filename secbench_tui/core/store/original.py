@@ -27,6 +27,7 @@ from typing import Any
 
 import aiosqlite
 
+from secbench_tui.core.models import ChatRequest, JSONObject
 from secbench_tui.core.store.values import now_iso, storable, text_hash
 from secbench_tui.core.usage import Reasoning, Usage
 
@@ -195,7 +196,7 @@ def _text(value: Any) -> str | None:
     return None
 
 
-def _reply_text(choice: dict[str, Any]) -> str | None:
+def _reply_text(choice: JSONObject) -> str | None:
     """Where the original looked for the reply, in its order."""
     message = choice.get("message")
     message = message if isinstance(message, dict) else {}
@@ -222,7 +223,7 @@ def read_exchange(request: Any, response: Any) -> Exchange:
     got, why = _json(response)
     if why:
         problems.append(f"response {why}")
-    fields: dict[str, Any] = {"code": _code(sent)}
+    fields: JSONObject = {"code": _code(sent)}
     if isinstance(got, dict):
         usage = Usage.of(got)
         choices = got.get("choices")
@@ -379,7 +380,7 @@ async def import_new_rows(db: aiosqlite.Connection) -> int:
 
 async def _update(
     db: aiosqlite.Connection,
-    row: dict[str, Any],
+    row: JSONObject,
     runs: dict[tuple[str, Any], _ImportedRun],
     has_prompt: bool,
 ) -> tuple[Any, ...]:
@@ -480,7 +481,7 @@ async def write_layout(db: aiosqlite.Connection) -> WriteLayout | None:
     )
 
 
-def same_request(stored: Any, body: dict[str, Any]) -> bool:
+def same_request(stored: Any, body: ChatRequest) -> bool:
     """Whether a row's stored `request` is `body`: the same model, messages and parameters
     (compared as JSON values, so key order and spacing do not count)."""
     sent, why = _json(stored)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from secbench_tui.core.models import ChatRequest
 from secbench_tui.core.store import requests
 from secbench_tui.core.store import stored_values as stored
 from secbench_tui.core.store.connection import StoreConnection
@@ -94,7 +95,7 @@ class ResultQueries(StoreConnection):
         return self._adopted is not None and self._adopted.request
 
     async def adopted_answers(
-        self, model: str, bodies: dict[str, dict[str, Any]]
+        self, model: str, bodies: dict[str, ChatRequest]
     ) -> dict[tuple[str, int], ResultRow]:
         """Answers the original evaluator recorded for exactly these requests: rows of its
         imported runs of `model` whose stored request body is the one given for their case id.

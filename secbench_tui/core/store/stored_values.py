@@ -16,6 +16,7 @@ import math
 from typing import Any, cast
 
 from secbench_tui.core import believable
+from secbench_tui.core.models import JSONObject
 from secbench_tui.core.store.rows import ResultRow, VariantIdentity
 
 _TEXT = (
@@ -59,7 +60,7 @@ def duration_ms(value: Any) -> float | None:
     return value if math.isfinite(value) and 0 <= value < 1e12 else None
 
 
-def json_object(value: Any) -> dict[str, Any]:
+def json_object(value: Any) -> JSONObject:
     """A JSON object stored as text; anything else reads as empty."""
     try:
         data = json.loads(value) if isinstance(value, str | bytes) else None
@@ -78,7 +79,12 @@ def scores(value: Any) -> str:
     return json.dumps(kept, sort_keys=True)
 
 
-def evaluation_row(row: dict[str, Any]) -> ResultRow:
+# A row as the file holds it: any column, any value (another tool, an older version or damage
+# may have written it); `evaluation_row` makes a `ResultRow` of it.
+StoredRow = dict[str, Any]
+
+
+def evaluation_row(row: StoredRow) -> ResultRow:
     """One `evaluations` row (possibly joined with `case_texts`) with believable values."""
     clean = dict(row)
     for name in _TEXT:

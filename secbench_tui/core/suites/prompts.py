@@ -20,11 +20,12 @@ from dataclasses import dataclass, replace
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
+from secbench_tui.core.models import JSONObject
 from secbench_tui.core.paths import outside_reason
 
-VERDICT_SCHEMA: dict[str, Any] = {  # verdict schema 2: the verdict, then what breaks which rule
+VERDICT_SCHEMA: JSONObject = {  # verdict schema 2: the verdict, then what breaks which rule
     "type": "object",
     "properties": {
         "explanation": {"type": "string"},
@@ -54,7 +55,7 @@ def build_markdown_prefix(app_prompt: str, evaluation_prompt: str) -> str:
     return "\n\n".join(part for part in (app_prompt.strip(), evaluation_prompt.strip()) if part)
 
 
-def response_format(kind: str) -> dict[str, Any] | None:
+def response_format(kind: str) -> JSONObject | None:
     """The `response_format` request field for `--response-format KIND`."""
     if kind == "json_schema":
         return {

@@ -11,9 +11,9 @@ reader does, since a difference of one space would make it a different question.
 from __future__ import annotations
 
 import re
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
-from secbench_tui.core.models import Message
+from secbench_tui.core.models import ChatRequest, JSONObject, Message
 
 STYLE = "security-bench"
 OWN_STYLE: Final = "secbench-tui"  # our own request: the default of --request-style
@@ -34,7 +34,7 @@ HEADERS = {
 }
 TEMPERATURE = 0.1
 MAX_TOKENS = 30000
-RESPONSE_FORMAT: dict[str, Any] = {
+RESPONSE_FORMAT: JSONObject = {
     "type": "json_schema",
     "json_schema": {
         "name": "security_assessment",
@@ -102,7 +102,7 @@ def messages(spec: str, evaluation_prompt: str, code: str) -> tuple[Message, ...
     )
 
 
-def request_body(model: str, sent: tuple[Message, ...]) -> dict[str, Any]:
+def request_body(model: str, sent: tuple[Message, ...]) -> ChatRequest:
     """The whole body, keys in the original's order; nothing else is added to it."""
     return {
         "model": model,

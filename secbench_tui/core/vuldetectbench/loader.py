@@ -19,9 +19,8 @@ from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
-from secbench_tui.core.models import Case, Message, SuiteKind
+from secbench_tui.core.models import Case, CaseMeta, JSONObject, Message, SuiteKind
 from secbench_tui.core.paths import outside_reason
 
 TASKS: tuple[int, ...] = (1, 2, 3, 4, 5)
@@ -50,14 +49,14 @@ def is_vuldetectbench_dir(path: Path) -> bool:
 
 
 @cache
-def templates() -> dict[str, Any]:
+def templates() -> JSONObject:
     """The prompt text of every task, as shipped with the package."""
     text = (
         resources.files("secbench_tui.core.vuldetectbench")
         .joinpath("vuldetectbench_templates.json")
         .read_text(encoding="utf-8")
     )
-    data: dict[str, Any] = json.loads(text)
+    data: JSONObject = json.loads(text)
     return data
 
 
@@ -81,7 +80,7 @@ def check_tasks(tasks: Sequence[int]) -> tuple[int, ...]:
     return chosen
 
 
-def build_prompt(task: int, record: dict[str, Any], method: str | None) -> tuple[str, str]:
+def build_prompt(task: int, record: JSONObject, method: str | None) -> tuple[str, str]:
     """(system, user) exactly as the library renders them.
 
     The user prompt is question, example, code, restriction and chain-of-thought
@@ -102,13 +101,13 @@ def build_prompt(task: int, record: dict[str, Any], method: str | None) -> tuple
     return spec["system"], user
 
 
-def _read_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
+def _read_records(path: Path) -> list[tuple[int, JSONObject]]:
     """(line number, record) for each non-blank line; errors name the file and line."""
     try:
         lines = path.read_text(encoding="utf-8").split("\n")
     except UnicodeDecodeError as err:
         raise VulDetectBenchError(f"{path}: not UTF-8 text ({err.reason})") from err
-    records: list[tuple[int, dict[str, Any]]] = []
+    records: list[tuple[int, JSONObject]] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -125,7 +124,7 @@ def _read_records(path: Path) -> list[tuple[int, dict[str, Any]]]:
     return records
 
 
-def _check_record(path: Path, number: int, task: int, record: dict[str, Any]) -> None:
+def _check_record(path: Path, number: int, task: int, record: JSONObject) -> None:
     needed = _REQUIRED + (("selection",) if task == 2 else ())
     for key in needed:
         if not isinstance(record.get(key), str):
@@ -152,7 +151,7 @@ def load_task(
     for pos, (number, record) in enumerate(_read_records(file)[:limit]):
         _check_record(file, number, task, record)
         system, user = build_prompt(task, record, method)
-        meta: dict[str, Any] = {
+        meta: CaseMeta = {
             "task": task,
             "pos": pos,
             "idx": record["idx"],

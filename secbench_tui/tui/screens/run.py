@@ -9,9 +9,11 @@ the focused run (every case is in the database; the results screen pages through
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
 from rich.syntax import Syntax
@@ -48,6 +50,7 @@ from secbench_tui.tui.messages import (
     RunBegan,
     RunEnded,
     RunFailed,
+    RunPlanned,
 )
 from secbench_tui.tui.plain import plain_line
 from secbench_tui.tui.screens.base import BaseScreen, describe_error
@@ -58,14 +61,11 @@ from secbench_tui.tui.widgets.live_line import LiveLine
 from secbench_tui.tui.widgets.results_table import shrink_columns
 from secbench_tui.tui.widgets.run_stats import MatrixProgress, RunStats, RunTally
 
+if TYPE_CHECKING:
+    from secbench_tui.core.store.database import Store
+
 MAX_ROWS = 1000
-# Seconds between drawings of what the engine reports. The engine shares the app's event loop:
-# drawing every case as it comes (tens a second) kept the loop busy most of the time, and every
-# request then waited for a drawing to end before its reply was read (the run took 1.3x as
-# long as headless). Cases started and finished are gathered and drawn together at this pace;
-# a run's start, a retry and a run's end are drawn at once (after what was gathered).
-DRAW_EVERY = 0.25
-CURRENT_EVERY = 1.0  # seconds between drawings of the current case's code
+# How often the engine's reports and the current case are drawn: `tui.host.Intervals`.
 CASE_WIDTH = 10_000  # no cap: the case column takes what the other columns leave
 VERDICT_WIDTH = 10  # expected and actual are cut here (VulDetectBench answers are long)
 
@@ -152,6 +152,9 @@ class RunScreen(BaseScreen):
         self.settings = settings
         self.lifecycle: MatrixRun | None = None
         self._stop_asked = False  # stop() came before the runs' lifecycle existed
+        self._ui_loop: asyncio.AbstractEventLoop | None = None  # the app's, once mounted
+        self._engine_loop: asyncio.AbstractEventLoop | None = None  # the runs' own, in a thread
+        self._engine_task: asyncio.Task[Any] | None = None
         self.planned: list[PlannedRun] = []
         self.focus_slot = 0  # the slot of the run whose cases the table shows
         self.tallies: dict[int, RunTally] = {}
@@ -227,16 +230,42 @@ class RunScreen(BaseScreen):
         self.query_one("#in-flight").display = False
         self.query_one("#run-summary").display = False
         self._redraw_stats()
-        self.set_interval(1.0, self._tick)
+        self.set_interval(self.secbench.intervals.tick, self._tick)
+        self._ui_loop = asyncio.get_running_loop()
+        self._draw_every = self.secbench.intervals.draw  # read here: the engine's thread uses it
         self.run_engine()
+
+    def on_unmount(self) -> None:
+        """Leaving (the app quits) while the runs go on: they are cancelled, as an async
+        worker's would be (the thread would otherwise keep the process alive)."""
+        loop, task = self._engine_loop, self._engine_task
+        if loop is not None and task is not None and not task.done():
+            with contextlib.suppress(RuntimeError):  # its loop has closed meanwhile
+                loop.call_soon_threadsafe(task.cancel)
 
     # --- the worker -----------------------------------------------------------------
 
-    @work(exclusive=True, group="eval", exit_on_error=False)
+    @work(exclusive=True, group="eval", exit_on_error=False, thread=True)
     async def run_engine(self) -> None:
+        """The runs, on an event loop of their own in the worker's thread: a drawing of the
+        screen (tens of milliseconds) then never stands between a reply and its reading, and
+        the engine's thread, which uses little processor time, is scheduled as soon as its
+        socket is ready even when the machine is busy (`MatrixRun.events` also shortens the
+        GIL's switch interval while the runs go on, so a drawing does not keep the engine's
+        thread waiting for the GIL). Messages go to the screen with `post_message`
+        (thread-safe); a stop reaches the runs through `call_soon_threadsafe`."""
+        self._engine_loop = asyncio.get_running_loop()
+        self._engine_task = asyncio.current_task()
+        ui_loop = self._ui_loop
+        assert ui_loop is not None, "the worker starts from on_mount"
+        app_store = self.secbench.store
+
+        async def shared_store() -> Store:  # the app's, opened (once) on the app's loop
+            return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(app_store(), ui_loop))
+
         run = self.lifecycle = MatrixRun(
             self.settings,
-            shared_store=self.secbench.store,
+            shared_store=shared_store,
             cache_dir=self.secbench.cache_dir,
             fetch_catalog=not self.secbench.offline_catalog,
         )
@@ -255,17 +284,21 @@ class RunScreen(BaseScreen):
             await run.aclose()
             self.post_message(RunFailed("; ".join(o.message() for o in refused)))
             return
-        self.planned = plan.runs
-        self._draw_matrix()
-        async for tagged in run.events():
-            self._post_event(tagged.event, tagged.slot)
+        self.post_message(RunPlanned(plan.runs))
+        try:
+            async for tagged in run.events():
+                self._post_event(tagged.event, tagged.slot)
+        finally:
+            self._post_gathered()
 
     def _post_event(self, event: object, slot: int = 0) -> None:
+        """In the engine's thread: cases started and finished are gathered and posted every
+        `intervals.draw` seconds; other events at once, after what was gathered."""
         if isinstance(event, CaseStarted | CaseFinished):
             self._gathered.append((slot, event))
             if not self._draw_pending:
                 self._draw_pending = True
-                self.set_timer(DRAW_EVERY, self._post_gathered)
+                asyncio.get_running_loop().call_later(self._draw_every, self._post_gathered)
             return
         self._post_gathered()  # what came before goes first
         if isinstance(event, RunStarted):
@@ -274,6 +307,10 @@ class RunScreen(BaseScreen):
             self.post_message(RetryWaiting(event, slot))
         elif isinstance(event, RunFinished):
             self.post_message(RunEnded(event, slot))
+
+    def on_run_planned(self, message: RunPlanned) -> None:
+        self.planned = message.runs
+        self._draw_matrix()
 
     def _post_gathered(self) -> None:
         """The cases started and finished since the last drawing: per run, one message with
@@ -457,8 +494,8 @@ class RunScreen(BaseScreen):
         self._asked = message.event.case
         if not self._current_pending:
             # highlighting a case's code costs more than the rest of a drawing: the current
-            # case is drawn again at most every CURRENT_EVERY seconds, the latest one asked
-            wait = self._current_drawn + CURRENT_EVERY - time.monotonic()
+            # case is drawn again at most every `intervals.current` seconds, the latest one asked
+            wait = self._current_drawn + self.secbench.intervals.current - time.monotonic()
             if wait <= 0:
                 self._draw_current()
             else:
@@ -755,8 +792,9 @@ class RunScreen(BaseScreen):
         if not self.active:
             return
         self._stop_asked = True
-        if self.lifecycle is not None:
-            self.lifecycle.stop()
+        if self.lifecycle is not None and self._engine_loop is not None:
+            with contextlib.suppress(RuntimeError):  # its loop has closed: the runs are over
+                self._engine_loop.call_soon_threadsafe(self.lifecycle.stop)
         self.state = "stopping"
 
     def notify_stopping(self, text: str) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from secbench_tui.core.models import Case, Completion
+from secbench_tui.core.models import Case, ChatRequest, Completion
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class RunAborted(Exception):
 class SendsBodies(Protocol):
     """A provider that can say the body it would send for a case (to match stored requests)."""
 
-    def payload(self, case: Case) -> dict[str, Any]: ...
+    def payload(self, case: Case) -> ChatRequest: ...
 
 
 class Provider(Protocol):

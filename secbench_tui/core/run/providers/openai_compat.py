@@ -23,11 +23,12 @@ from urllib.parse import urlparse, urlsplit, urlunsplit
 import httpx
 
 from secbench_tui import __version__
-from secbench_tui.core.models import Case, Completion
+from secbench_tui.core.models import Case, ChatRequest, Completion, JSONObject
 from secbench_tui.core.run.http import async_client
 from secbench_tui.core.run.providers import shallow_json
 from secbench_tui.core.run.providers.base import RetryCallback, RetryNotice, RunAborted
 from secbench_tui.core.run.providers.retry import (
+    BACKOFF_BASE,
     RETRYABLE_STATUS,
     Failure,
     FailureKind,
@@ -72,7 +73,7 @@ class ClientSettings:
     # what every run sets from its settings (config.Options declares them, with their defaults)
     max_retries: int = field(kw_only=True)
     timeout: float = field(kw_only=True)  # seconds for one whole attempt
-    backoff_base: float = 0.5
+    backoff_base: float = BACKOFF_BASE
     backoff_max: float = 30.0
     retry_after_max: float = 300.0
     concurrency: int = 16  # connections kept open: as many as requests in flight
@@ -200,11 +201,11 @@ class OpenAICompatibleProvider:
         headers.update(self.settings.extra_headers)
         return headers
 
-    def payload(self, case: Case) -> dict[str, Any]:
+    def payload(self, case: Case) -> ChatRequest:
         s = self.settings
         if s.request_style == security_bench.STYLE:
             return security_bench.request_body(s.model, case.prompt_messages())
-        body: dict[str, Any] = {
+        body: ChatRequest = {
             "model": s.model,
             "messages": [{"role": m.role, "content": m.content} for m in case.prompt_messages()],
             "max_tokens": s.max_tokens,
@@ -243,7 +244,7 @@ class OpenAICompatibleProvider:
         completion, usage = await self._attempt(url, self.payload(case))
         return _with_usage(completion, usage)
 
-    async def _attempt(self, url: str, body: dict[str, Any]) -> tuple[Completion, Usage]:
+    async def _attempt(self, url: str, body: ChatRequest) -> tuple[Completion, Usage]:
         limit = self.settings.timeout
         replied = False  # the reply's headers arrived: the endpoint is there, if slow
         try:
@@ -326,7 +327,7 @@ class OpenAICompatibleProvider:
         )
 
     def _read_body(
-        self, data: dict[str, Any], retry_after: float | None, raw: str = ""
+        self, data: JSONObject, retry_after: float | None, raw: str = ""
     ) -> tuple[Completion, Usage]:
         usage = Usage.of(data)
         choices = data.get("choices")

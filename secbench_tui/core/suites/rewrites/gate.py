@@ -23,12 +23,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import psycopg
 from psycopg.conninfo import make_conninfo
 
-from secbench_tui.core.models import Case
+from secbench_tui.core.models import Case, JSONObject
 from secbench_tui.core.suites.rewrites import sql as sql_relations
 from secbench_tui.core.suites.rewrites.relations import Variant, language_of
 from secbench_tui.core.suites.verify.data import (
@@ -166,7 +165,7 @@ def _tables(ex: Execution) -> Tables:
     return tables
 
 
-def _rows(text: str) -> list[dict[str, Any]]:
+def _rows(text: str) -> list[JSONObject]:
     rows = json.loads(text)
     return [r if isinstance(r, dict) else {"": r} for r in rows]
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from secbench_tui.core.models import Case, SuiteKind
+from secbench_tui.core.models import Case, CaseMeta, SuiteKind
 from secbench_tui.core.suites.rewrites import python as py_relations
 from secbench_tui.core.suites.rewrites import sql as sql_relations
 from secbench_tui.core.suites.rewrites.sql import NotApplicable
@@ -175,13 +175,15 @@ class Variant:
 
     def as_case(self, proven: bool) -> Case:
         """The variant as a case: the original's prompt around the rewritten code."""
-        meta = dict(self.original.meta)
-        meta["variant"] = {
-            "original": self.original.case_id,
-            "relation": self.relation,
-            "seed": self.seed,
-            "code_hash": self.code_hash,
-            "proven": proven,
+        meta: CaseMeta = {
+            **self.original.meta,
+            "variant": {
+                "original": self.original.case_id,
+                "relation": self.relation,
+                "seed": self.seed,
+                "code_hash": self.code_hash,
+                "proven": proven,
+            },
         }
         return self.original.model_copy(
             update={"case_id": self.case_id, "code": self.code, "meta": meta}

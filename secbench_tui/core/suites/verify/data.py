@@ -20,9 +20,9 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from secbench_tui.core.suites.markdown import extract_code, is_parameter_file, split_sections
+from secbench_tui.core.suites.verify.execution import Parameters
 
 CASE_NAME = re.compile(r"^(?P<scenario>.+)-\d{2}-(?:good|bad)\.md$")
 VERIFY_DIR = "verify"
@@ -56,7 +56,7 @@ class Equivalent:
 class Scenario:
     name: str
     path: Path
-    parameters: tuple[dict[str, Any], ...]
+    parameters: tuple[Parameters, ...]
     setup: str | None = None  # SQL run in the transaction before the case
     run: str | None = None  # SQL run after the case code (e.g. calling a function it defines)
     verify: str | None = None  # read-back after a write: its rows are the result
@@ -137,7 +137,7 @@ def parse_scenario(path: Path) -> Scenario:
     sections = split_sections(text)
     if "parameters" not in sections:
         raise DataError(path, "no '# Parameters' section (one JSON object per line)")
-    params: list[dict[str, Any]] = []
+    params: list[Parameters] = []
     body = sections["parameters"]
     fenced = extract_code(body)
     for number, line in enumerate((fenced if fenced is not None else body).split("\n"), 1):

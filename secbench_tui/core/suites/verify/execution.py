@@ -9,16 +9,22 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+# A row of a query's result, or of a Python app's reply: the suite's column (or key) names ->
+# values made JSON-ready (`json_value`). The columns are the suite's: no type names them.
+ResultSetRow = dict[str, Any]
+# One parameter set of a case's scenario: the suite's parameter names -> their values.
+Parameters = dict[str, Any]
+
 
 @dataclass
 class Execution:
     params_index: int
-    rows: list[dict[str, Any]] = field(default_factory=list)  # result rows, JSON-ready
+    rows: list[ResultSetRow] = field(default_factory=list)  # result rows, JSON-ready
     affected: int = 0  # rows changed by a write without RETURNING
     refused: bool = False  # the case refused the request (RAISE, 403/404...): a legal outcome
     status: int | None = None  # HTTP status, for a Python app
     error: str | None = None  # the case could not run: never a proof either way
-    violations: list[dict[str, Any]] = field(default_factory=list)  # rows of `# Property`
+    violations: list[ResultSetRow] = field(default_factory=list)  # rows of `# Property`
     compared: Any = None  # what the original's rule compares (rows, read-back or affected)
 
     @property

@@ -22,12 +22,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from secbench_tui.core.models import Case
 from secbench_tui.core.suites.markdown import split_sections
 from secbench_tui.core.suites.verify.data import Scenario
-from secbench_tui.core.suites.verify.execution import Execution, dumps
+from secbench_tui.core.suites.verify.execution import Execution, ResultSetRow, dumps
 from secbench_tui.core.suites.verify.models import CaseProof, Proof, Witness
 
 SHOWN_ROWS = 3
@@ -62,7 +61,7 @@ def case_rule(case: Case) -> str | None:
     return found.group(1) if found else None
 
 
-def row_rule(row: dict[str, Any]) -> str:
+def row_rule(row: ResultSetRow) -> str:
     """The rule a property row names in its `rule` column ('' when it names none)."""
     value = row.get("rule")
     if value is None:
@@ -71,7 +70,7 @@ def row_rule(row: dict[str, Any]) -> str:
     return found.group(0) if found else str(value)
 
 
-def _witness(scenario: Scenario, ex: Execution, rows: Sequence[dict[str, Any]]) -> Witness:
+def _witness(scenario: Scenario, ex: Execution, rows: Sequence[ResultSetRow]) -> Witness:
     rules = tuple(sorted({row_rule(r) for r in rows}, key=lambda r: (len(r), r)))
     return Witness(
         ex.params_index,

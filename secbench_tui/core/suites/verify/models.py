@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+
+from secbench_tui.core.suites.verify.execution import Parameters, ResultSetRow
 
 
 class Proof(StrEnum):
@@ -20,9 +21,9 @@ class Witness:
     the rows broke and the rows themselves, as the property returned them."""
 
     params_index: int  # 0-based index of the parameter set
-    params: dict[str, Any]
+    params: Parameters
     rules: tuple[str, ...] = ()  # rules named by the violating rows ("" when a row names none)
-    rows: tuple[dict[str, Any], ...] = ()  # the property's rows (or the differing result)
+    rows: tuple[ResultSetRow, ...] = ()  # the property's rows (or the differing result)
     compared_with: str = ""  # the original's rule: the good case it differs from
 
 

@@ -26,7 +26,13 @@ from typing import Any
 import psycopg
 
 from secbench_tui.core.suites.verify.data import Scenario
-from secbench_tui.core.suites.verify.execution import Execution, dumps, json_value
+from secbench_tui.core.suites.verify.execution import (
+    Execution,
+    Parameters,
+    ResultSetRow,
+    dumps,
+    json_value,
+)
 from secbench_tui.core.suites.verify.sandbox import Watchdog
 from secbench_tui.core.suites.verify.sql import Checker, CodeError, RowCapExceeded
 
@@ -37,7 +43,7 @@ class RequestState:
 
     session: Any  # the request's SQLAlchemy Session
     user_id: int | None
-    params: dict[str, Any]
+    params: Parameters
     sandbox: Path
     upload_root: Path
 
@@ -53,7 +59,7 @@ def load_harness(path: Path) -> ModuleType:
     return module
 
 
-def _body_rows(body: Any) -> list[dict[str, Any]]:
+def _body_rows(body: Any) -> list[ResultSetRow]:
     if body is None:
         return []
     items = body if isinstance(body, list) else [body]
@@ -68,7 +74,7 @@ def _files(sandbox: Path) -> list[tuple[str, int]]:
     ]
 
 
-def _request(client: Any, params: dict[str, Any]) -> Any:
+def _request(client: Any, params: Parameters) -> Any:
     files = None
     if params.get("files"):
         files = {

@@ -32,6 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from secbench_tui.core.models import JSONObject
 from secbench_tui.core.suites.verify.execution import Execution, json_value
 
 
@@ -88,7 +89,7 @@ def _warm(harness: ModuleType, conninfo: str) -> None:
         pass
 
 
-def _run_job(harness: ModuleType, job: dict[str, Any], out_fd: int) -> None:
+def _run_job(harness: ModuleType, job: JSONObject, out_fd: int) -> None:
     """In the fork: run one case on every parameter set, one JSON line each."""
 
     from secbench_tui.core.suites.verify import python_app
@@ -114,7 +115,7 @@ def _run_job(harness: ModuleType, job: dict[str, Any], out_fd: int) -> None:
         engine.dispose()
 
 
-def _fork(harness: ModuleType, job: dict[str, Any]) -> tuple[int, int]:
+def _fork(harness: ModuleType, job: JSONObject) -> tuple[int, int]:
     """(pid, read end of the fork's result pipe)."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -149,7 +150,7 @@ def _kill(pid: int) -> None:
         pass
 
 
-def _relay(harness: ModuleType, job: dict[str, Any]) -> None:
+def _relay(harness: ModuleType, job: JSONObject) -> None:
     """Fork for `job`, pass its lines on, and enforce the deadline of each parameter set."""
     count, deadline = job["count"], job["deadline"] + job["grace"]
     pid, read_fd = _fork(harness, job)
@@ -210,7 +211,7 @@ def main() -> None:
             _relay(harness, job)
 
 
-def _say(message: dict[str, Any]) -> None:
+def _say(message: JSONObject) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
 
@@ -282,7 +283,7 @@ class PythonChild:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line.decode(errors="replace")
 
-    def run(self, job: dict[str, Any], count: int) -> list[Execution]:
+    def run(self, job: JSONObject, count: int) -> list[Execution]:
         """Every parameter set of one case; the child is restarted next time if it failed."""
         if self.proc is None or self.proc.poll() is not None:
             self.start()
@@ -345,7 +346,7 @@ class PythonChild:
         self.folder.cleanup()
 
 
-def _execution(message: dict[str, Any], index: int) -> Execution:
+def _execution(message: JSONObject, index: int) -> Execution:
     fields = {f.name for f in dataclasses.fields(Execution)}
     try:
         return Execution(**{k: v for k, v in message.items() if k in fields})

@@ -27,7 +27,13 @@ from psycopg import pq
 from psycopg.types.json import Jsonb
 
 from secbench_tui.core.suites.verify.data import Scenario
-from secbench_tui.core.suites.verify.execution import Execution, dumps, json_value
+from secbench_tui.core.suites.verify.execution import (
+    Execution,
+    Parameters,
+    ResultSetRow,
+    dumps,
+    json_value,
+)
 from secbench_tui.core.suites.verify.sandbox import (
     GATE_EXEC,
     GATE_QUERY,
@@ -70,7 +76,7 @@ class Statement:
     returns_rows: bool
 
 
-def bind(sql: str, params: dict[str, Any]) -> str:
+def bind(sql: str, params: Parameters) -> str:
     """`:name` -> `%(name)s` for the names in `params`; every other `%` doubled."""
     escaped = sql.replace("%", "%%")
     return _PLACEHOLDER.sub(
@@ -78,11 +84,11 @@ def bind(sql: str, params: dict[str, Any]) -> str:
     )
 
 
-def _values(params: dict[str, Any]) -> dict[str, Any]:
+def _values(params: Parameters) -> Parameters:
     return {k: Jsonb(v) if isinstance(v, dict) else v for k, v in params.items()}
 
 
-def render(conn: psycopg.Connection[Any], sql: str, params: dict[str, Any]) -> str:
+def render(conn: psycopg.Connection[Any], sql: str, params: Parameters) -> str:
     """`sql` with its `:name` placeholders replaced by the parameters as SQL literals."""
     return psycopg.ClientCursor(conn).mogrify(bind(sql, params), _values(params))
 
@@ -125,17 +131,17 @@ def case_statements(sql: str) -> list[Statement]:
     return found
 
 
-def _rows(cur: psycopg.Cursor[Any], records: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+def _rows(cur: psycopg.Cursor[Any], records: Sequence[Sequence[Any]]) -> list[ResultSetRow]:
     names = [c.name for c in cur.description or ()]
     return [dict(zip(names, json_value(list(r)), strict=True)) for r in records]
 
 
 def run_statements(
     conn: psycopg.Connection[Any], found: Sequence[Statement], watchdog: Watchdog
-) -> tuple[list[dict[str, Any]], int]:
+) -> tuple[list[ResultSetRow], int]:
     """Rows of the last statement that returned rows (else []) and the last row count."""
     cap = watchdog.limits.rows
-    rows: list[dict[str, Any]] = []
+    rows: list[ResultSetRow] = []
     affected = 0
     cur = conn.cursor()
     for statement in found:
@@ -189,7 +195,7 @@ class Checker:
                 f"SELECT public.{GATE_EXEC}(%s::text, %s::text)".encode(), [self.token, text]
             )
 
-    def query(self, text: str) -> list[dict[str, Any]]:
+    def query(self, text: str) -> list[ResultSetRow]:
         cap = self.watchdog.limits.rows
         with self.watchdog.limit(self.conn):
             got = self.conn.execute(
@@ -200,10 +206,10 @@ class Checker:
             raise RowCapExceeded(cap)
         return [row[0] if isinstance(row[0], dict) else {"value": row[0]} for row in got]
 
-    def run(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    def run(self, sql: str, params: Parameters) -> list[ResultSetRow]:
         """Every statement of a block; the rows of the last when it returns rows."""
         found = statements(render(self.conn, sql, params))
-        rows: list[dict[str, Any]] = []
+        rows: list[ResultSetRow] = []
         for number, statement in enumerate(found, 1):
             if statement.returns_rows and number == len(found):
                 rows = self.query(statement.text)
@@ -211,7 +217,7 @@ class Checker:
                 self.execute(statement.text)
         return rows
 
-    def result_table(self, rows: list[dict[str, Any]]) -> None:
+    def result_table(self, rows: list[ResultSetRow]) -> None:
         """`result`: the case's rows, one per row (n, row jsonb), for the property."""
         literal = psycopg.ClientCursor(self.conn).mogrify("%s", [dumps(rows)])
         self.execute(
@@ -311,14 +317,14 @@ class Calls:
             [self.token, text.rstrip().rstrip(";"), self.cap + 1],
         )
 
-    def block(self, sql: str, params: dict[str, Any]) -> list[str]:
+    def block(self, sql: str, params: Parameters) -> list[str]:
         found = statements(render(self.conn, sql, params))
         return [
             self.query(st.text) if st.returns_rows and n == len(found) else self.execute(st.text)
             for n, st in enumerate(found, 1)
         ]
 
-    def result_table(self, rows: list[dict[str, Any]]) -> str:
+    def result_table(self, rows: list[ResultSetRow]) -> str:
         literal = self.mogrify("%s", [dumps(rows)])
         return self.execute(
             "CREATE TEMP TABLE result AS SELECT (x.o - 1)::int AS n, x.v AS row "
@@ -330,7 +336,7 @@ def _is_query(call: str) -> bool:
     return call.startswith(f"SELECT * FROM public.{GATE_QUERY}(")
 
 
-def _gated_rows(rows: list[Any], cap: int) -> list[dict[str, Any]]:
+def _gated_rows(rows: list[Any], cap: int) -> list[ResultSetRow]:
     if len(rows) > cap:
         raise RowCapExceeded(cap)
     return [row[0] if isinstance(row[0], dict) else {"value": row[0]} for row in rows]
