@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validat
 from secbench_tui.core.models import RecordedSettings
 from secbench_tui.core.run.engine import STOP_GRACE
 from secbench_tui.core.run.providers.openai_compat import OPENROUTER_URL
+from secbench_tui.core.run.providers.retry import BACKOFF_BASE
 from secbench_tui.core.suites import security_bench
 from secbench_tui.core.suites.prompts import EvaluationPrompt, ResponseFormat
 from secbench_tui.core.suites.security_bench import RequestStyle
@@ -244,6 +245,15 @@ class Options(BaseModel):
         Flag("retries for timeouts, dropped connections, 408/429/5xx", group=ENDPOINT, metavar="N"),
         Record("endpoint"),
     ] = Field(default=5, ge=0)
+    retry_backoff: Annotated[
+        float,
+        Flag(
+            "seconds before the first retry of a failed attempt, doubled for each retry after "
+            "it (with jitter); a server's Retry-After is followed instead",
+            group=ENDPOINT,
+            metavar="S",
+        ),
+    ] = Field(default=BACKOFF_BASE, ge=0, le=60)
     timeout: Annotated[
         float | None,
         Flag(

@@ -220,6 +220,7 @@ def make_provider(settings: RunSettings) -> Provider:
         reasoning_effort=settings.reasoning_effort,
         request_style=settings.request_style,
         max_retries=settings.max_retries,
+        backoff_base=settings.retry_backoff,
         timeout=settings.attempt_timeout,
         concurrency=settings.concurrency,
     )

@@ -28,6 +28,7 @@ from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.tui.commands import SecbenchCommands
 from secbench_tui.tui.errors import LOG_NAME, Guarded, report_error
+from secbench_tui.tui.host import Intervals
 from secbench_tui.tui.screens.base import BaseScreen
 from secbench_tui.tui.screens.compare import CompareScreen, DiffScreen, diff_pair, grid_runs
 from secbench_tui.tui.screens.confirm import ConfirmScreen
@@ -56,9 +57,11 @@ class SecbenchApp(Guarded, App[int]):
         cache_dir: Path | None = None,
         offline_catalog: bool = False,
         clock: Callable[[], float] = time.monotonic,
+        intervals: Intervals | None = None,
     ) -> None:
         super().__init__()
         self.clock = clock  # what run screens time with (the snapshots freeze it)
+        self.intervals = intervals or Intervals()  # how often screens look again
         self.last_report: Path | None = None
         self.settings = settings
         self.cache_dir = cache_dir  # None: $XDG_CACHE_HOME/secbench-tui
@@ -328,8 +331,15 @@ def make_app(
     cache_dir: Path | None = None,
     offline_catalog: bool = False,
     clock: Callable[[], float] = time.monotonic,
+    intervals: Intervals | None = None,
 ) -> SecbenchApp:
-    return SecbenchApp(settings, cache_dir=cache_dir, offline_catalog=offline_catalog, clock=clock)
+    return SecbenchApp(
+        settings,
+        cache_dir=cache_dir,
+        offline_catalog=offline_catalog,
+        clock=clock,
+        intervals=intervals,
+    )
 
 
 def has_display() -> bool:

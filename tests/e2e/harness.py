@@ -118,6 +118,12 @@ def cli_env(key: str | None = None, **extra: str) -> dict[str, str]:
     return env
 
 
+# Retries come after 10 ms, not after half a second doubling: the tests check that and how a
+# failure is retried, not the backoff's length (tests/unit/test_retry.py does). A test that
+# gives --retry-backoff itself gets its own (the last of a flag given twice wins).
+RETRY_BACKOFF = 0.01
+
+
 def cli_args(base_url: str, db: Path, cases: Path, *extra: str, model: str = MODEL) -> list[str]:
     return [
         sys.executable,
@@ -132,6 +138,8 @@ def cli_args(base_url: str, db: Path, cases: Path, *extra: str, model: str = MOD
         str(db),
         "--cases",
         str(cases),
+        "--retry-backoff",
+        str(RETRY_BACKOFF),
         *extra,
     ]
 

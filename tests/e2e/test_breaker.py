@@ -52,7 +52,11 @@ def test_a_server_that_answers_nothing_trips_the_breaker_naming_what_was_seen(
     write_suite(tmp_path / "suite", {"app": ["bad", "good"] * 5})
     db = tmp_path / "r.db"
     with LoopbackServer(default=lambda request: srv.delayed(5.0)) as stalled:
-        result = run_cli(stalled.base_url, db, tmp_path / "suite", "--timeout", "0.3")
+        # 3 attempts a case: one case's own timeouts in a row (3, the threshold) must not trip
+        # it; only the third case does (the default of 5 retries only takes twice as long)
+        result = run_cli(
+            stalled.base_url, db, tmp_path / "suite", "--timeout", "0.3", "--max-retries", "2"
+        )
 
     assert result.returncode == EXIT_ABORTED, result.stderr
     (aborted,) = [line for line in result.stderr.splitlines() if " aborted: " in line]

@@ -61,6 +61,9 @@ def test_sigkill_midway_then_again_asks_only_what_was_missing(tmp_path: Path, ag
     cases = make_suite(tmp_path / "suite", 40)
     db = tmp_path / "results.db"
     with LoopbackServer(delay=0.1) as server:
+        # a dozen answered, the rest held in flight: the kill comes midway however long the
+        # test takes to see the dozen (without the hold a loaded machine saw the run finish)
+        server.hold_after(12)
         proc = start_cli(
             server.base_url, db, tmp_path / "suite", "--concurrency", "4", key=FAKE_KEY
         )
@@ -71,6 +74,7 @@ def test_sigkill_midway_then_again_asks_only_what_was_missing(tmp_path: Path, ag
             proc.wait()
         kept = {r["case_id"] for r in rows(db)}
         asked_before = len(server.completions())
+        server.release()
         assert 12 <= len(kept) < len(cases)
 
         extra = ["--resume"] if again == "--resume" else []
@@ -110,7 +114,8 @@ def test_sigkill_midway_then_again_asks_only_what_was_missing(tmp_path: Path, ag
 def test_first_ctrl_c_finishes_the_cases_in_flight_and_exits_130(tmp_path: Path) -> None:
     cases = make_suite(tmp_path / "suite", 24)
     db = tmp_path / "results.db"
-    with LoopbackServer(delay=0.3) as server:
+    with LoopbackServer() as server:
+        server.hold_after(4)  # the second wave stays in flight until Ctrl+C has been heard
         proc = start_cli(server.base_url, db, tmp_path / "suite", "--concurrency", "4")
         try:
             wait_for(
@@ -118,6 +123,8 @@ def test_first_ctrl_c_finishes_the_cases_in_flight_and_exits_130(tmp_path: Path)
                 "a first wave recorded and a second in flight",
             )
             interrupt(proc)
+            wait_for(lambda: "stopping" in stderr_of(db), "the Ctrl+C to be heard")
+            server.release()  # the cases in flight answer within their grace
             code = finish(proc)
         finally:
             if proc.poll() is None:

@@ -1,8 +1,10 @@
 """`secbench-tui --verify` on a real PostgreSQL: planted mislabels are caught and named.
 
-A copy of the bundled suite gets a bad case holding its good sibling's code and a good case
-holding a bad sibling's code, in an SQL app and in the Python app; the command must fail and
-name each. Needs the verify extra (pgserver); skipped without it.
+A copy of the whole bundled suite gets, beside its own cases, bad cases holding a good
+sibling's code and good cases holding a bad sibling's code, in an SQL app and in the Python
+app; the command must fail naming each, and prove every bundled case's label. (This is CI's
+proof of the bundled labels: .ci/run does not run `--verify` again.) Needs the verify extra
+(pgserver); skipped without it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ with warnings.catch_warnings():
 pytest.importorskip("fastapi", reason="needs the verify extra (fastapi)")
 
 PLANTS = {
-    # (app, case given the code of another case, the case whose code it gets)
+    # (app, case copied as a new case with the code of another case, the case whose code
+    # it gets)
     ("purchase-order", "approve-po-03-bad.md", "approve-po-01-good.md"),
     ("purchase-order", "get-supplier-01-good.md", "get-supplier-03-bad.md"),
     ("clinic-portal-api", "get-patient-03-bad.md", "get-patient-01-good.md"),
@@ -63,32 +66,42 @@ def _verify(cases: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _swap_code(target: Path, source: Path) -> None:
-    """`target` keeps its description and label, and gets `source`'s code section."""
+def _plant(target: Path, source: Path) -> Path:
+    """A new case of `target`'s scenario (number 9x) with its description, label and rule,
+    and `source`'s code section."""
+    scenario, number, label = target.name.rsplit("-", 2)
+    planted = target.with_name(f"{scenario}-{90 + int(number)}-{label}")
     code = re.compile(r"# Code\n.*?(?=\n# Expected)", re.S)
     donor = code.search(source.read_text(encoding="utf-8"))
     assert donor is not None
     text = target.read_text(encoding="utf-8")
-    target.write_text(code.sub(lambda _: donor.group(0), text), encoding="utf-8")
+    planted.write_text(code.sub(lambda _: donor.group(0), text), encoding="utf-8")
+    return planted
 
 
 def _lines(out: str, word: str) -> set[str]:
     return {m.group(1) for m in re.finditer(rf"^{word}\s+(\S+)", out, re.M)}
 
 
-def test_planted_mislabels_fail_and_are_named(tmp_path: Path, pg_url: str) -> None:
+def test_planted_mislabels_fail_and_are_named_and_every_bundled_label_is_proven(
+    tmp_path: Path, pg_url: str
+) -> None:
     suite = tmp_path / "suite"
-    for app in ("purchase-order", "clinic-portal-api"):
-        shutil.copytree(bundled_cases_dir() / app, suite / app)
-    for app, target, source in PLANTS:
-        _swap_code(suite / app / target, suite / app / source)
+    shutil.copytree(bundled_cases_dir(), suite, ignore=shutil.ignore_patterns("__pycache__"))
+    bundled = {
+        f"{case.parent.name}/{case.name}" for case in suite.glob("*/*.md") if case.name != "SPEC.md"
+    }
+    assert len(bundled) == 68 + 56 + 72  # the three apps, every case
+    planted = {
+        f"{app}/{_plant(suite / app / target, suite / app / source).name}"
+        for app, target, source in PLANTS
+    }
 
     done = _verify(suite, "--pg-url", pg_url)
 
     assert done.returncode == 1, done.stdout + done.stderr
-    planted = {f"{app}/{target}" for app, target, _ in PLANTS}
     assert _lines(done.stdout, "FAILED") == planted, done.stdout
-    assert len(_lines(done.stdout, "proven")) == 68 + 56 - len(planted)
+    assert _lines(done.stdout, "proven") == bundled, done.stdout  # nothing else failed
     for case in planted:
         assert case in done.stdout.splitlines()[-1]  # the closing line names every failure
     assert "ran on PostgreSQL 16" in done.stdout

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Input, SelectionList
 
 from secbench_tui.config import Settings
 from secbench_tui.tui.app import make_app
+from secbench_tui.tui.host import Intervals
 from secbench_tui.tui.screens import results as results_screen
 from secbench_tui.tui.screens import run as run_screen
 from secbench_tui.tui.screens.setup import SetupScreen
@@ -101,11 +102,15 @@ async def test_an_error_in_a_timer_is_a_notification(
         raise ZeroDivisionError("the clock stopped")
 
     monkeypatch.setattr(run_screen.RunScreen, "_tick", tick_fails)
-    app = make_app(make_settings(model="baseline/always-good"), offline_catalog=True)
+    app = make_app(
+        make_settings(model="baseline/always-good"),
+        offline_catalog=True,
+        intervals=Intervals(tick=0.05),  # the run screen's clock, 20 times a second
+    )
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("ctrl+r")
-        await wait_until(pilot, lambda: bool(error_notes(app)), limit=400)  # ticks each second
+        await wait_until(pilot, lambda: bool(error_notes(app)))
         assert app.is_running and "ZeroDivisionError: the clock stopped" in error_notes(app)[0]
         screen = app.screen
         assert isinstance(screen, run_screen.RunScreen)

@@ -7,13 +7,12 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 from rich.console import Console
 from textual.widgets import DataTable, Input, Select, Static
 
 from secbench_tui.config import Settings
 from secbench_tui.tui.app import make_app
-from secbench_tui.tui.screens import results as results_screen
+from secbench_tui.tui.host import Intervals
 from secbench_tui.tui.screens.results import ResultsScreen
 from secbench_tui.tui.widgets.results_table import PAGE, ResultsTable
 from tests.e2e.server import LoopbackServer
@@ -221,12 +220,10 @@ async def test_the_results_follow_a_run_in_progress(
     remote_settings: Settings,
     clean_suite: Path,
     server: LoopbackServer,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(results_screen, "FOLLOW_EVERY", 0.1)
     server.delay = 0.4
     server.hold_after(2)  # the third case waits until the first rows were seen: still running
-    app = make_app(remote_settings, offline_catalog=True)
+    app = make_app(remote_settings, offline_catalog=True, intervals=Intervals(follow=0.1))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("ctrl+r")

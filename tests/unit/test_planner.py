@@ -132,3 +132,20 @@ def test_default_request_settings_keep_earlier_request_hashes() -> None:
         settings=now | {"reasoning_effort": "high"},
     )
     assert effort.request_hash(one) != old.request_hash(one)
+
+
+def test_retry_backoff_reaches_the_providers_retry_policy() -> None:
+    """`--retry-backoff` sets the first wait of the provider's policy (tests make it short)."""
+    from secbench_tui.core.run.providers.openai_compat import OpenAICompatibleProvider
+    from secbench_tui.core.run.providers.retry import BACKOFF_BASE
+
+    settings = Settings(model="m/x", base_url="http://127.0.0.1:9/v1", cases=FIXTURE)
+    (default,) = plan_settings(settings)
+    (short,) = plan_settings(settings.model_copy(update={"retry_backoff": 0.01}))
+    for one, base in ((default, BACKOFF_BASE), (short, 0.01)):
+        provider = make_provider(one)
+        assert isinstance(provider, OpenAICompatibleProvider)
+        assert provider.policy.backoff_base == base
+    assert "retry_backoff" not in default.recorded(vuldetectbench=False, baseline=False)
+    with pytest.raises(ValueError, match="retry_backoff"):
+        Settings(model="m/x", retry_backoff=-1)

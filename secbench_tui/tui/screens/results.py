@@ -31,8 +31,6 @@ from secbench_tui.tui.widgets.case_detail import render_result
 from secbench_tui.tui.widgets.results_table import SORTS, ResultsTable, shrink_columns
 
 FILTERS = ("model", "prompt", "app", "outcome")  # the dropdowns, by the end of their ids
-SEARCH_DEBOUNCE = 0.25
-FOLLOW_EVERY = 2.0  # seconds between looks at the database while a run is active
 
 
 def suite_label(run: RunRecord) -> str:
@@ -154,7 +152,7 @@ class ResultsScreen(BaseScreen):
                 self.query_one("#filter-outcome", Select).value = value
         self.query_one("#results-table").focus()
         self.load_runs()
-        self.set_interval(FOLLOW_EVERY, self._follow_tick)
+        self.set_interval(self.secbench.intervals.follow, self._follow_tick)
 
     # --- loading ----------------------------------------------------------------------
 
@@ -420,7 +418,7 @@ class ResultsScreen(BaseScreen):
 
     @on(Input.Changed, "#search")
     def _search_changed(self) -> None:
-        self.reload_results(SEARCH_DEBOUNCE)
+        self.reload_results(self.secbench.intervals.search)
 
     @on(Input.Submitted, "#search")
     def _search_submitted(self) -> None:

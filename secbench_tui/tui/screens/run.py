@@ -66,13 +66,7 @@ if TYPE_CHECKING:
     from secbench_tui.core.store.database import Store
 
 MAX_ROWS = 1000
-# Seconds between drawings of what the engine reports. The engine shares the app's event loop:
-# drawing every case as it comes (tens a second) kept the loop busy most of the time, and every
-# request then waited for a drawing to end before its reply was read (the run took 1.3x as
-# long as headless). Cases started and finished are gathered and drawn together at this pace;
-# a run's start, a retry and a run's end are drawn at once (after what was gathered).
-DRAW_EVERY = 0.25
-CURRENT_EVERY = 1.0  # seconds between drawings of the current case's code
+# How often the engine's reports and the current case are drawn: `tui.host.Intervals`.
 CASE_WIDTH = 10_000  # no cap: the case column takes what the other columns leave
 VERDICT_WIDTH = 10  # expected and actual are cut here (VulDetectBench answers are long)
 
@@ -256,8 +250,9 @@ class RunScreen(BaseScreen):
         self.query_one("#in-flight").display = False
         self.query_one("#run-summary").display = False
         self._redraw_stats()
-        self.set_interval(1.0, self._tick)
+        self.set_interval(self.secbench.intervals.tick, self._tick)
         self._ui_loop = asyncio.get_running_loop()
+        self._draw_every = self.secbench.intervals.draw  # read here: the engine's thread uses it
         self.run_engine()
 
     def on_unmount(self) -> None:
@@ -318,12 +313,12 @@ class RunScreen(BaseScreen):
 
     def _post_event(self, event: object, slot: int = 0) -> None:
         """In the engine's thread: cases started and finished are gathered and posted every
-        DRAW_EVERY seconds; other events at once, after what was gathered."""
+        `intervals.draw` seconds; other events at once, after what was gathered."""
         if isinstance(event, CaseStarted | CaseFinished):
             self._gathered.append((slot, event))
             if not self._draw_pending:
                 self._draw_pending = True
-                asyncio.get_running_loop().call_later(DRAW_EVERY, self._post_gathered)
+                asyncio.get_running_loop().call_later(self._draw_every, self._post_gathered)
             return
         self._post_gathered()  # what came before goes first
         if isinstance(event, RunStarted):
@@ -519,8 +514,8 @@ class RunScreen(BaseScreen):
         self._asked = message.event.case
         if not self._current_pending:
             # highlighting a case's code costs more than the rest of a drawing: the current
-            # case is drawn again at most every CURRENT_EVERY seconds, the latest one asked
-            wait = self._current_drawn + CURRENT_EVERY - time.monotonic()
+            # case is drawn again at most every `intervals.current` seconds, the latest one asked
+            wait = self._current_drawn + self.secbench.intervals.current - time.monotonic()
             if wait <= 0:
                 self._draw_current()
             else:

@@ -28,6 +28,7 @@ from secbench_tui.core.run.http import async_client
 from secbench_tui.core.run.providers import shallow_json
 from secbench_tui.core.run.providers.base import RetryCallback, RetryNotice, RunAborted
 from secbench_tui.core.run.providers.retry import (
+    BACKOFF_BASE,
     RETRYABLE_STATUS,
     Failure,
     FailureKind,
@@ -72,7 +73,7 @@ class ClientSettings:
     # what every run sets from its settings (config.Options declares them, with their defaults)
     max_retries: int = field(kw_only=True)
     timeout: float = field(kw_only=True)  # seconds for one whole attempt
-    backoff_base: float = 0.5
+    backoff_base: float = BACKOFF_BASE
     backoff_max: float = 30.0
     retry_after_max: float = 300.0
     concurrency: int = 16  # connections kept open: as many as requests in flight

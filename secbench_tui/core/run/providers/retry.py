@@ -29,6 +29,7 @@ BREAKER_THRESHOLD = 5  # attempts in a row, across cases, that could not connect
 # than can be in flight at once (so slow cases that happen to run together never trip it).
 SILENT_CASES = 3
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 524, 529})
+BACKOFF_BASE = 0.5  # seconds before the first retry, doubled for each one after (--retry-backoff)
 
 
 class FailureKind(StrEnum):
@@ -131,7 +132,7 @@ class RetryPolicy:
     """How often and how patiently to try again; one per provider, shared by its cases."""
 
     max_retries: int  # the run's --max-retries (declared in config.Options)
-    backoff_base: float = 0.5
+    backoff_base: float = BACKOFF_BASE
     backoff_max: float = 30.0
     retry_after_max: float = 300.0
     # a connection that could not be made is tried again soon: the breaker decides when to stop
