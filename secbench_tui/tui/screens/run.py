@@ -27,7 +27,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.coordinate import Coordinate
 from textual.notifications import Notification, Notify
 from textual.reactive import reactive
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 from textual.worker import Worker, WorkerState
 
 from secbench_tui.config import Settings
@@ -58,6 +58,7 @@ from secbench_tui.tui.plain import plain_line
 from secbench_tui.tui.screens.base import BaseScreen, describe_error
 from secbench_tui.tui.screens.confirm import ConfirmScreen
 from secbench_tui.tui.widgets.case_detail import code_language
+from secbench_tui.tui.widgets.footer import KeyFooter
 from secbench_tui.tui.widgets.live_line import LiveLine
 from secbench_tui.tui.widgets.results_table import shrink_columns
 from secbench_tui.tui.widgets.run_stats import MatrixProgress, RunStats, RunTally
@@ -235,7 +236,7 @@ class RunScreen(BaseScreen):
                 yield Static(id="current-case")
                 yield Static(id="last-explanation")
         yield Static(id="run-summary")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = f"run: {inert_line(next(iter(self.settings.models), ''))}"
