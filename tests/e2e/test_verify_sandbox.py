@@ -16,7 +16,7 @@ import tempfile
 import textwrap
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -59,22 +59,7 @@ SELECT r.row FROM result r WHERE (r.row->>'n')::int > 0
 """
 GOOD = "SELECT id, body FROM notes WHERE owner = :user"
 
-# one worker makes the module's shared fixture once (pyproject: --dist=loadgroup)
-pytestmark = [pytest.mark.xdist_group("verify-sandbox"), pytest.mark.long]
-
-
-@pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    """One server for the module (under /tmp: as root, pgserver runs PostgreSQL as another
-    user, who cannot enter pytest's private folders)."""
-    with tempfile.TemporaryDirectory(prefix="secbench-test-pg-") as folder:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            server = pgserver.get_server(folder, cleanup_mode="delete")
-        try:
-            yield str(server.get_uri())
-        finally:
-            server.cleanup()
+pytestmark = pytest.mark.long  # PostgreSQL work: started first
 
 
 def _case(app: Path, name: str, code: str, expected: str, lang: str = "sql") -> None:
