@@ -7,13 +7,14 @@ one answer to each of its two cases.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TypedDict
+from collections.abc import Iterable, Sequence
+from typing import TypedDict
 
 from secbench_tui.core.results import pairwise
 from secbench_tui.core.results.metrics import wilson_interval
 from secbench_tui.core.results.reasons import Answer, ReasonFigures, first_answers, reason_figures
 from secbench_tui.core.results.summary import PairwiseSummary, ReasonSummary, ScenarioSummary
+from secbench_tui.core.store.rows import ResultRow
 
 
 class AnswerFigures(TypedDict, total=False):
@@ -86,6 +87,6 @@ def answer_figures(answers: Sequence[Answer]) -> AnswerFigures:
     }
 
 
-def run_figures(rows: Iterable[Mapping[str, Any]]) -> AnswerFigures:
+def run_figures(rows: Iterable[ResultRow]) -> AnswerFigures:
     """The same, from a run's stored rows (`Store.run_results`)."""
     return answer_figures(first_answers(rows))

@@ -12,9 +12,11 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import TypedDict
 
-Row = Mapping[str, Any]
+from secbench_tui.core.store.rows import ResultRow
+
+Row = ResultRow
 NO_VERDICT = "none"  # what an unreadable reply or an error said
 
 
@@ -215,14 +217,16 @@ def usage_stats(rows: Iterable[Row]) -> UsageStats:
         prompt += row.get("prompt_tokens") or 0
         completion += row.get("completion_tokens") or 0
         reasoning += row.get("reasoning_tokens") or 0
-        if row.get("cost") is not None:
-            cost += row["cost"]
-            spent += 0.0 if row.get("reused_from") else row["cost"]
+        row_cost = row.get("cost")
+        if row_cost is not None:
+            cost += row_cost
+            spent += 0.0 if row.get("reused_from") else row_cost
             cost_known = True
         elif row.get("outcome") != "error":
             unpriced += 1
-        if row.get("latency_ms") is not None and not row.get("reused_from"):
-            latencies.append(float(row["latency_ms"]))
+        latency = row.get("latency_ms")
+        if latency is not None and not row.get("reused_from"):
+            latencies.append(float(latency))
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from secbench_tui.core.models import Case, Citation, ReasonScore, scenario_of
 from secbench_tui.core.results.parsing import Verdict
+from secbench_tui.core.store.rows import ResultRow
 
 LINE_SLACK = 1  # a quote one line off the gold lines still counts as on them
 
@@ -121,7 +122,7 @@ class Answer:
         return self.verdict is not None and self.verdict == self.expected
 
 
-def answer_of(row: Mapping[str, Any]) -> Answer:
+def answer_of(row: ResultRow) -> Answer:
     """An `Answer` from a stored result row (`Store.run_results`), its reason read back."""
     reason = stored_reason(row.get("reasons"))
     gold = stored_gold(row.get("gold"))
@@ -263,7 +264,7 @@ def reason_figures(answers: Iterable[Answer]) -> ReasonFigures:
     )
 
 
-def first_answers(rows: Iterable[Mapping[str, Any]]) -> list[Answer]:
+def first_answers(rows: Iterable[ResultRow]) -> list[Answer]:
     """The first answer (repeat 0) to each markdown case of a run's rows."""
     return [
         answer_of(row)

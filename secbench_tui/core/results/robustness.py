@@ -24,14 +24,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
-from typing import Any
 
 from pydantic import BaseModel, Field
 
 from secbench_tui.core.results.metrics import _verdict, label, mcnemar_exact, wilson_interval
 from secbench_tui.core.results.reasons import stored_reason
+from secbench_tui.core.store.rows import ResultRow
 
-Row = Mapping[str, Any]
+Row = ResultRow
 
 INVARIANCE = "invariance"
 SENSITIVITY = "sensitivity"
