@@ -737,8 +737,10 @@ class RunScreen(BaseScreen):
         )
         summary.display = True
         # the summary says how each run ended (an abort with its reason): notifications
-        # still up from the run would cover it, so they go
-        self.app.clear_notifications()
+        # still up from the run would cover it, so they go. After the app has shown those
+        # already asked for: a notification is a message to the app, and one asked at the
+        # run's start (a run that ends at once) could otherwise come after the clearing
+        self.app.call_later(self.app.clear_notifications)
         self._redraw_stats()
 
     def on_run_failed(self, message: RunFailed) -> None:
