@@ -83,8 +83,11 @@ def _suite(
     return root / "suite"
 
 
-def _verify(suite: Path, pg_url: str, deadline: float = 3.0) -> dict[str, tuple[Proof, str]]:
-    report = verify_suite(suite, pg_url=pg_url, limits=Limits(deadline=deadline, grace=1.0))
+def _verify(
+    suite: Path, pg_url: str, deadline: float = 3.0, startup: float = 10.0
+) -> dict[str, tuple[Proof, str]]:
+    limits = Limits(deadline=deadline, grace=1.0, startup=startup)
+    report = verify_suite(suite, pg_url=pg_url, limits=limits)
     return {c.case_id.split("/", 1)[1]: (c.proof, c.detail) for c in report.cases}
 
 
@@ -417,7 +420,9 @@ def test_python_suite_code_runs_in_a_child_with_a_deadline(tmp_path: Path, pg_ur
             },
         )
         started = time.monotonic()
-        proofs = _verify(suite, pg_url, deadline=2.0)
+        # the sleeping case is stopped 2 s (+1 s grace) after a start of at most 2 s, not
+        # after the default 10 s allowed for starting
+        proofs = _verify(suite, pg_url, deadline=2.0, startup=2.0)
     finally:
         del os.environ["SECBENCH_TEST_SECRET"]
 
