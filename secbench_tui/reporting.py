@@ -85,6 +85,9 @@ async def write_outputs(
         target = out if out is not None and to_out else report_path(reports_dir)
         write_file(target, render_html(data), "--out" if to_out else "report")
         outputs.report = target
+    if export == "json":  # the exact messages of every result, each text once
+        rows = [row for c in data.runs for row in getattr(c, "all_rows", c.rows)]
+        data.requests, data.request_texts = await store.requests_for_export(rows)
     if export is not None:
         text = EXPORTERS[export](data)
         if out is None:

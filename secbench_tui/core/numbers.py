@@ -33,6 +33,12 @@ def integer(value: int | None) -> str:
     return EMPTY if value is None else f"{value:,}"
 
 
+def tokens(value: int | None) -> str:
+    """A token count, in every front end: exact, thousands separated (`637,777`), never cut
+    short, so the tally while a run goes and its summary after read the same number."""
+    return integer(value)
+
+
 def compact(value: int | None) -> str:
     """612k, 1.81M: counts short enough for a table cell."""
     if value is None:

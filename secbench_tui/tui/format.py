@@ -6,12 +6,15 @@ they come from `core.numbers`, re-exported here for the widgets.
 
 from __future__ import annotations
 
+import re
+
 from secbench_tui.core.numbers import EMPTY as EMPTY
 from secbench_tui.core.numbers import clock as clock
 from secbench_tui.core.numbers import count as count
 from secbench_tui.core.numbers import latency as latency
 from secbench_tui.core.numbers import money as money
 from secbench_tui.core.numbers import pct as pct
+from secbench_tui.core.numbers import tokens as tokens
 from secbench_tui.core.run.catalog import ModelInfo
 
 OUTCOME_STYLES = {
@@ -41,20 +44,35 @@ def middle(text: str, width: int, end_share: float = 0.5) -> str:
 
 def case_id(text: str, width: int) -> str:
     """A case id (`app/scenario-NN-bad.md`) to `width` cells: the app is kept, the file
-    name loses its middle (its scenario's start and its `-NN-bad.md` end stay); an app too
-    long to leave the file name 10 cells loses its own middle too."""
+    name loses its middle: its scenario's start and its whole `-NN-bad.md` end stay, so two
+    cases of a scenario never look alike; an app too long to leave the file name its share
+    (about two thirds, at least 12 cells) loses its own middle too."""
     if len(text) <= width:
         return text
     app, slash, name = text.rpartition("/")
     if not slash:
         return middle(text, width)
     room = width - len(app) - 1
-    wanted = min(len(name), max(12, (width * 11) // 20))  # the file name's fair share
+    wanted = min(len(name), max(12, (width * 2) // 3))  # the file name's fair share
     if room >= wanted:
-        return app + "/" + middle(name, room, NAME_END)
+        return app + "/" + file_name(name, room)
     app_width = max(1, width - 1 - wanted)
-    return middle(app, app_width) + "/" + middle(name, max(1, width - app_width - 1), NAME_END)
+    return middle(app, app_width) + "/" + file_name(name, max(1, width - app_width - 1))
 
+
+def file_name(name: str, width: int) -> str:
+    """A case's file name to `width` cells: its `-NN-good.md` end whole where it leaves four
+    cells of the scenario, else its middle cut (`NAME_END` of it kept from the end)."""
+    if len(name) <= width:
+        return name
+    label = _CASE_END.search(name)
+    if label is not None and width - (len(name) - label.start()) >= 5:
+        end = name[label.start() :]
+        return name[: width - len(end) - 1] + "…" + end
+    return middle(name, width, NAME_END)
+
+
+_CASE_END = re.compile(r"-\d{2}-(?:good|bad)\.md$")
 
 NAME_END = 0.6  # of a cut file name, the end (`-03-bad.md`) keeps the larger share
 

@@ -95,7 +95,7 @@ def test_a_reasoning_model_with_default_flags_answers_and_its_reasoning_is_kept(
     assert settings["timeout"] == 600  # an attempt may think for a while
     data = json.loads(summary.read_text(encoding="utf-8"))
     assert data["reasoning_tokens"] == len(cases) * srv.THINKING_BUDGET // 2
-    assert f"({data['reasoning_tokens']} reasoning)" in result.stdout
+    assert f"({data['reasoning_tokens']:,} reasoning)" in result.stdout
     shown = _shown_in_app(db, next(iter(recorded.values()))["id"])
     assert "reasoning (the model's thinking" in shown
     assert "Let me check each query against the rules" in shown

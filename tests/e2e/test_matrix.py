@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from secbench_tui.config import bundled_cases_dir
+from secbench_tui.core.suites.prompts import bundled_prompt
 from tests.e2e import server as srv
-from tests.e2e.harness import FAKE_KEY, MODEL, cli_env, rows, run_cli, runs, write_suite
+from tests.e2e.harness import FAKE_KEY, MODEL, cli_args, cli_env, rows, run_cli, runs, write_suite
 from tests.e2e.server import LoopbackServer, ReceivedRequest
 
+ROOT = Path(__file__).resolve().parents[2]  # the repository, with its evaluation-prompt.txt
 OTHER = "anthropic/claude-3.5-haiku"
 PROMPTS = {"careful": "PROMPT-CAREFUL: judge the code.", "hasty": "PROMPT-HASTY: judge it fast."}
 
@@ -218,8 +223,10 @@ def test_filter_picks_cases_by_id(tmp_path: Path) -> None:
     assert none.returncode == 2 and "--filter gamma/*: matches no case" in none.stderr
 
 
-def test_the_prompt_name_is_part_of_reuse_and_resume(tmp_path: Path) -> None:
-    """The same words under another name are another prompt: asked again, not reused."""
+def test_a_prompt_is_known_by_its_words_not_its_name(tmp_path: Path) -> None:
+    """The same words under another name and path are the same prompt: nothing is asked the
+    second time (and `--dry-run` says so first); other words under the same name are another
+    prompt: asked again. Names stay labels of the runs."""
     suite = tmp_path / "suite"
     cases = write_suite(suite, {"alpha": ["good", "bad"]})
     one, two = tmp_path / "one", tmp_path / "two"
@@ -229,15 +236,67 @@ def test_the_prompt_name_is_part_of_reuse_and_resume(tmp_path: Path) -> None:
     (two / "second.txt").write_text("Judge it.\n", encoding="utf-8")
     db = tmp_path / "r.db"
     with LoopbackServer() as server:
-        for prompt in (one / "first.txt", one / "first.txt", two / "second.txt"):
-            result = run_cli(server.base_url, db, suite, "--prompt", str(prompt), key=FAKE_KEY)
-            assert result.returncode == 0, result.stderr
+        first = run_cli(
+            server.base_url, db, suite, "--prompt", str(one / "first.txt"), key=FAKE_KEY
+        )
+        assert first.returncode == 0, first.stderr
+        assert len(server.completions()) == len(cases)
+        plan = run_cli(
+            server.base_url,
+            db,
+            suite,
+            "--prompt",
+            str(two / "second.txt"),
+            "--dry-run",
+            key=FAKE_KEY,
+        )
+        assert plan.returncode == 0, plan.stderr
+        assert "total: 0 requests" in plan.stdout, plan.stdout
+        second = run_cli(
+            server.base_url, db, suite, "--prompt", str(two / "second.txt"), key=FAKE_KEY
+        )
+        assert second.returncode == 0, second.stderr
+        assert len(server.completions()) == len(cases)  # not one request more
+        (one / "first.txt").write_text("Judge it harshly.\n", encoding="utf-8")
+        third = run_cli(
+            server.base_url, db, suite, "--prompt", str(one / "first.txt"), key=FAKE_KEY
+        )
+        assert third.returncode == 0, third.stderr
         assert len(server.completions()) == 2 * len(cases)
+        asked = [r.prompt for r in server.completions()]
+    assert all("Judge it.\n" in p for p in asked[: len(cases)])
+    assert all("Judge it harshly." in p for p in asked[len(cases) :])
     recorded = runs(db)
-    assert [r["prompt_name"] for r in recorded] == ["first", "first", "second"]
-    assert len({r["fingerprint"] for r in recorded}) == 2
+    assert [r["prompt_name"] for r in recorded] == ["first", "second", "first"]
+    assert recorded[0]["fingerprint"] == recorded[1]["fingerprint"] != recorded[2]["fingerprint"]
     reused = [r["reused_from"] is not None for r in rows(db)]
     assert reused == [False, False, True, True, False, False]
+
+
+def test_the_readme_run_from_another_folder_reuses_the_first(tmp_path: Path) -> None:
+    """The README's first run records the repository's `evaluation-prompt.txt` (a copy of the
+    bundled `default`) as `evaluation-prompt`; the same run from a folder without that file
+    uses the bundled `default` by name: the same words, so nothing is asked again."""
+    repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    repo.mkdir()
+    elsewhere.mkdir()
+    shutil.copy(ROOT / "evaluation-prompt.txt", repo / "evaluation-prompt.txt")
+    assert (repo / "evaluation-prompt.txt").read_text() == bundled_prompt("default").text
+    db = repo / "results.db"
+    with LoopbackServer() as server:
+        for folder in (repo, elsewhere):
+            result = subprocess.run(
+                cli_args(server.base_url, db, bundled_cases_dir(), "--limit", "2"),
+                cwd=folder,
+                env=cli_env(FAKE_KEY),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert result.returncode == 0, result.stderr
+        assert len(server.completions()) == 2
+    assert [r["prompt_name"] for r in runs(db)] == ["evaluation-prompt", "default"]
+    assert [r["reused_from"] is not None for r in rows(db)] == [False, False, True, True]
 
 
 @pytest.mark.parametrize("spec", ["nope", "missing.txt"])

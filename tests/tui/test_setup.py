@@ -63,7 +63,7 @@ async def test_flags_preselect_model_and_apps(make_settings: Callable[..., Setti
         apps = app.screen.query_one("#groups", SelectionList)
         assert apps.selected == ["shop"]
         labels = [str(apps.get_option_at_index(i).prompt) for i in range(apps.option_count)]
-        assert labels == ["blog  (2 cases)", "shop  (6 cases)"]
+        assert labels == ["blog (2)", "shop (6)"]
         status = str(app.screen.query_one("#setup-status").render())
         assert "6 cases" in status and "baseline/always-bad" in status
 

@@ -194,3 +194,29 @@ def test_run_screen_at_80x24(
         await steady(pilot)
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=run)
+
+
+def test_setup_screen_at_80x24(
+    snap_compare: Any, make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    app = make_app(make_settings(model="baseline/random"), offline_catalog=True)
+    assert snap_compare(app, terminal_size=(80, 24), run_before=steady)
+
+
+def test_request_sent_in_a_results_detail(
+    snap_compare: Any, make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    import asyncio
+
+    asyncio.run(record_run(make_settings(model="baseline/always-bad")))
+    asyncio.run(fixed_dates())
+    app = make_app(make_settings(), offline_catalog=True)
+
+    async def request(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await pilot.press("r")
+        await steady(pilot)
+        await pilot.press("down", "t")
+        await steady(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=request)

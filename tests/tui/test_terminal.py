@@ -108,6 +108,21 @@ def wait_for(screen: Callable[..., str], *texts: str, seconds: float = 120) -> s
         time.sleep(0.05)
 
 
+def wait_until(
+    screen: Callable[..., str], holds: Callable[[str], bool], what: str, seconds: float = 120
+) -> str:
+    """Read the terminal until `holds` is true of what it shows (a condition over the whole
+    screen, e.g. about several lines at once), bounded by time; `what` names it on failure."""
+    deadline = time.monotonic() + seconds
+    while True:
+        shown = screen()
+        if holds(shown):
+            return shown
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never seen: {what}; the terminal shows:\n{shown}")
+        time.sleep(0.05)
+
+
 def test_setup_run_and_quit_in_a_real_terminal(
     terminal: Callable[..., str], tmp_path: Path
 ) -> None:
@@ -219,13 +234,27 @@ def test_a_live_matrix_shows_each_run_with_its_state_and_one_eta(
             wait_for(screen, "Model")
             screen("C-r")
             wait_for(screen, "matrix 4 runs:")
-            # the second run of each model waits its turn: queued, with no clock of its own
-            shown = wait_for(screen, "2 running, 2 queued")
-            queued = [line for line in shown.splitlines() if "│" in line and " queued " in line]
-            assert len(queued) == 2 and all(" - " in line for line in queued)
-            assert "openai/gpt-4o-mini" in shown  # whole: there is room for it
-            shown = wait_for(screen, "ETA 0:")  # one ETA for the matrix, once answers come
-            assert "orders-service/" in shown  # a case id keeps its app
+            # the second run of each model waits its turn: queued, with no clock of its own;
+            # each condition is polled over whole frames (a frame read half drawn is read again)
+
+            def queued_rows(shown: str) -> list[str]:
+                return [line for line in shown.splitlines() if "│" in line and " queued " in line]
+
+            wait_until(
+                screen,
+                lambda shown: (
+                    "2 running, 2 queued" in shown
+                    and len(queued_rows(shown)) == 2
+                    and all(" - " in line for line in queued_rows(shown))
+                    and "openai/gpt-4o-mini" in shown
+                ),  # whole: there is room for it
+                "two queued rows without a clock of their own, and the model named whole",
+            )
+            wait_until(  # one ETA for the matrix once answers come; a case id keeps its app
+                screen,
+                lambda shown: "ETA 0:" in shown and "orders-service/" in shown,
+                "the matrix's ETA and a case id with its app",
+            )
             shown = wait_for(screen, "4 done")
             assert "finished" in shown and "Traceback" not in shown
             with sqlite3.connect(tmp_path / "r.db") as conn:

@@ -67,7 +67,7 @@ async def test_a_test_set_folder_lists_tasks_and_runs_them(
         await settle(pilot)
         groups = app.screen.query_one("#groups", SelectionList)
         assert [str(groups.get_option_at_index(i).prompt) for i in range(groups.option_count)] == [
-            "task1  (3 cases)"
+            "task1 (3)"
         ]
         assert app.screen.query_one("#method-row").display
         await pilot.press("ctrl+r")
@@ -103,7 +103,7 @@ async def test_every_task_of_the_real_test_set_is_browsable_sample_by_sample(
         await settle(pilot)
         groups = app.screen.query_one("#groups", SelectionList)
         labels = [str(groups.get_option_at_index(i).prompt) for i in range(groups.option_count)]
-        assert labels == [f"task{n}  ({c} cases)" for n, c in counts.items()]
+        assert labels == [f"task{n} ({c})" for n, c in counts.items()]
         status = str(app.screen.query_one("#setup-status").render())
         assert f"{len(counts)} of {sum(counts.values())} cases (limit 1 per task)" in status
         await pilot.press("ctrl+r")

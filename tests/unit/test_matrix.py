@@ -7,13 +7,14 @@ import asyncio
 import json
 import sqlite3
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from secbench_tui.core.models import Case, Completion
 from secbench_tui.core.results.summary import worst_status
-from secbench_tui.core.run.engine import Engine, RunSpec
+from secbench_tui.core.run.engine import Engine, RunSpec, latest_run
 from secbench_tui.core.run.events import CaseFinished, RunFinished
 from secbench_tui.core.run.matrix import Matrix, MatrixEvent, PlannedRun
 from secbench_tui.core.run.providers.base import RetryCallback, RunAborted
@@ -128,6 +129,8 @@ async def test_a_database_from_before_prompt_names_keeps_its_reuse(tmp_path: Pat
     conn.execute("ALTER TABLE evaluations DROP COLUMN notes")  # version 5
     conn.execute("DROP INDEX IF EXISTS ix_eval_case")  # version 6
     conn.execute("ALTER TABLE evaluations DROP COLUMN variant")  # version 7
+    conn.execute("ALTER TABLE evaluations DROP COLUMN messages")  # version 8
+    conn.execute("DROP TABLE request_texts")
     for case in old.cases:
         conn.execute(
             "UPDATE evaluations SET request_hash=? WHERE case_id=?",
@@ -147,6 +150,41 @@ async def test_a_database_from_before_prompt_names_keeps_its_reuse(tmp_path: Pat
     await store.close()
     started = finished[0]
     assert started.reused == 4 and started.pending == 0  # type: ignore[union-attr]
+
+
+async def test_results_keyed_under_a_prompt_name_are_found_by_its_words(tmp_path: Path) -> None:
+    """Schemas 3 to 8 keyed reuse and resume on the prompt's name as well as its words: what
+    they recorded under `first` is found by the same words named `second` (a stopped run is
+    resumed, its answers reused), and not by other words."""
+    db = tmp_path / "r.db"
+    store = await Store.open(db)
+    first = replace(spec("m", "first", n=4), prompt_hash=text_hash("Judge it."))
+    async for _ in Engine(first, Counting("m", Counter()), store).events():
+        pass
+    await store.close()
+    conn = sqlite3.connect(db)  # the keys as version 8 wrote them: with the name
+    for case in first.cases:
+        conn.execute(
+            "UPDATE evaluations SET request_hash=? WHERE case_id=?",
+            (text_hash(_v2_request_hash(first, case), "first"), case.case_id),
+        )
+    old_print = text_hash(_v2_fingerprint(first), "first")
+    conn.execute("UPDATE runs SET fingerprint=?, status='stopped'", (old_print,))
+    conn.commit()
+    conn.close()
+
+    store = await Store.open(db)
+    (run,) = await store.runs()
+    second = replace(first, prompt_name="second")
+    other = replace(first, prompt_name="first", prompt_hash=text_hash("Judge it harshly."))
+    assert second.fingerprint != old_print and second.request_hash(first.cases[0]) != (
+        text_hash(_v2_request_hash(first, first.cases[0]), "first")
+    )
+    assert await latest_run(second, store) == run.id  # --resume finds it
+    assert await latest_run(other, store) is None
+    started = [e async for e in Engine(second, Counting("m", Counter()), store).events()][0]
+    assert started.reused == 4 and started.pending == 0  # type: ignore[union-attr]
+    await store.close()
 
 
 def _v2_request_hash(spec: RunSpec, case: Case) -> str:

@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from secbench_tui.core.models import Case, Completion
+from secbench_tui.core.models import Case, Completion, Message
 from secbench_tui.core.results.exports import to_csv, to_json, to_junit
 from secbench_tui.core.results.report.gathering import gather
 from secbench_tui.core.results.report.rendering import render_html
@@ -50,9 +50,16 @@ async def fill(db: Path) -> None:
         ("m/beta", "attacker"): lambda i: i % 2 == 0 or i == 1,  # 11 of 20
     }
     for (model, prompt), right in plan.items():
+        # the prompt's words are in what each case sends, as they are in a real suite's
+        asked = [
+            c.model_copy(
+                update={"messages": (Message(role="user", content=f"{prompt}: {c.code}"),)}
+            )
+            for c in cases(N)
+        ]
         spec = RunSpec(
             model=model,
-            cases=cases(N),
+            cases=asked,
             suite_kind="markdown",
             suite_path="/s",
             prompt_hash=text_hash(prompt),

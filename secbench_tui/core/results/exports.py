@@ -100,8 +100,10 @@ def reason_fields(row: ResultRow) -> JSONObject:
     }
 
 
-def _result(row: ResultRow) -> JSONObject:
+def _result(row: ResultRow, data: ReportData | None = None) -> JSONObject:
     record = {column: row.get(column) for column in RESULT_COLUMNS}
+    if data is not None:  # JSON: the messages sent, by the hashes of `request_texts`
+        record["request"] = data.requests.get(int(row.get("id") or 0))
     record["scores"] = json.loads(row.get("scores") or "{}")
     record.update(reason_fields(row))
     variant = row.get("variant")
@@ -165,7 +167,10 @@ def to_json(data: ReportData) -> str:
         "generated_at": data.generated_at.isoformat(timespec="seconds"),
         "database": data.database,
         "runs": [_run_summary(c) for c in data.runs],
-        "results": [_result(row) for c in data.runs for row in _rows_of(c)],
+        "results": [_result(row, data) for c in data.runs for row in _rows_of(c)],
+        # every text the results' requests are made of, once, by its SHA-256: a message's
+        # content is its `parts` joined
+        "request_texts": data.request_texts,
     }
     text = json.dumps(document, indent=1, ensure_ascii=False)
     return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"

@@ -231,10 +231,11 @@ def summary_lines(
                 )
             )
         )
-    reasoning = f" ({s.reasoning_tokens} reasoning)" if s.reasoning_tokens else ""
+    reasoning = f" ({numbers.tokens(s.reasoning_tokens)} reasoning)" if s.reasoning_tokens else ""
     lines.append(
         _line(
-            f"  tokens {s.prompt_tokens} in / {s.completion_tokens} out{reasoning}"
+            f"  tokens {numbers.tokens(s.prompt_tokens)} in /"
+            f" {numbers.tokens(s.completion_tokens)} out{reasoning}"
             f"  cost {cost_text(s)}" + (f"  wall {s.wall_seconds:.1f}s" if wall else "")
         )
     )

@@ -71,7 +71,7 @@ from secbench_tui.core.run.providers.retry import (
 )
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.rows import ResultRow
-from secbench_tui.core.store.values import now_iso, prompt_keyed, text_hash
+from secbench_tui.core.store.values import LEGACY_PROMPT_NAME, now_iso, prompt_keyed, text_hash
 from secbench_tui.core.suites import security_bench
 from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 
@@ -80,6 +80,14 @@ REQUEST_SETTINGS = ("base_url", "temperature", "max_tokens", "seed", "response_f
 # Later ones, with the value that leaves the request as it was before they existed: they
 # count only when set otherwise, so results recorded before them are still reused.
 OPTIONAL_REQUEST_SETTINGS = {"reasoning_effort": None, "request_style": security_bench.OWN_STYLE}
+
+
+# Reuse and resume keys name no prompt: the same words are the same question, whatever file
+# they were read from. Keys are still made as the schema-3 ones were, with this one name in
+# the place of the prompt's, so every result keyed under it (all those recorded before prompts
+# had names, re-keyed by that migration, and every later run of `./evaluation-prompt.txt`)
+# keeps its key; results keyed under another name are found through `legacy_names`.
+CONTENT_KEYED = LEGACY_PROMPT_NAME
 
 
 @dataclass
@@ -120,8 +128,19 @@ class RunSpec:
 
     @cached_property
     def fingerprint(self) -> str:
-        """What a resumed run must share with this one: the same questions to the same model."""
-        base = text_hash(
+        """What a resumed run must share with this one: the same questions to the same model.
+
+        Keyed on the prompt's content (`prompt_hash`, and its text inside `suite_hash`), not
+        on its name: the same words read from another file are the same run."""
+        return self.fingerprint_named(CONTENT_KEYED)
+
+    def fingerprint_named(self, prompt_name: str) -> str:
+        """The fingerprint as it was written under a prompt's name (`legacy_names`)."""
+        return prompt_keyed(self._fingerprint_base, prompt_name)
+
+    @cached_property
+    def _fingerprint_base(self) -> str:
+        return text_hash(
             self.model,
             self.suite_kind,
             self.suite_path,
@@ -131,7 +150,6 @@ class RunSpec:
             str(self.repeats),
             self.vdb_scoring,
         )
-        return prompt_keyed(base, self.prompt_name)
 
     def _request_settings(self) -> JSONObject:
         recorded = cast(Mapping[str, Any], self.settings)  # read by name, as stored
@@ -143,8 +161,10 @@ class RunSpec:
                 request[key] = recorded[key]
         return request
 
-    def request_hash(self, case: Case) -> str:
-        """Identifies what was asked: same model, endpoint, settings, case and prompt."""
+    def request_hash(self, case: Case, prompt_name: str = "") -> str:
+        """Identifies what was asked: same model, endpoint, settings and messages (the
+        evaluation prompt's text is in them; its name is not part of the key). With a
+        `prompt_name`, the key as it was written under that name (`legacy_names`)."""
         request = self._request_settings()
         messages = json.dumps([[m.role, m.content] for m in case.prompt_messages()])
         base = text_hash(
@@ -154,7 +174,7 @@ class RunSpec:
             str(case.structured),
             json.dumps(request, sort_keys=True),
         )
-        return prompt_keyed(base, self.prompt_name)
+        return prompt_keyed(base, prompt_name or CONTENT_KEYED)
 
 
 class AdaptiveLimit:
@@ -300,6 +320,7 @@ class Engine:
         self._grace: asyncio.TimerHandle | None = None
         self._resumed = False
         self._first_sent: float | None = None  # perf_counter when the first case was started
+        self._messages: dict[str, str] = {}  # what each result's row names its messages by
 
     def stop(self, message: str | None = None, grace: bool = True) -> None:
         """Start no new case; requests in flight get `stop_grace` seconds to finish (for ever
@@ -334,7 +355,7 @@ class Engine:
     async def _open_run(self) -> tuple[int, bool]:
         spec = self.spec
         if spec.resume or spec.retry_errors:
-            run_id = await self.store.latest_run(spec.fingerprint, unfinished=not spec.retry_errors)
+            run_id = await latest_run(spec, self.store, unfinished=not spec.retry_errors)
             if run_id is not None:
                 await self.store.reopen_run(run_id, len(spec.cases) * spec.repeats)
                 return run_id, True
@@ -385,7 +406,8 @@ class Engine:
             timestamp=now_iso(),
             reused=True,
         )
-        await self.store.record(evaluation, work.request_hash, row["id"])
+        messages = self._messages.get(work.case.case_id)
+        await self.store.record(evaluation, work.request_hash, row["id"], messages)
         return evaluation
 
     async def events(self) -> AsyncIterator[Event]:
@@ -434,10 +456,14 @@ class Engine:
             for repeat in range(spec.repeats)
             if (case.case_id, repeat) not in done_keys
         ]
-        paid_for = {} if spec.force else await self.store.reusable([w.request_hash for w in work])
+        paid_for = {} if spec.force else await paid_answers(spec, self.store, work)
         unpaid = [w for w in work if (w.request_hash, w.repeat) not in paid_for]
         adopted = (
             {} if spec.force else await adopted_answers(spec, self.provider, self.store, unpaid)
+        )
+        # every message this run sends (or reuses the answer to), written in one call
+        self._messages = await self.store.remember_requests(
+            list({item.case.case_id: item.case for item in work}.values())
         )
         reused: list[Evaluation] = []
         for item in work:
@@ -688,7 +714,9 @@ class Engine:
             scored=scored,
             timestamp=now_iso(),
         )
-        await self.store.record(evaluation, work.request_hash)
+        await self.store.record(
+            evaluation, work.request_hash, messages=self._messages.get(work.case.case_id)
+        )
         return evaluation
 
 
@@ -700,6 +728,40 @@ def request_body(spec: RunSpec, provider: object, case: Case) -> ChatRequest | N
     if spec.settings.get("request_style") == security_bench.STYLE and case.messages:
         return security_bench.request_body(spec.model, case.prompt_messages())
     return None
+
+
+async def legacy_names(spec: RunSpec, store: Store) -> list[str]:
+    """The names this prompt's text was recorded under by versions that keyed reuse and resume
+    on a prompt's name as well (schema 3 to 8): their keys are found under those names."""
+    if not spec.prompt_hash:
+        return []
+    return [n for n in await store.names_of_prompt(spec.prompt_hash) if n != CONTENT_KEYED]
+
+
+async def latest_run(spec: RunSpec, store: Store, unfinished: bool = True) -> int | None:
+    """The newest run of this spec (only unfinished ones if asked), whatever name its prompt
+    was recorded under."""
+    names = await legacy_names(spec, store)
+    prints = [spec.fingerprint, *(spec.fingerprint_named(n) for n in names)]
+    return await store.latest_run(prints, unfinished=unfinished)
+
+
+async def paid_answers(
+    spec: RunSpec, store: Store, work: Sequence[Any]
+) -> dict[tuple[str, int], ResultRow]:
+    """The latest stored answer to each request of `work` (items with `case` and
+    `request_hash`), by (request hash, repeat): keyed on its content, or on a name its
+    prompt's text was recorded under before (`legacy_names`)."""
+    keys = {item.request_hash: item.request_hash for item in work}
+    for name in await legacy_names(spec, store):
+        for item in {id(item.case): item for item in work}.values():
+            keys.setdefault(spec.request_hash(item.case, name), item.request_hash)
+    paid: dict[tuple[str, int], ResultRow] = {}
+    for (key, repeat), row in (await store.reusable(list(keys))).items():
+        found = (keys[key], repeat)
+        if found not in paid or row["id"] > paid[found]["id"]:
+            paid[found] = row
+    return paid
 
 
 async def adopted_answers(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from secbench_tui.core import numbers
 from secbench_tui.core.models import Case
 from secbench_tui.core.run.catalog import Catalog
-from secbench_tui.core.run.engine import RunSpec, adopted_answers
+from secbench_tui.core.run.engine import RunSpec, adopted_answers, latest_run, paid_answers
 from secbench_tui.core.run.providers.baselines import is_baseline
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import inert_line
@@ -134,7 +134,7 @@ async def _left(spec: RunSpec, store: Store | None) -> list[tuple[int, int]]:
         return [] if spec.resume else wanted
     done: set[tuple[str, int]] = set()
     if spec.resume or spec.retry_errors:
-        run_id = await store.latest_run(spec.fingerprint, unfinished=not spec.retry_errors)
+        run_id = await latest_run(spec, store, unfinished=not spec.retry_errors)
         if run_id is not None:
             done = await store.finished_keys(run_id, include_errors=not spec.retry_errors)
         elif spec.resume:  # nothing to resume: the run leaves this cell alone
@@ -143,7 +143,8 @@ async def _left(spec: RunSpec, store: Store | None) -> list[tuple[int, int]]:
     if spec.force:
         return wanted
     hashes = {i: spec.request_hash(spec.cases[i]) for i, _ in wanted}
-    paid = await store.reusable(list(set(hashes.values())))
+    asked = [_Asked(spec.cases[i], key) for i, key in hashes.items()]
+    paid = await paid_answers(spec, store, asked)
     wanted = [(i, r) for i, r in wanted if (hashes[i], r) not in paid]
     # answers an adopted database of the original evaluator holds for the same request
     work = [_Asked(spec.cases[i]) for i in dict.fromkeys(i for i, _ in wanted)]
@@ -154,6 +155,7 @@ async def _left(spec: RunSpec, store: Store | None) -> list[tuple[int, int]]:
 @dataclass(frozen=True)
 class _Asked:
     case: Case
+    request_hash: str = ""
 
 
 def _price(tokens_in: int, tokens_out: int, model: str, catalog: Catalog) -> float | None:

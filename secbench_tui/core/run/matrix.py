@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from secbench_tui.core.models import RunStatus
-from secbench_tui.core.run.engine import STOP_GRACE, AdaptiveLimit, Engine, RunSpec
+from secbench_tui.core.run.engine import STOP_GRACE, AdaptiveLimit, Engine, RunSpec, latest_run
 from secbench_tui.core.run.events import Event, RunFinished
 from secbench_tui.core.run.providers.base import Provider
 from secbench_tui.core.store.database import Store
@@ -46,7 +46,7 @@ class PlannedRun:
 async def resumable(runs: Sequence[PlannedRun], store: Store) -> list[PlannedRun]:
     """With `--resume`: the cells that have an unfinished run to continue. A cell whose runs
     are all complete is left as it is, not run again from reused results."""
-    return [run for run in runs if await store.latest_run(run.spec.fingerprint) is not None]
+    return [run for run in runs if await latest_run(run.spec, store) is not None]
 
 
 @dataclass(frozen=True)

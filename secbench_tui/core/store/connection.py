@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Self
 
 import aiosqlite
 
+from secbench_tui.core.store import requests
 from secbench_tui.core.store.migrations import MIGRATIONS
 from secbench_tui.core.store.schema import SCHEMA_VERSION, create_v1
 
@@ -67,6 +68,8 @@ class StoreConnection:
         self._run_models: dict[int, str] = {}
         self._run_prompts: dict[int, str | None] = {}
         self._known_texts: set[str] = set()  # case_texts rows this connection has written
+        self._request_texts = requests.RequestTexts()  # the parts of the messages asked
+        self._known_request_texts: set[str] = set()  # request_texts rows written
         self._adopted: WriteLayout | None = None  # the original evaluator's table, if it is
         self.backup: Path | None = None  # the copy this open made of an original's file
 

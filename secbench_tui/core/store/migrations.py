@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 
 import aiosqlite
 
+from secbench_tui.core.store import requests
 from secbench_tui.core.store.schema import create_v1
 from secbench_tui.core.store.values import LEGACY_PROMPT_NAME, prompt_keyed, vdb_prompt_name
 
@@ -120,4 +121,5 @@ MIGRATIONS: dict[int, Migration] = {
     5: _add_case_index,
     6: _add_reasons,
     7: _add_variant,
+    8: requests.add_request_texts,
 }

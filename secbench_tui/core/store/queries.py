@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from secbench_tui.core.models import ChatRequest
+from secbench_tui.core.store import requests
 from secbench_tui.core.store import stored_values as stored
 from secbench_tui.core.store.connection import StoreConnection
 from secbench_tui.core.store.rows import ResultRow
@@ -237,6 +238,16 @@ class ResultQueries(StoreConnection):
         )
         row = await cursor.fetchone()
         return float(row[0]) if row else 0.0
+
+    async def sent_request(self, result_id: int) -> requests.SentRequest | None:
+        """The messages a result was asked with, as far as the database kept them."""
+        return await requests.sent_request(self.db, result_id, self.adopted_requests)
+
+    async def requests_for_export(
+        self, rows: Sequence[ResultRow]
+    ) -> tuple[dict[int, dict[str, Any]], dict[str, str]]:
+        """Each result's request and the texts it names (`requests.for_export`)."""
+        return await requests.for_export(self.db, rows, self.adopted_requests)
 
     async def prompt_names(self) -> list[str]:
         """The evaluation prompts that runs with results were made with, by name."""

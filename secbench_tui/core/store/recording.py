@@ -39,10 +39,28 @@ class ResultRecording(StoreConnection):
             )
             self._known_texts.update(rows)
 
+    async def remember_requests(self, cases: Sequence[Case]) -> dict[str, str]:
+        """Write the texts of every message a run's cases send, in one call (committed with
+        the first result), and return what each result's row names them by, by case id
+        (`core.store.requests`)."""
+        refs = {case.case_id: self._request_texts.refs(case) for case in cases}
+        rows = self._request_texts.rows(self._known_request_texts)
+        if rows:
+            await self.db.executemany(
+                "INSERT OR IGNORE INTO request_texts (hash, text) VALUES (?, ?)", rows
+            )
+            self._known_request_texts.update(h for h, _ in rows)
+        return refs
+
     async def record(
-        self, evaluation: Evaluation, request_hash: str, reused_from: int | None = None
+        self,
+        evaluation: Evaluation,
+        request_hash: str,
+        reused_from: int | None = None,
+        messages: str | None = None,
     ) -> int:
-        """Write one result and commit it before returning."""
+        """Write one result and commit it before returning; `messages`: its request's, as
+        `remember_requests` named them."""
         case, completion, scored = evaluation.case, evaluation.completion, evaluation.scored
         case_hash = text_hash(case.code, case.description)
         if case_hash not in self._known_texts:
@@ -89,6 +107,7 @@ class ResultRecording(StoreConnection):
                 scored.reason.model_dump_json() if scored.reason is not None else None,
                 scored.scoring_version or None,
                 _variant_text(case.meta.get("variant")),
+                messages,
             )
         )
         columns: Sequence[str] = EVAL_COLUMNS

@@ -64,6 +64,9 @@ class ResultRow(TypedDict, total=False):
     # --rewrites: a variant's original case, relation, seed, code hash and proof; None for
     # an original case
     variant: VariantIdentity | None
+    # the request's messages as [[role, [part hash, ...]], ...] (`core.store.requests`);
+    # None: recorded before they were kept (schema 9)
+    messages: str | None
     prompt_name: str | None  # the run's, where a reader adds it (the report: exports carry it)
     code: str | None  # joined from case_texts
     description: str | None

@@ -159,18 +159,32 @@ class RunQueries(StoreConnection):
         )
         await self.db.commit()
 
-    async def latest_run(self, fingerprint: str, unfinished: bool = True) -> int | None:
-        """The newest run made with these settings (only unfinished ones if asked)."""
+    async def latest_run(
+        self, fingerprint: str | Sequence[str], unfinished: bool = True
+    ) -> int | None:
+        """The newest run made with these settings (only unfinished ones if asked); several
+        fingerprints: the newest run with any of them."""
+        prints = [fingerprint] if isinstance(fingerprint, str) else list(fingerprint)
         extra = " AND status != 'completed'" if unfinished else ""
         cursor = await self.db.execute(
-            f"SELECT id, status, pid, host FROM runs WHERE fingerprint=?{extra} ORDER BY id DESC",
-            (fingerprint,),
+            f"SELECT id, status, pid, host FROM runs WHERE fingerprint IN"
+            f" ({', '.join('?' * len(prints))}){extra} ORDER BY id DESC",
+            prints,
         )
         for row in await cursor.fetchall():
             # a run still going in another process is not ours to continue
             if effective_status(row["status"], row["pid"], row["host"]) is not RunStatus.RUNNING:
                 return int(row["id"])
         return None
+
+    async def names_of_prompt(self, prompt_hash: str) -> list[str]:
+        """The names runs of this evaluation prompt's text were recorded under."""
+        cursor = await self.db.execute(
+            "SELECT DISTINCT prompt_name FROM runs WHERE prompt_hash=? AND prompt_name IS NOT NULL"
+            " ORDER BY prompt_name",
+            (prompt_hash,),
+        )
+        return [row[0] for row in await cursor.fetchall()]
 
     async def run(self, run_id: int) -> RunRecord | None:
         runs = await self.runs(run_ids=[run_id])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import aiosqlite
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -113,6 +113,7 @@ EVAL_COLUMNS = (
     "reasons",
     "scoring_version",
     "variant",
+    "messages",
 )
 # What reads of whole rows select: a table adopted from the original evaluator also holds its
 # `request` and `response` bodies, which no read of ours needs.

@@ -23,7 +23,7 @@ _TEXT = (
     "timestamp", "test_file", "model_name", "expected_result", "actual_result", "explanation",
     "suite_kind", "app", "case_id", "outcome", "raw_reply", "error", "finish_reason",
     "served_model", "provider", "case_hash", "request_hash", "notes", "code", "description",
-    "reasoning", "gold", "reasons",
+    "reasoning", "gold", "reasons", "messages",
 )  # fmt: skip
 _REQUIRED_TEXT = frozenset(
     ("timestamp", "test_file", "model_name", "expected_result", "suite_kind", "app", "case_id")

@@ -21,6 +21,7 @@ WORK_TITLES = {
     "load_more": "reading more results",
     "follow_run": "following the run",
     "show_detail": "reading a result",
+    "score_pairs": "scoring the runs' pairs",
     "run_verify": "verifying labels",
 }
 

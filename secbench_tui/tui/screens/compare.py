@@ -17,7 +17,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import HorizontalScroll, VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from secbench_tui.core.store.comparison import FlipCounts, GridCounts
 from secbench_tui.core.store.rows import ResultRow
@@ -33,6 +33,7 @@ from secbench_tui.tui.widgets.case_tables import (
     PairGridTable,
     run_label,
 )
+from secbench_tui.tui.widgets.footer import KeyFooter
 
 MAX_GRID_RUNS = 12  # columns the grid shows by default: the latest run of each model
 FLIP_FILTERS: tuple[str | None, ...] = (None, "fixed", "broke", "changed")
@@ -177,7 +178,7 @@ class CompareScreen(CompareBase):
         pairs.display = False
         yield pairs
         yield Static(id="compare-status")
-        yield Footer()
+        yield KeyFooter()
 
     def action_toggle_pairs(self) -> None:
         """One row per scenario, each run's pairs both right, or back to one row per case."""
@@ -282,7 +283,7 @@ class DiffScreen(CompareBase):
         table.border_title = "Flipped cases (enter: the two answers side by side)"
         yield table
         yield Static(id="compare-status")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = f"diff: run {self.before} -> run {self.after}"
@@ -388,7 +389,7 @@ class AnswersScreen(BaseScreen):
                 with VerticalScroll(id=f"answer-{run_id}", classes="answer") as pane:
                     pane.border_title = f"run {run_id}"
                     yield Static(Text("reading…", style="dim"), classes="answer-text")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "answers side by side"

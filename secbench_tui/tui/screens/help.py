@@ -34,8 +34,9 @@ results ([b]a[/b]: all runs again); the model, app and outcome filters and [b]/[
 narrow them; [b]o[/b] flips the order, [b]s[/b] sorts by id, case, outcome or run. The right \
 pane shows the highlighted result: code, expected and actual, explanation, raw reply, usage; \
 for VulDetectBench the gold answer, the extracted answer and the sample's scores (under 110 \
-columns it is hidden: [b]enter[/b] shows it). [b]m[/b] gives the focused pane the whole \
-screen. [b]escape[/b] leaves a field, then the screen.
+columns it is hidden: [b]enter[/b] shows it). [b]t[/b] shows instead the request it was \
+asked with, every message as sent ([b]t[/b] again: the result). [b]m[/b] gives the focused \
+pane the whole screen. [b]escape[/b] leaves a field, then the screen.
 [b]Compare[/b]  [b]c[/b] on the results: a case x run grid, one verdict per cell, cases the \
 runs disagree on marked [b]≠[/b]; [b]d[/b] shows only those, [b]enter[/b] shows each run's \
 answer side by side. It compares the runs marked with [b]space[/b], else the latest run of \

@@ -16,10 +16,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.events import DescendantFocus
-from textual.widgets import DataTable, Footer, Header, Input, Select, Static
+from textual.widgets import DataTable, Header, Input, Select, Static
 
 from secbench_tui.config import bundled_cases_dir
 from secbench_tui.core.models import Outcome
+from secbench_tui.core.results.pairwise import pair_figures
+from secbench_tui.core.results.reasons import first_answers
 from secbench_tui.core.store.queries import ResultFilter
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.runs import RunRecord
@@ -27,7 +29,8 @@ from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.plain import plain_line
 from secbench_tui.tui.screens.base import BaseScreen
-from secbench_tui.tui.widgets.case_detail import render_result
+from secbench_tui.tui.widgets.case_detail import render_request, render_result
+from secbench_tui.tui.widgets.footer import KeyFooter
 from secbench_tui.tui.widgets.results_table import SORTS, ResultsTable, shrink_columns
 
 FILTERS = ("model", "prompt", "app", "outcome")  # the dropdowns, by the end of their ids
@@ -46,11 +49,12 @@ def suite_label(run: RunRecord) -> str:
 
 
 RUN_COLUMNS: tuple[str, ...] = (" ", "run", "model", "prompt", "suite", "started", "status")
-RUN_COLUMNS += ("cases", "accuracy", "cost")
+RUN_COLUMNS += ("cases", "P-C", "accuracy", "cost")
 NARROW_RUNS = 110  # under this many columns the runs table leaves out the suite and start
 # cells the runs table's columns other than model, prompt and suite take: the mark, an id,
 # a start time, a status, counts, accuracy and cost, padding, the border and a scrollbar
-RUN_OTHERS = 1 + 4 + len("11-26 15:01") + len("completed") + len("999/999") + len("accuracy")
+RUN_OTHERS = 1 + 4 + len("11-26 15:01") + len("completed") + len("999/999") + len("100.0%")
+RUN_OTHERS += len("accuracy")
 RUN_OTHERS += len("$0.12") + 2 * len(RUN_COLUMNS) + 2 + 2
 NARROW_OTHERS = RUN_OTHERS - len("11-26 15:01") - 2 - 2
 
@@ -75,9 +79,14 @@ def name_widths(width: int) -> tuple[int, int, int]:
 
 
 def run_cells(
-    run: RunRecord, marked: bool, widths: tuple[int, int, int] = (34, 20, 24)
+    run: RunRecord,
+    marked: bool,
+    widths: tuple[int, int, int] = (34, 20, 24),
+    pair_correct: str = "…",
 ) -> tuple[str | Text, ...]:
-    """A run's row; with no suite width (a narrow terminal), without suite and start time."""
+    """A run's row; with no suite width (a narrow terminal), without suite and start time.
+    `pair_correct`: the run's P-C as shown (the figure the tool leads with; `…` while it is
+    computed, `n/a` for a run without pairs), beside its accuracy."""
     model, prompt, suite = widths
     where: tuple[str | Text, ...] = ()
     if suite:
@@ -91,6 +100,7 @@ def run_cells(
         *where,
         run.status,
         f"{run.finished}/{run.total_cases}",
+        Text(pair_correct, style="bold"),
         fmt.pct(run.accuracy),
         fmt.money(run.cost if run.cost else None),
     )
@@ -102,12 +112,14 @@ class ResultsScreen(BaseScreen):
         Binding("slash", "search", "Search", id="results.search"),
         Binding("a", "all_runs", "All runs", id="results.all_runs"),
         Binding("space", "mark_run", "Mark run", id="results.mark"),
-        Binding("o", "order(True)", "Newest first", id="results.newest"),
-        Binding("o", "order(False)", "Oldest first", id="results.oldest"),
-        Binding("s", "sort", "Sort", id="results.sort"),
+        Binding("t", "show_request(True)", "Request sent", id="results.request"),
+        Binding("t", "show_request(False)", "Result", id="results.result"),
         Binding("c", "compare", "Compare", id="results.compare"),
         Binding("d", "diff", "Diff runs", id="results.diff"),
         Binding("m", "maximize_pane", "Maximise", id="results.maximise"),
+        Binding("o", "order(True)", "Newest first", id="results.newest"),
+        Binding("o", "order(False)", "Oldest first", id="results.oldest"),
+        Binding("s", "sort", "Sort", id="results.sort"),
         Binding("f5", "reload", "Reload", id="results.reload"),
     ]
 
@@ -120,6 +132,9 @@ class ResultsScreen(BaseScreen):
         self._initial_filters = dict(filters or {})
         self.model_options: list[str] = []
         self.app_options: list[str] = []
+        self.show_request = False  # the detail shows the result's request (`t`), not the result
+        # each run's P-C, with the count of results it was computed from (kept while it holds)
+        self.pair_scores: dict[int, tuple[int, float | None]] = {}
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -142,7 +157,7 @@ class ResultsScreen(BaseScreen):
                 pane.border_title = "Result"
                 yield Static(Text("Highlight a result to see it here", style="dim"), id="detail")
         yield Static(id="results-status")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "results"
@@ -200,9 +215,36 @@ class ResultsScreen(BaseScreen):
         scrollbar = len(self.runs) >= table.size.height - 3  # its border and header
         widths = name_widths(width + (0 if scrollbar else 2))
         for run in sorted(self.runs.values(), key=lambda r: r.id, reverse=True):
-            table.add_row(*run_cells(run, run.id in self.marked, widths), key=str(run.id))
+            scored = self.pair_scores.get(run.id)
+            pair_correct = fmt.pct(scored[1]) if scored is not None else "…"
+            table.add_row(
+                *run_cells(run, run.id in self.marked, widths, pair_correct), key=str(run.id)
+            )
         if table.row_count:
             table.move_cursor(row=min(row, table.row_count - 1), animate=False)
+        scoring = any(w.group == "pairs" and not w.is_finished for w in self.workers)
+        if self._unscored() and not scoring:  # one at a time: it scores all that changed
+            self.score_pairs()
+
+    def _unscored(self) -> list[RunRecord]:
+        """Runs whose P-C is not known for the results they have now."""
+        return [
+            run
+            for run in self.runs.values()
+            if self.pair_scores.get(run.id, (-1,))[0] != run.finished
+        ]
+
+    @work(group="pairs", exit_on_error=False)
+    async def score_pairs(self) -> None:
+        """P-C of each run whose results changed since it was computed, from its stored
+        answers (as the summary and the report compute it), then the runs drawn again."""
+        store = await self.secbench.store()
+        while unscored := self._unscored():
+            for run in unscored:
+                rows = await store.run_results(run.id, with_text=False)
+                tally = pair_figures(first_answers(rows))
+                self.pair_scores[run.id] = (run.finished, tally.rate("p_c"))
+        self._draw_runs()
 
     def current_filter(self) -> ResultFilter:
         def chosen(selector: str) -> list[str]:
@@ -276,6 +318,9 @@ class ResultsScreen(BaseScreen):
             return
         store = await self.secbench.store()
         row: ResultRow | None = await store.result(result_id)
+        if self.show_request:
+            await self._show_request(result_id, row)
+            return
         family: list[ResultRow] = []
         if row is not None and row.get("suite_kind") != "vuldetectbench":
             variant = row.get("variant")
@@ -285,10 +330,22 @@ class ResultsScreen(BaseScreen):
         prompt = run.prompt_name if run is not None else None
         if not self.query_one(ResultsTable).shows(result_id):
             return  # the filter changed while it was read: that result is not listed now
-        self.query_one("#detail-pane").border_title = f"Result {result_id}"
+        self.query_one("#detail-pane").border_title = f"Result {result_id} (t: request sent)"
         detail = self.query_one("#detail", Static)
         shown = render_result(row, prompt, family) if row else Text(f"result {result_id} is gone")
         detail.update(shown)
+        self.query_one("#detail-pane", VerticalScroll).scroll_home(animate=False)
+
+    async def _show_request(self, result_id: int, row: ResultRow | None) -> None:
+        store = await self.secbench.store()
+        sent = await store.sent_request(result_id)
+        if not self.query_one(ResultsTable).shows(result_id) or not self.show_request:
+            return
+        run = self.runs.get(int(row["run_id"])) if row and row.get("run_id") is not None else None
+        settings = dict(run.settings) if run is not None else None
+        self.query_one("#detail-pane").border_title = f"Result {result_id}: request (t: result)"
+        shown = render_request(row, sent, settings) if row else Text(f"result {result_id} is gone")
+        self.query_one("#detail", Static).update(shown)
         self.query_one("#detail-pane", VerticalScroll).scroll_home(animate=False)
 
     def on_resize(self) -> None:
@@ -433,6 +490,8 @@ class ResultsScreen(BaseScreen):
             return self.run_filter is not None
         if action == "order":
             return parameters[0] != self.query_one(ResultsTable).newest_first
+        if action == "show_request":  # one key, named for what it shows next
+            return parameters[0] != self.show_request
         return True
 
     def focused_runs(self) -> bool:
@@ -516,6 +575,17 @@ class ResultsScreen(BaseScreen):
         if not detail.display:
             self.maximized = detail
             detail.focus()
+
+    def action_show_request(self, show: bool) -> None:
+        """The highlighted result's request as sent (every message), or back to the result.
+        Where the result pane is hidden (a narrow terminal), it takes the screen."""
+        self.show_request = show
+        self.refresh_bindings()
+        detail = self.query_one("#detail-pane")
+        if self.show_request and not detail.display and self.maximized is None:
+            self.maximized = detail
+            detail.focus()
+        self.show_detail(self.current_result())
 
     def action_mark_run(self) -> None:
         table = self.query_one("#runs-table", DataTable)

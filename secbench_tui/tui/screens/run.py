@@ -15,7 +15,9 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.measure import Measurement
+from rich.segment import Segment
 from rich.syntax import Syntax
 from rich.text import Text
 from textual import on, work
@@ -25,7 +27,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.coordinate import Coordinate
 from textual.notifications import Notification, Notify
 from textual.reactive import reactive
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 from textual.worker import Worker, WorkerState
 
 from secbench_tui.config import Settings
@@ -56,6 +58,7 @@ from secbench_tui.tui.plain import plain_line
 from secbench_tui.tui.screens.base import BaseScreen, describe_error
 from secbench_tui.tui.screens.confirm import ConfirmScreen
 from secbench_tui.tui.widgets.case_detail import code_language
+from secbench_tui.tui.widgets.footer import KeyFooter
 from secbench_tui.tui.widgets.live_line import LiveLine
 from secbench_tui.tui.widgets.results_table import shrink_columns
 from secbench_tui.tui.widgets.run_stats import MatrixProgress, RunStats, RunTally
@@ -122,6 +125,25 @@ def matrix_text(ended: dict[int, RunFinished]) -> Text:
     """Every run of the matrix in one line each, as `--no-ui` prints them after the runs."""
     runs = [(e.status, e.message, e.summary) for _, e in sorted(ended.items())]
     return styled(matrix_lines(runs))
+
+
+class DrawnOnce:
+    """A renderable drawn once per width. The current case's code is drawn again at each
+    layout of the screen (several a second while a run goes on), and highlighting it each
+    time cost more than all the rest of a drawing; its lines at a width do not change."""
+
+    def __init__(self, renderable: Syntax) -> None:
+        self.renderable = renderable
+        self._drawn: dict[tuple[int, int | None], list[Segment]] = {}
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        key = (options.max_width, options.height)
+        if key not in self._drawn:
+            self._drawn[key] = list(console.render(self.renderable, options))
+        yield from self._drawn[key]
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.renderable)
 
 
 class FittedTable(DataTable[Text | str]):
@@ -214,7 +236,7 @@ class RunScreen(BaseScreen):
                 yield Static(id="current-case")
                 yield Static(id="last-explanation")
         yield Static(id="run-summary")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = f"run: {inert_line(next(iter(self.settings.models), ''))}"
@@ -515,18 +537,20 @@ class RunScreen(BaseScreen):
                     (inert_line(case.case_id), "bold"),
                     (f"  ({inert_line(case.app)})", "dim"),
                 ),
-                Syntax(
-                    inert(case.code),
-                    code_language(
-                        {
-                            "suite_kind": case.kind.value,
-                            "test_file": case.test_file,
-                            "code": case.code,
-                        }
-                    ),
-                    line_numbers=True,
-                    word_wrap=True,
-                    background_color="default",
+                DrawnOnce(
+                    Syntax(
+                        inert(case.code),
+                        code_language(
+                            {
+                                "suite_kind": case.kind.value,
+                                "test_file": case.test_file,
+                                "code": case.code,
+                            }
+                        ),
+                        line_numbers=True,
+                        word_wrap=True,
+                        background_color="default",
+                    )
                 ),
             )
         )
@@ -737,9 +761,9 @@ class RunScreen(BaseScreen):
         )
         summary.display = True
         # the summary says how each run ended (an abort with its reason): notifications
-        # still up from the run would cover it, so they go. After the app has shown those
-        # already asked for: a notification is a message to the app, and one asked at the
-        # run's start (a run that ends at once) could otherwise come after the clearing
+        # still up from the run would cover it, so they go (after those still on their way:
+        # the runs' events come from another thread, and a run that ends at once ends before
+        # the app has shown that it started)
         self.app.call_later(self.app.clear_notifications)
         self._redraw_stats()
 

@@ -16,7 +16,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Header, Input, Label, SelectionList, Static
+from textual.widgets import Header, Input, Label, Select, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from secbench_tui.config import Settings, describe_error
@@ -29,6 +29,8 @@ from secbench_tui.core.untrusted import inert, inert_line, redact_url
 from secbench_tui.tui.messages import CatalogLoaded
 from secbench_tui.tui.screens.base import BaseScreen
 from secbench_tui.tui.screens.confirm import ConfirmScreen
+from secbench_tui.tui.widgets.checklist import CheckList
+from secbench_tui.tui.widgets.footer import KeyFooter
 from secbench_tui.tui.widgets.model_picker import ModelPicker
 from secbench_tui.tui.widgets.suite_picker import SuitePicker
 
@@ -41,6 +43,9 @@ def is_remote(base_url: str) -> bool:
 
 def is_openrouter(base_url: str) -> bool:
     return (urlparse(base_url).hostname or "").endswith("openrouter.ai")
+
+
+SHORT_SCREEN = (100, 32)  # columns, lines: under either, the compact layout
 
 
 class SetupScreen(BaseScreen):
@@ -68,7 +73,7 @@ class SetupScreen(BaseScreen):
             with Vertical(id="suite-pane", classes="pane") as pane:
                 pane.border_title = "Suite"
                 yield SuitePicker(s.cases_dir, s.apps, s.tasks, first(s.methods), id="suite-picker")
-                prompts = SelectionList[str](*prompt_options(s.prompts), id="prompt-list")
+                prompts = CheckList[str](*prompt_options(s.prompts), id="prompt-list")
                 prompts.border_title = "Evaluation prompts"
                 yield prompts
                 with Horizontal(id="knobs"):
@@ -88,7 +93,17 @@ class SetupScreen(BaseScreen):
                         yield Input(str(s.concurrency), type="integer", id="concurrency")
         yield Static(id="setup-status")
         yield Static(id="estimate")
-        yield Footer()
+        yield KeyFooter()
+
+    def on_resize(self) -> None:
+        """A small terminal (80x24) gets one-line fields and panes of equal width, so the
+        apps, the prompts and the knobs all show; the fields' borders come back when larger."""
+        short = self.size.height < SHORT_SCREEN[1] or self.size.width < SHORT_SCREEN[0]
+        self.set_class(short, "-short")
+        for field in self.query(Input):
+            field.compact = short
+        for choice in self.query(Select):
+            choice.compact = short
 
     def on_mount(self) -> None:
         self.sub_title = "setup"

@@ -17,7 +17,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
+from textual.widgets.data_table import ColumnKey, RowKey
 from textual.worker import get_current_worker
 
 from secbench_tui.core.suites.verify.extra import missing
@@ -25,6 +26,7 @@ from secbench_tui.core.suites.verify.judge import proof_text, witness_line
 from secbench_tui.core.suites.verify.models import CaseProof, Proof, VerifyReport
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.tui.screens.base import BaseScreen, describe_error
+from secbench_tui.tui.widgets.footer import KeyFooter
 
 PROOF_STYLES = {Proof.PROVEN: "green", Proof.FAILED: "bold red", Proof.NOT_VERIFIABLE: "yellow"}
 
@@ -60,7 +62,7 @@ class VerifyScreen(BaseScreen):
         self.cases_dir = cases_dir
         self.apps = list(apps) if apps else None
         self.report: VerifyReport | None = None
-        self.proofs: dict[object, CaseProof] = {}  # by the table's row key
+        self.proofs: dict[RowKey, CaseProof] = {}  # by the table's row key
         self.failed: str | None = None  # why the verification stopped, if it did
 
     def compose(self) -> ComposeResult:
@@ -71,12 +73,14 @@ class VerifyScreen(BaseScreen):
             id="verify-status",
         )
         yield DataTable(id="verify-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "verify labels"
         table = self.query_one(DataTable)
-        table.add_columns("proof", "case", "label", "why")
+        table.add_columns("proof", "case", "label")
+        table.add_column("why", key="why")
+        table.border_title = "Cases (enter: a case's proof)"
         table.focus()
         self.run_verify()
 
@@ -110,16 +114,39 @@ class VerifyScreen(BaseScreen):
         self.app.call_from_thread(self.finish, report)
 
     def add_proof(self, proof: CaseProof) -> None:
-        detail = "" if proof.proof is Proof.PROVEN else proof.detail
-        if proof.proof is Proof.PROVEN and proof.witness is not None:
-            detail = witness_line(proof.witness)
         key = self.query_one(DataTable).add_row(
             Text(proof.proof.value, style=PROOF_STYLES[proof.proof]),
             Text(inert_line(proof.case_id)),
             Text(inert_line(proof.expected)),
-            Text(inert_line(detail)),
+            self._why(proof),
         )
         self.proofs[key] = proof
+        self._fit_why()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit_why)
+
+    def _fit_why(self) -> None:
+        """The `why` column takes the width the others leave, its long texts cut with `…`
+        (enter opens a row's proof in full), so no column runs off the screen."""
+        table = self.query_one(DataTable)
+        others = sum(c.get_render_width(table) for c in table.ordered_columns if c.key != "why")
+        width = max(12, table.size.width - others - 2 - 2)  # its padding, a scrollbar
+        why = table.columns[ColumnKey("why")]
+        if why.width != width or why.auto_width:
+            why.auto_width = False
+            why.width = width
+            for key, proof in self.proofs.items():
+                table.update_cell(key, "why", self._why(proof))
+            table.refresh()
+
+    @staticmethod
+    def _why(proof: CaseProof) -> Text:
+        """Why a case is or is not proven: its witness, or what stopped the proof."""
+        detail = "" if proof.proof is Proof.PROVEN else proof.detail
+        if proof.proof is Proof.PROVEN and proof.witness is not None:
+            detail = witness_line(proof.witness)
+        return Text(inert_line(detail), no_wrap=True, overflow="ellipsis")
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         proof = self.proofs.get(event.row_key)

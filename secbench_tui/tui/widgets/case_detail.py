@@ -1,4 +1,5 @@
-"""One result in full: the code highlighted, expected vs actual, explanation, raw reply, usage.
+"""One result in full: the code highlighted, expected vs actual, explanation, raw reply, usage;
+and the exact request it was asked with (`render_request`).
 
 Rendered from a result row as `Store.result()` returns it, so the results browser and any
 other screen show a result the same way. Every field but the figures is foreign text (the
@@ -22,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from secbench_tui.core.results.reasons import reason_summary_text, stored_gold, stored_reason
+from secbench_tui.core.store.requests import SentRequest
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.tui import format as fmt
@@ -205,7 +207,8 @@ def render_result(
         parts += [_section("reasoning (the model's thinking before its reply)"), *_reasoning(row)]
     usage = Text.assemble(
         ("tokens ", "dim"),
-        f"{fmt.count(row.get('prompt_tokens'))} in / {fmt.count(row.get('completion_tokens'))} out",
+        f"{fmt.tokens(row.get('prompt_tokens'))} in /"
+        f" {fmt.tokens(row.get('completion_tokens'))} out",
         ("   cost ", "dim"),
         fmt.money(row.get("cost")),
         ("   latency ", "dim"),
@@ -214,7 +217,7 @@ def render_result(
         str(row.get("attempts") or 1),
     )
     if row.get("reasoning_tokens"):
-        usage.append(f" ({fmt.count(row.get('reasoning_tokens'))} reasoning)")
+        usage.append(f" ({fmt.tokens(row.get('reasoning_tokens'))} reasoning)")
     if row.get("served_model") or row.get("provider"):
         usage.append(
             f"\nserved by {inert_line(row.get('served_model') or '?')}"
@@ -224,4 +227,44 @@ def render_result(
     if row.get("reused_from"):
         usage.append(f"\nreused from result {row['reused_from']}", style="dim")
     parts += [_section("usage"), usage]
+    return Group(*parts)
+
+
+# what a request carried besides its messages, from the run's recorded settings
+REQUEST_SETTINGS = ("temperature", "max_tokens", "seed", "response_format", "reasoning_effort")
+
+
+def render_request(
+    row: ResultRow, sent: SentRequest | None, settings: Mapping[str, Any] | None = None
+) -> RenderableType:
+    """The request a result was asked with: every message whole, in order, neutralised
+    (the suite's text and the prompt are foreign), with the run's request settings."""
+    head = Text.assemble(
+        (inert_line(row.get("case_id")), "bold"),
+        ("  request as sent", "bold"),
+        (f"\nto {inert_line(row.get('model_name'))} · run {row.get('run_id')}", "dim"),
+    )
+    parts: list[RenderableType] = [head]
+    shown = [
+        f"{name} {inert_line(settings[name])}"
+        for name in REQUEST_SETTINGS
+        if settings and settings.get(name) is not None
+    ]
+    if settings and settings.get("request_style") == "security-bench":
+        shown.insert(0, "the original evaluator's request, byte for byte")
+    if shown:
+        parts.append(Text(" · ".join(shown), style="dim"))
+    if sent is None:
+        return Group(*parts, Text("this result is gone", style="dim"))
+    if sent.source == "original":
+        parts.append(Text("the body the original security-bench stored", style="dim"))
+    if sent.note:
+        parts.append(Text(inert(sent.note), style="yellow"))
+    total = len(sent.messages)
+    for n, message in enumerate(sent.messages, start=1):
+        title = f"message {n} of {total} · {inert_line(message.role)}"
+        parts += [
+            _section(f"{title} · {len(message.content):,} characters"),
+            plain(message.content or "(empty)"),
+        ]
     return Group(*parts)

@@ -210,7 +210,7 @@ class GridTable(CaseTable):
         room = width - CASE_MIN - 2 - (len("expected") + 2) - 2 - 2
         share = room // max(1, len(self.run_ids)) - 2
         widest = max((len(line) for head in self.heads for line in head), default=0)
-        return max(VERDICT_WIDTH, len("no answers"), min(widest, share))
+        return max(VERDICT_WIDTH, min(widest, share))
 
     def _header(self, index: int) -> Text:
         model, prompt, rate = self.heads[index]
@@ -218,6 +218,8 @@ class GridTable(CaseTable):
             model = model.rsplit("/", 1)[-1]
         label = Text(fmt.middle(model, self.label_width), style="bold")
         label.append("\n" + fmt.middle(prompt, self.label_width))
+        if len(rate) > self.label_width:  # `58.3% correct` -> `58.3%`, `no answers` -> `-`
+            rate = rate.split()[0] if "%" in rate else "-"
         label.append("\n" + rate, style="dim")
         return label
 

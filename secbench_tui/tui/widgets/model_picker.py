@@ -26,6 +26,7 @@ from secbench_tui.tui.errors import Guarded
 MAX_SHOWN = 300
 ID_WIDTH = 32  # the widest id column; narrower when the pane is (see `id_width`)
 FIXED_WIDTH = 2 + 6 + 14 + 5  # marker, context, prices, json
+PRICES_WIDTH = 6 + 14  # context and prices: the first to go in a narrow pane
 TAG_WIDTH = 8  # " offline", " recent"
 
 
@@ -33,12 +34,22 @@ def id_width(list_width: int) -> tuple[int, bool]:
     """Room for the id in a row that fits `list_width` cells (padding and scrollbar out),
     and whether the offline/recent tag fits too (it goes first when the pane is narrow)."""
     room = list_width - 4 - FIXED_WIDTH
+    if not priced(list_width):  # the id matters more: context and prices are in the detail
+        room += PRICES_WIDTH
     if room - TAG_WIDTH >= 20:
         return min(ID_WIDTH, room - TAG_WIDTH), True
     return max(8, min(ID_WIDTH, room)), False
 
 
-def header(width: int = ID_WIDTH) -> str:
+def priced(list_width: int) -> bool:
+    """Whether the context and price columns fit beside an id of 20 cells (an 80-column
+    terminal's pane does not: they are in the highlighted model's detail below the list)."""
+    return not list_width or list_width - 4 - FIXED_WIDTH >= 20
+
+
+def header(width: int = ID_WIDTH, prices: bool = True) -> str:
+    if not prices:
+        return f"  {'model':<{width}} json"
     return f"  {'model':<{width}} {'ctx':>5} {'$/M in/out':>13} json"
 
 
@@ -47,16 +58,22 @@ def fit(text: str, width: int) -> str:
 
 
 def model_row(
-    model: ModelInfo, chosen: bool, recent: bool, width: int = ID_WIDTH, tag: bool = True
+    model: ModelInfo,
+    chosen: bool,
+    recent: bool,
+    width: int = ID_WIDTH,
+    tag: bool = True,
+    prices: bool = True,
 ) -> Text:
     """One line: id, context, prices per million tokens, structured output, tags (offline or
     recent; `reasons` for a model whose catalog entry says it reasons before answering)."""
     row = Text(no_wrap=True, overflow="ellipsis")
     row.append("● " if chosen else "  ", style="bold green")
     row.append(fit(inert_line(model.id), width), style="bold" if chosen else "")
-    ctx = "" if model.context_length is None else f"{model.context_length // 1000}k"
-    row.append(f" {ctx:>5}", style="dim")
-    row.append(f" {fmt.short_price(model):>13}", style="dim")
+    if prices:
+        ctx = "" if model.context_length is None else f"{model.context_length // 1000}k"
+        row.append(f" {ctx:>5}", style="dim")
+        row.append(f" {fmt.short_price(model):>13}", style="dim")
     row.append(" json" if model.structured else "     ", style="cyan")
     if tag and model.offline:
         row.append(" offline", style="magenta")
@@ -146,10 +163,11 @@ class ModelPicker(Guarded, Vertical):
         self._shown = found[:MAX_SHOWN]
         recent = set(self.catalog.recent)
         width, tag = id_width(self.size.width) if self.size.width else (ID_WIDTH, True)
+        prices = priced(self.size.width)
         selected = set(self.selected)
-        self.query_one("#model-header", Static).update(Text(header(width), style="dim"))
+        self.query_one("#model-header", Static).update(Text(header(width, prices), style="dim"))
         options: list[Option | None] = [
-            Option(model_row(m, m.id in selected, m.id in recent, width, tag), id=m.id)
+            Option(model_row(m, m.id in selected, m.id in recent, width, tag, prices), id=m.id)
             for m in self._shown
         ]
         if len(found) > MAX_SHOWN:

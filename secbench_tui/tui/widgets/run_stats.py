@@ -196,8 +196,69 @@ class MatrixProgress:
         return None if any(e is None for e in etas) else max(e for e in etas if e is not None)
 
 
+GAP = "   "  # between the tally's groups
+
+
+def tally_groups(tally: RunTally) -> list[Text]:
+    """The tally in groups that are never broken across lines: accuracy, the outcomes, tokens,
+    cost, reuse, concurrency and retries."""
+    c = tally.counts
+    groups = [
+        Text.assemble(
+            ("accuracy ", "dim"), (fmt.pct(tally.accuracy), "bold"), (f" of {tally.graded}", "dim")
+        ),
+        Text.assemble(
+            ("correct ", "dim"),
+            (str(c["correct"]), fmt.OUTCOME_STYLES["correct"]),
+            ("  wrong ", "dim"),
+            (str(c["wrong"]), fmt.OUTCOME_STYLES["wrong"]),
+            ("  unparsed ", "dim"),
+            (str(c["unparsed"]), fmt.OUTCOME_STYLES["unparsed"]),
+            ("  errors ", "dim"),
+            (str(c["error"]), fmt.OUTCOME_STYLES["error"]),
+        ),
+        Text.assemble(
+            ("tokens ", "dim"),
+            f"{fmt.tokens(tally.prompt_tokens)} in / {fmt.tokens(tally.completion_tokens)} out",
+        ),
+        Text.assemble(("cost ", "dim"), fmt.money(tally.cost)),
+    ]
+    if tally.reused:
+        groups.append(Text(f"reused {tally.reused}", style="dim"))
+    if tally.concurrency > 1 or tally.retries:
+        groups.append(
+            Text.assemble(
+                ("concurrency ", "dim"),
+                f"{tally.limit}/{tally.concurrency}",
+                ("  retries ", "dim"),
+                (str(tally.retries), "bold yellow" if tally.retries else ""),
+            )
+        )
+    return groups
+
+
+def pack(groups: Sequence[Text], width: int) -> Text:
+    """Groups on as few lines as `width` cells allow, a line breaking only between groups,
+    so a narrow terminal never cuts `tokens 1,234 in / 56 out` in two."""
+    packed = Text(no_wrap=True, overflow="ellipsis")
+    used = 0
+    for group in groups:
+        size = group.cell_len
+        if used and used + len(GAP) + size > width:
+            packed.append("\n")
+            used = 0
+        elif used:
+            packed.append(GAP)
+            used += len(GAP)
+        packed.append_text(group)
+        used += size
+    return packed
+
+
 class RunStats(Vertical):
     """Progress bar with counts and ETA, then accuracy, outcomes, tokens and cost."""
+
+    _groups: list[Text] | None = None  # the tally last shown, packed again on a resize
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="progress-row"):
@@ -221,29 +282,13 @@ class RunStats(Vertical):
                 (state, "bold yellow" if state != "running" else "bold green"),
             )
         )
-        c = tally.counts
-        line = Text.assemble(
-            ("accuracy ", "dim"),
-            (fmt.pct(tally.accuracy), "bold"),
-            (f" of {tally.graded}", "dim"),
-            ("   correct ", "dim"),
-            (str(c["correct"]), fmt.OUTCOME_STYLES["correct"]),
-            ("  wrong ", "dim"),
-            (str(c["wrong"]), fmt.OUTCOME_STYLES["wrong"]),
-            ("  unparsed ", "dim"),
-            (str(c["unparsed"]), fmt.OUTCOME_STYLES["unparsed"]),
-            ("  errors ", "dim"),
-            (str(c["error"]), fmt.OUTCOME_STYLES["error"]),
-            ("   tokens ", "dim"),
-            f"{fmt.count(tally.prompt_tokens)} in / {fmt.count(tally.completion_tokens)} out",
-            ("   cost ", "dim"),
-            fmt.money(tally.cost),
-        )
-        if tally.reused:
-            line.append(f"   reused {tally.reused}", style="dim")
-        if tally.concurrency > 1 or tally.retries:
-            line.append("   concurrency ", style="dim")
-            line.append(f"{tally.limit}/{tally.concurrency}")
-            line.append("  retries ", style="dim")
-            line.append(str(tally.retries), style="bold yellow" if tally.retries else "")
-        self.query_one("#tally", LiveLine).redraw(line)
+        self._groups = tally_groups(tally)
+        self._pack()
+
+    def on_resize(self) -> None:
+        self._pack()
+
+    def _pack(self) -> None:
+        if self._groups is not None:
+            width = self.size.width or self.app.size.width - 2  # the content: padding out
+            self.query_one("#tally", LiveLine).redraw(pack(self._groups, width))

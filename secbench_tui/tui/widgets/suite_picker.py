@@ -23,6 +23,7 @@ from secbench_tui.core.untrusted import inert
 from secbench_tui.planner import is_vuldetectbench
 from secbench_tui.tui.errors import Guarded
 from secbench_tui.tui.plain import plain_line
+from secbench_tui.tui.widgets.checklist import CheckList
 
 ALL_TASKS = {1, 2, 3, 4, 5}  # the default of --tasks, which is no request for a task
 
@@ -87,7 +88,7 @@ class SuitePicker(Guarded, Vertical):
     def compose(self) -> ComposeResult:
         yield Input(str(self.choice.root), placeholder="suite folder", id="cases-path")
         yield Static(id="suite-kind")
-        yield SelectionList[str](id="groups")
+        yield CheckList[str](id="groups")
         with Horizontal(id="method-row"):
             yield Label("method ")
             yield Select(
@@ -107,17 +108,17 @@ class SuitePicker(Guarded, Vertical):
         if choice.vuldetectbench:
             picked = {str(t) for t in self._tasks} if self._tasks else {n for n, _ in choice.groups}
             groups.add_options(
-                Selection(plain_line(f"task{name}  ({n} cases)"), name, name in picked)
+                Selection(plain_line(f"task{name} ({n})"), name, name in picked)
                 for name, n in choice.groups
             )
-            kind = "VulDetectBench test set: choose tasks"
+            kind = "VulDetectBench tasks (cases) · space ticks"
         else:
             picked = set(self._apps) if self._apps else {name for name, _ in choice.groups}
             groups.add_options(
-                Selection(plain_line(f"{name}  ({n} cases)"), name, name in picked)
+                Selection(plain_line(f"{name} ({n})"), name, name in picked)
                 for name, n in choice.groups
             )
-            kind = "markdown suite: choose apps (space toggles)"
+            kind = "apps (cases) · space ticks"
         shown = Text(inert(choice.problem)) if choice.problem else Text(kind)
         for reason in choice.unusable:
             shown.append("\nnot listed: " + inert(reason), style="yellow")

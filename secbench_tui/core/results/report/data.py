@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from secbench_tui import __version__
 from secbench_tui.core.results.figures import AnswerFigures
@@ -290,6 +290,9 @@ class ReportData:
     others: list[RunRecord] = field(default_factory=list)  # runs with results left out
     tool_version: str = __version__
     prompt_matrices: list[PromptMatrix] = field(default_factory=list)
+    # the JSON export's: each result's request by id, and the texts its messages are made of
+    requests: dict[int, dict[str, Any]] = field(default_factory=dict)
+    request_texts: dict[str, str] = field(default_factory=dict)
 
     @property
     def prompts(self) -> list[str]:
