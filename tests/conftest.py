@@ -1,12 +1,16 @@
-"""What every test shares: nothing outside its own folders.
+"""What every test shares: nothing outside its own folders, but one PostgreSQL per process.
 
 The tests run in parallel (`pytest -n auto`), so none may write where another reads: the model
 catalog the program caches under `$XDG_CACHE_HOME` goes to the test's own folder (inherited by
-the commands the tests start), never to the user's `~/.cache`.
+the commands the tests start), never to the user's `~/.cache`. The PostgreSQL of `pg_url` is
+shared by the tests of one process (one xdist worker), one after another.
 """
 
 from __future__ import annotations
 
+import tempfile
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,3 +25,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests marked `long` first (in their own order): with `-n auto` the run then ends on
     short tests that fill both workers, not on one long test started last."""
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """One PostgreSQL (pgserver) for the test process, given to `--verify`, the rewrites' gate
+    and the sandbox tests as `--pg-url`: starting one takes seconds, and each verification
+    makes and drops databases and roles of its own, so they can share it (each xdist worker
+    has its own). Tests of the command's own server (started and removed by `--verify`)
+    leave `--pg-url` out. Its folder is under /tmp, not pytest's: as root, pgserver runs
+    PostgreSQL as another user, who cannot enter pytest's private folders."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pgserver = pytest.importorskip("pgserver", reason="needs the verify extra (pgserver)")
+    with tempfile.TemporaryDirectory(prefix="secbench-test-pg-") as folder:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            server = pgserver.get_server(folder, cleanup_mode="delete")
+        try:
+            yield str(server.get_uri())
+        finally:
+            server.cleanup()

@@ -76,7 +76,7 @@ def _verdict(row: dict[str, Any]) -> str:
 
 
 @pytest.mark.long
-def test_rewrites_figures_match_counts_made_independently(tmp_path: Path) -> None:
+def test_rewrites_figures_match_counts_made_independently(tmp_path: Path, pg_url: str) -> None:
     suite = load_markdown_suite(bundled_cases_dir(), ["purchase-order"])
     chosen = [c for c in suite.cases if any(c.case_id.startswith(f.rstrip("*")) for f in FILTERS)]
     responder = Responder({c.code: c.expected for c in chosen})
@@ -92,6 +92,8 @@ def test_rewrites_figures_match_counts_made_independently(tmp_path: Path) -> Non
             *args,
             "--summary-json",
             str(summary),
+            "--pg-url",
+            pg_url,
             key="sk-test",
             timeout=900,
         )

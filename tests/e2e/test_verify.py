@@ -13,9 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -37,22 +35,7 @@ PLANTS = {
     ("clinic-portal-api", "sign-prescription-02-good.md", "sign-prescription-04-bad.md"),
 }
 
-# one worker makes the module's shared fixture once (pyproject: --dist=loadgroup)
-pytestmark = [pytest.mark.xdist_group("verify"), pytest.mark.long]
-
-
-@pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    """A server of our own for `--pg-url`. Its folder is under /tmp, not pytest's: as root,
-    pgserver runs PostgreSQL as another user, who cannot enter pytest's private folders."""
-    with tempfile.TemporaryDirectory(prefix="secbench-test-pg-") as folder:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            server = pgserver.get_server(folder, cleanup_mode="delete")
-        try:
-            yield str(server.get_uri())
-        finally:
-            server.cleanup()
+pytestmark = pytest.mark.long  # PostgreSQL work: started first
 
 
 def _verify(cases: Path, *extra: str) -> subprocess.CompletedProcess[str]:

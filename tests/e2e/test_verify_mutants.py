@@ -1,6 +1,6 @@
-"""`secbench-tui --verify --mutants` on the embedded PostgreSQL: a small suite whose data
-misses one guard; the surviving mutant is listed with its case and line, a declared
-equivalent is not counted, and `--lint` lists the declaration.
+"""`secbench-tui --verify --mutants` on PostgreSQL (the tests' pgserver, by `--pg-url`): a
+small suite whose data misses one guard; the surviving mutant is listed with its case and
+line, a declared equivalent is not counted, and `--lint` lists the declaration.
 
 Needs the verify extra (pgserver, pglast); skipped without it.
 """
@@ -92,11 +92,11 @@ def _run(suite: Path, *flags: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.long
 def test_mutants_report_the_share_caught_and_list_the_survivor_with_its_line(
-    tmp_path: Path,
+    tmp_path: Path, pg_url: str
 ) -> None:
     suite = _suite(tmp_path)
 
-    done = _run(suite, "--verify", "--mutants")
+    done = _run(suite, "--verify", "--mutants", "--pg-url", pg_url)
 
     out = done.stdout
     assert done.returncode == 0, out + done.stderr

@@ -16,7 +16,7 @@ import tempfile
 import textwrap
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -59,22 +59,7 @@ SELECT r.row FROM result r WHERE (r.row->>'n')::int > 0
 """
 GOOD = "SELECT id, body FROM notes WHERE owner = :user"
 
-# one worker makes the module's shared fixture once (pyproject: --dist=loadgroup)
-pytestmark = [pytest.mark.xdist_group("verify-sandbox"), pytest.mark.long]
-
-
-@pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    """One server for the module (under /tmp: as root, pgserver runs PostgreSQL as another
-    user, who cannot enter pytest's private folders)."""
-    with tempfile.TemporaryDirectory(prefix="secbench-test-pg-") as folder:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            server = pgserver.get_server(folder, cleanup_mode="delete")
-        try:
-            yield str(server.get_uri())
-        finally:
-            server.cleanup()
+pytestmark = pytest.mark.long  # PostgreSQL work: started first
 
 
 def _case(app: Path, name: str, code: str, expected: str, lang: str = "sql") -> None:
@@ -98,8 +83,11 @@ def _suite(
     return root / "suite"
 
 
-def _verify(suite: Path, pg_url: str, deadline: float = 3.0) -> dict[str, tuple[Proof, str]]:
-    report = verify_suite(suite, pg_url=pg_url, limits=Limits(deadline=deadline, grace=1.0))
+def _verify(
+    suite: Path, pg_url: str, deadline: float = 3.0, startup: float = 10.0
+) -> dict[str, tuple[Proof, str]]:
+    limits = Limits(deadline=deadline, grace=1.0, startup=startup)
+    report = verify_suite(suite, pg_url=pg_url, limits=limits)
     return {c.case_id.split("/", 1)[1]: (c.proof, c.detail) for c in report.cases}
 
 
@@ -432,7 +420,9 @@ def test_python_suite_code_runs_in_a_child_with_a_deadline(tmp_path: Path, pg_ur
             },
         )
         started = time.monotonic()
-        proofs = _verify(suite, pg_url, deadline=2.0)
+        # the sleeping case is stopped 2 s (+1 s grace) after a start of at most 2 s, not
+        # after the default 10 s allowed for starting
+        proofs = _verify(suite, pg_url, deadline=2.0, startup=2.0)
     finally:
         del os.environ["SECBENCH_TEST_SECRET"]
 

@@ -1,6 +1,6 @@
-"""Witnesses of `--verify` on the embedded PostgreSQL: a proven bad case shows the parameter
-set, the rule and the rows on its line, and a bad case proven only by another rule than the
-one it is written to break is reported.
+"""Witnesses of `--verify` on PostgreSQL (the tests' pgserver, by `--pg-url`): a proven bad
+case shows the parameter set, the rule and the rows on its line, and a bad case proven only by
+another rule than the one it is written to break is reported.
 
 Needs the verify extra (pgserver); skipped without it.
 """
@@ -47,7 +47,9 @@ bad
 RULE_SECTION = OTHER_RULE.replace("# Expected", "# Rule\nRule 1: tenant isolation.\n\n# Expected")
 
 
-def test_a_bad_case_proven_by_another_rule_is_reported_with_its_witness(tmp_path: Path) -> None:
+def test_a_bad_case_proven_by_another_rule_is_reported_with_its_witness(
+    tmp_path: Path, pg_url: str
+) -> None:
     suite = _suite(tmp_path)
     app = suite / "shop"
     (app / "list-orders-02-bad.md").write_text(OWN_RULE, encoding="utf-8")
@@ -55,7 +57,7 @@ def test_a_bad_case_proven_by_another_rule_is_reported_with_its_witness(tmp_path
     (app / "list-orders-04-bad.md").write_text(RULE_SECTION, encoding="utf-8")
     assert "good" in GOOD
 
-    done = _run(suite, "--verify")
+    done = _run(suite, "--verify", "--pg-url", pg_url)
 
     out = done.stdout
     lines = {line.split()[1]: line for line in out.splitlines() if line.startswith("proven")}
@@ -70,7 +72,9 @@ def test_a_bad_case_proven_by_another_rule_is_reported_with_its_witness(tmp_path
     assert "1 bad cases" in note and "shop/list-orders-03-bad.md (rule 2)" in note
 
 
-def test_rows_are_identified_by_the_tables_keys_not_the_column_names(tmp_path: Path) -> None:
+def test_rows_are_identified_by_the_tables_keys_not_the_column_names(
+    tmp_path: Path, pg_url: str
+) -> None:
     """The issue's two cases: a good case that renames `id` stays proven, and a bad case whose
     flaw was fixed stays unproven when it also renames `id` (it used to stay 'proven bad')."""
     from secbench_tui.config import bundled_cases_dir
@@ -93,7 +97,7 @@ def test_rows_are_identified_by_the_tables_keys_not_the_column_names(tmp_path: P
     assert "AS item_id" in fixed and "i.company_id = :current_company_id" in fixed
     (app / "get-item-03-bad.md").write_text(fixed, encoding="utf-8")
 
-    done = _run(app.parent, "--verify")
+    done = _run(app.parent, "--verify", "--pg-url", pg_url)
 
     out = done.stdout
     assert done.returncode == 1, out + done.stderr

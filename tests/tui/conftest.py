@@ -91,6 +91,28 @@ async def wait_for_exit(app: Any, seconds: float = 120) -> None:
         await asyncio.sleep(0.01)
 
 
+async def wait_for_state(condition: Callable[[], bool], what: str, seconds: float = 120) -> None:
+    """Wait for `condition` without `pilot.pause` (an app that is quitting may not answer it),
+    bounded by time."""
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+def runs_stopping(screen: Any) -> bool:
+    """The runs' own event loop (in a thread of its own) has taken the stop: no case starts
+    after it. Only then may a test release an answer it held: released before, the answer
+    could let the run go on to its next cases, even to its end."""
+    lifecycle = getattr(screen, "lifecycle", None)
+    matrix = getattr(lifecycle, "matrix", None)
+    return bool(matrix is not None and matrix.stopping)
+
+
 async def settle(pilot: Pilot[Any]) -> None:
     """Every worker finished and every message handled; no unexpected error on the way.
 

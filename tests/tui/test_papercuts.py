@@ -21,7 +21,7 @@ from secbench_tui.tui.widgets.results_table import ResultsTable
 from secbench_tui.tui.widgets.run_stats import RunTally
 from secbench_tui.tui.widgets.suite_picker import scan_suite
 from tests.e2e.server import LoopbackServer
-from tests.tui.conftest import SIZE, record_run, settle, wait_until
+from tests.tui.conftest import SIZE, record_run, runs_stopping, settle, wait_for_state, wait_until
 
 
 def test_a_run_where_nothing_was_answered_shows_no_accuracy() -> None:
@@ -161,6 +161,7 @@ async def test_the_stopping_notice_goes_when_the_run_has_stopped(
         await pilot.press("y")
         await wait_until(pilot, lambda: any("stopping" in n.message for n in app._notifications))
         assert run.state == "stopping"
+        await wait_for_state(lambda: runs_stopping(run), "the runs to take the stop")
         server.release()
         await wait_until(pilot, lambda: run.state == "stopped", limit=5000)
         await settle(pilot)

@@ -18,7 +18,15 @@ from secbench_tui.tui.messages import RetryWaiting, RowsArrived
 from secbench_tui.tui.screens.confirm import ConfirmScreen
 from secbench_tui.tui.screens.run import RunScreen
 from tests.e2e.server import LoopbackServer, rate_limited, unauthorized
-from tests.tui.conftest import SIZE, record_run, settle, wait_for_exit, wait_until
+from tests.tui.conftest import (
+    SIZE,
+    record_run,
+    runs_stopping,
+    settle,
+    wait_for_exit,
+    wait_for_state,
+    wait_until,
+)
 
 
 def db_rows(db: Path) -> list[tuple[str, str, str]]:
@@ -82,6 +90,7 @@ async def test_stop_midway_keeps_every_finished_case(
         await pilot.press("y")
         notice = "the cases in flight finish first"
         await wait_until(pilot, lambda: any(notice in n.message for n in app._notifications))
+        await wait_for_state(lambda: runs_stopping(run), "the runs to take the stop")
         server.release()  # the case in flight answers within its grace
         await settle(pilot)
         assert run.state == "stopped"
@@ -137,7 +146,8 @@ async def test_an_aborted_run_says_why_in_its_summary_uncovered(
         assert run.state == "aborted"
         summary = str(run.query_one("#run-summary", Static).render())
         assert "aborted" in summary and "401" in summary
-        assert not app._notifications  # none is left to cover the summary
+        left = [(n.title, n.message) for n in app._notifications]
+        assert not left, left  # none is left to cover the summary (nor comes after it)
     assert run_status(Path("results.db")) == ["aborted"]
 
 
@@ -171,6 +181,7 @@ async def test_quit_during_a_run_asks_then_stops_and_keeps_results(
         await pilot.press("q")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
+        await wait_for_state(lambda: runs_stopping(run), "the runs to take the stop")
         server.release()
         await wait_for_exit(app)
     stored = db_rows(Path("results.db"))
@@ -194,6 +205,7 @@ async def test_ctrl_q_during_a_run_asks_too(
         await pilot.press("ctrl+q")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
+        await wait_for_state(lambda: runs_stopping(run), "the runs to take the stop")
         server.release()
         await wait_for_exit(app)
     assert run_status(Path("results.db")) == ["stopped"]

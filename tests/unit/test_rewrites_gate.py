@@ -98,14 +98,14 @@ def _planted(variant: Variant) -> Variant | None:
 
 
 @pytest.fixture(scope="module")
-def gated() -> Iterator[tuple[list[Variant], list[Variant], GateReport]]:
+def gated(pg_url: str) -> Iterator[tuple[list[Variant], list[Variant], GateReport]]:
     cases = _cases()
     variants, _ = make_variants(cases, [r.name for r in RELATIONS], 0)
     planted: list[Variant] = []
     for relation in RELATIONS:  # for each relation, the first case it can plant a change in
         made = (_planted(v) for v in variants if v.relation == relation.name)
         planted += [next(p for p in made if p is not None)]
-    report = prove_variants(bundled_cases_dir(), cases, [*variants, *planted])
+    report = prove_variants(bundled_cases_dir(), cases, [*variants, *planted], pg_url)
     yield variants, planted, report
 
 

@@ -294,9 +294,9 @@ def _prove_app(
 ) -> None:
     by_scenario: dict[str, list[Variant]] = {}
     for variant in variants:
-        name = scenario_of(variant.original.case_id)
-        if name is None or name not in data.scenarios or data.fixtures is None:
-            _unverifiable(variant, "its case has no verification data", report, keep_unproven)
+        name = _scenario_name(data, variant)
+        if name is None:
+            _unverifiable(variant, NO_DATA, report, keep_unproven)
             continue
         by_scenario.setdefault(name, []).append(variant)
     if not by_scenario:
@@ -327,6 +327,17 @@ def _prove_app(
                     _unverifiable(variant, str(exc), report, keep_unproven)
 
 
+NO_DATA = "its case has no verification data"
+
+
+def _scenario_name(data: AppData, variant: Variant) -> str | None:
+    """The verification scenario that can prove `variant`, if its app has one for it."""
+    name = scenario_of(variant.original.case_id)
+    if name is None or name not in data.scenarios or data.fixtures is None:
+        return None
+    return name
+
+
 def _unverifiable(variant: Variant, why: str, report: GateReport, keep: bool) -> None:
     if keep:
         report.unproven.append(variant)
@@ -349,14 +360,20 @@ def prove_variants(
     """
     started = time.monotonic()
     report = GateReport()
-    apps = sorted({v.original.app for v in variants})
+    apps = {
+        app: load_app_data(app, root / app)[0] for app in sorted({v.original.app for v in variants})
+    }
+    if not any(_scenario_name(apps[v.original.app], v) for v in variants):
+        for variant in variants:  # nothing to prove anything with: no server is started
+            _unverifiable(variant, NO_DATA, report, keep_unproven)
+        report.seconds = time.monotonic() - started
+        return report
     with postgres(pg_url) as (uri, engine), sandbox_roles(uri) as roles:
         report.engine = engine
         server = (uri, roles, Watchdog(uri, Limits()))
-        for app in apps:
+        for app, data in apps.items():
             if progress is not None:
                 progress(app)
-            data, _problems = load_app_data(app, root / app)
             mine = [v for v in variants if v.original.app == app]
             app_cases = [c for c in cases if c.app == app]
             _prove_app(server, data, app_cases, mine, report, keep_unproven)

@@ -237,8 +237,11 @@ class ChildError(Exception):
 class PythonChild:
     """The tool's handle on one app's child process (see the module docstring)."""
 
-    def __init__(self, harness: Path, deadline: float, grace: float, rows: int) -> None:
+    def __init__(
+        self, harness: Path, deadline: float, grace: float, rows: int, startup: float = 10.0
+    ) -> None:
         self.harness, self.deadline, self.grace, self.rows = harness, deadline, grace, rows
+        self.startup = startup  # before the first parameter set's deadline (Limits.startup)
         self.folder = tempfile.TemporaryDirectory(prefix="secbench-verify-py-")
         self.proc: Any = None
         self._buffer = b""
@@ -293,7 +296,7 @@ class PythonChild:
             "grace": self.grace,
             "rows": self.rows,
             "count": count,
-            "startup": 10.0,
+            "startup": self.startup,
         }
         self.proc.stdin.write((json.dumps(job) + "\n").encode())
         self.proc.stdin.flush()

@@ -84,7 +84,7 @@ def _sql_executor(db: AppDatabase, fixtures: str) -> Iterator[Executor]:
 @contextmanager
 def _python_executor(db: AppDatabase, fixtures: str, harness: Path) -> Iterator[Executor]:
     limits = db.watchdog.limits
-    child = PythonChild(harness, limits.deadline, limits.grace, limits.rows)
+    child = PythonChild(harness, limits.deadline, limits.grace, limits.rows, limits.startup)
     try:
         child.start()
     except ChildError as exc:

@@ -44,6 +44,9 @@ class Limits:
     deadline: float = 10.0  # seconds per statement, fixtures included
     rows: int = 10_000  # rows a statement may return; one more fails the case
     grace: float = 2.0  # after the cancel, seconds before the session is ended
+    # a Python case's fresh process may take this long to load its code before the deadline of
+    # its first parameter set starts (imports on a busy machine)
+    startup: float = 10.0
 
 
 class DeadlineExceeded(Exception):
