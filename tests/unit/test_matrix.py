@@ -91,6 +91,43 @@ async def test_a_models_runs_share_its_limit_and_models_run_together(tmp_path: P
     assert {e.slot for e in events} == {0, 1, 2, 3}
 
 
+class Logging(Counting):
+    """Counts as `Counting` does and logs which run each request belongs to, as it is sent."""
+
+    def __init__(self, name: str, peaks: Counter[str], log: list[str]) -> None:
+        super().__init__(name, peaks)
+        self.log = log
+
+    async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
+        self.log.append(self.name)
+        return await super().complete(case, on_retry)
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+async def test_a_models_runs_take_turns_so_a_waiting_run_has_not_started(
+    tmp_path: Path, concurrency: int
+) -> None:
+    store = await Store.open(tmp_path / "r.db")
+    peaks: Counter[str] = Counter()
+    log: list[str] = []
+    plan = [
+        PlannedRun(spec("a", p, n=9, concurrency=concurrency), Logging(p, peaks, log))
+        for p in "xyz"
+    ]
+    plan.append(PlannedRun(spec("b", "x", n=9, concurrency=concurrency), Counting("b", peaks)))
+    events = await drain(Matrix(plan, store))
+    runs = {r.id: r for r in await store.runs()}
+    await store.close()
+    finished = [e.event for e in events if isinstance(e.event, RunFinished)]
+    assert sorted(f.status for f in finished) == ["completed"] * 4
+    # every request of a model's first run was sent before any of its second, and so on
+    assert log == ["x"] * 9 + ["y"] * 9 + ["z"] * 9
+    assert peaks["x"] + peaks["y"] + peaks["z"] <= 3 * concurrency
+    by_slot = {e.slot: e.event.run_id for e in events if isinstance(e.event, RunFinished)}
+    starts = [runs[by_slot[slot]].started_at for slot in range(3)]
+    assert starts[0] < starts[1] < starts[2]  # each started when its first request went
+
+
 async def test_an_abort_ends_that_models_runs_only(tmp_path: Path) -> None:
     store = await Store.open(tmp_path / "r.db")
     peaks: Counter[str] = Counter()

@@ -182,6 +182,9 @@ class AdaptiveLimit:
 
     Standalone so several engines asking the same model can share one (`Engine(limit=...)`).
     A case coming back from a retry wait (`acquire(priority=True)`) goes before new cases.
+    Runs sharing it take turns in order (`enroll`): a run's new cases wait while a run of a
+    lower rank still has cases to hand out, so a model's runs go one after another and a run
+    that is waiting has truly not started (a retry still goes first, whatever its run).
     After a rate limit the limit stays down as long as the provider's Retry-After asked (or
     `cooldown` seconds when it did not say), then the next success restores it; above that,
     it creeps back up by one per `limit` successes.
@@ -197,14 +200,32 @@ class AdaptiveLimit:
         self._restore_to = self.maximum  # the limit before the rate limits still in force
         self._successes = 0
         self._priority = 0
+        self._handing_out: set[int] = set()  # ranks of runs with cases still to hand out
         self._cond = asyncio.Condition()
 
-    async def acquire(self, priority: bool = False) -> None:
+    def enroll(self, rank: int) -> None:
+        """A run of this rank will hand out cases: runs of higher ranks wait for it."""
+        self._handing_out.add(rank)
+
+    async def withdraw(self, rank: int) -> None:
+        """The run of this rank has handed out every case (or ended): the next may start."""
+        if rank in self._handing_out:
+            async with self._cond:
+                self._handing_out.discard(rank)
+                self._cond.notify_all()
+
+    def _turn(self, rank: int) -> bool:
+        return not any(other < rank for other in self._handing_out)
+
+    async def acquire(self, priority: bool = False, rank: int = 0) -> None:
         async with self._cond:
             self._priority += priority
             try:
                 await self._cond.wait_for(
-                    lambda: self.active < self.limit and (priority or not self._priority)
+                    lambda: (
+                        self.active < self.limit
+                        and (priority or (not self._priority and self._turn(rank)))
+                    )
                 )
             finally:
                 self._priority -= priority
@@ -300,8 +321,10 @@ class Engine:
         store: Store,
         limit: AdaptiveLimit | None = None,
         stop_grace: float = STOP_GRACE,
+        rank: int = 0,
     ) -> None:
         self.spec = spec
+        self.rank = rank  # its turn among the runs sharing `limit` (AdaptiveLimit.enroll)
         self.provider = provider
         self.store = store
         self.run_id: int | None = None
@@ -590,7 +613,7 @@ class Engine:
                 if self.stopping:
                     break
                 await room.acquire()
-                await self.limit.acquire()
+                await self.limit.acquire(rank=self.rank)
                 if self.stopping:
                     await self.limit.release(False)
                     room.release()
@@ -606,6 +629,7 @@ class Engine:
                 self._queue.put_nowait(exc)
                 return
             raise
+        await self.limit.withdraw(self.rank)  # the next run of the model may start
         self._queue.put_nowait(_Dispatched(count))
 
     async def _first_request(self, run_id: int) -> None:

@@ -77,9 +77,18 @@ class Matrix:
         self.limits = limits
         self.stop_grace = stop_grace
         self.engines = [
-            Engine(run.spec, run.provider, store, limit=limits[run.model], stop_grace=stop_grace)
-            for run in self.runs
+            Engine(
+                run.spec,
+                run.provider,
+                store,
+                limit=limits[run.model],
+                stop_grace=stop_grace,
+                rank=slot,
+            )
+            for slot, run in enumerate(self.runs)
         ]
+        for slot, run in enumerate(self.runs):  # a model's runs take turns, in plan order
+            limits[run.model].enroll(slot)
         self.finished: dict[int, RunFinished] = {}  # by slot
 
     def stop(self, message: str | None = None) -> None:
@@ -108,6 +117,9 @@ class Matrix:
         except Exception as exc:  # the run could not start (the database, most likely)
             await queue.put(_Failed(slot, exc))
         finally:
+            # ended without handing out its cases (failed, stopped, all reused): the model's
+            # next run must not wait for it
+            await self.engines[slot].limit.withdraw(slot)
             await queue.put(None)
 
     async def events(self) -> AsyncIterator[MatrixEvent]:
