@@ -89,11 +89,31 @@ def load_suite(settings: RunSettings) -> LoadedSuite:
         cases, skipped = suite.cases, [*prompt.notes, *(str(s) for s in suite.skipped)]
         prompt_hash, prompt_name = prompt.sha256, prompt.name
         kind = SuiteKind.MARKDOWN
+        if not cases:
+            raise UsageError(no_usable_case(root, [str(s) for s in suite.skipped], kind))
+    if not cases:
+        raise UsageError(no_usable_case(root, skipped, kind))
     if settings.filters:
         cases = filter_cases(cases, settings.filters, root)
     if settings.limit is not None:
         cases = first_cases(cases, settings.limit, per_app=kind is SuiteKind.VULDETECTBENCH)
     return LoadedSuite(kind, root, cases, skipped, prompt_hash, prompt_name)
+
+
+def no_usable_case(root: Path, skipped: list[str], kind: SuiteKind) -> str:
+    """Why a run over `root` would measure nothing: a run of no case is refused, not recorded."""
+    if kind is SuiteKind.VULDETECTBENCH:
+        fix = "fix the task files named, or give --cases another folder"
+    else:
+        fix = (
+            "fix the case files named (each needs a '# Code' block and '# Expected' good or "
+            "bad), or give --cases another folder"
+        )
+    if not skipped:
+        return f"no usable case in {root} (no case files found); {fix}"
+    shown = "; ".join(s.removeprefix("skipped ") for s in skipped[:3])
+    more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    return f"no usable case in {root} ({len(skipped)} skipped: {shown}{more}); {fix}"
 
 
 def filter_cases(cases: list[Case], patterns: list[str], root: Path) -> list[Case]:

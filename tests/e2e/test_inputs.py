@@ -97,3 +97,30 @@ def test_a_prompt_larger_than_the_models_context_is_refused_unless_forced(
     assert plan.returncode == 0 and "warning: --prompt long" in plan.stdout
     assert forced.returncode == 0, forced.stderr
     assert sent == 2
+
+
+def test_a_suite_with_no_usable_case_is_refused_and_nothing_recorded(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    """A run that would measure nothing is a usage error (exit 2), as a `--filter` matching
+    nothing is: it names the folder and why each case was skipped, and records no run."""
+    suite = tmp_path / "bx"
+    (suite / "a").mkdir(parents=True)
+    (suite / "a" / "SPEC.md").write_text("# Prompt\nRules.\n", encoding="utf-8")
+    (suite / "a" / "x-01-good.md").write_text(
+        "# Code\n```sql\nSELECT 1;\n```\n# Expected\nmaybe\n", encoding="utf-8"
+    )
+    db = tmp_path / "r.db"
+
+    result = run_cli(server.base_url, db, suite, key=FAKE_KEY)
+    plan = run_cli(server.base_url, db, suite, "--dry-run", key=FAKE_KEY)
+
+    for said in (result, plan):
+        assert said.returncode == EXIT_USAGE, said.stderr
+        assert f"no usable case in {suite} (1 skipped: {suite / 'a' / 'x-01-good.md'}: " in (
+            said.stderr
+        )
+        assert "found 'maybe'" in said.stderr and "give --cases another folder" in said.stderr
+    assert "started" not in result.stdout
+    assert server.completions() == []
+    assert not db.exists() or runs(db) == []
