@@ -300,6 +300,16 @@ class Options(BaseModel):
                 f"{redact_url(value)!r} is not an http(s) URL; give the API root, "
                 "e.g. http://127.0.0.1:11434/v1"
             )
+        import httpx  # already loaded with the settings; the client would refuse it later
+
+        try:
+            httpx.URL(value.strip())
+            parsed.port  # noqa: B018 - raises on a port out of range, which httpx lets through
+        except (httpx.InvalidURL, ValueError) as exc:
+            raise ValueError(
+                f"{redact_url(value)!r} is not a URL the client can use ({exc}); give the "
+                "API root, e.g. http://127.0.0.1:11434/v1"
+            ) from exc
         return value.strip().rstrip("/")
 
     @field_validator("tasks")
