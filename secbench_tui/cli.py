@@ -42,11 +42,12 @@ GROUPS = (MODE, RUN, ENDPOINT, SELECTION)  # the order --help lists them in
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, with its error line written where every other one is (`errors.say_error`)."""
+    """argparse, with its error line in the shape of every other one (`errors.say_error`):
+    one line, `--flag: what is wrong`, as a setting's own validation says it."""
 
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        say_error(message)
+        named = message.startswith("argument ")  # names its flag, and what it takes
+        say_error(message.removeprefix("argument ") if named else f"{message}; see {PROG} --help")
         raise SystemExit(EXIT_USAGE)
 
 
@@ -104,7 +105,7 @@ def add_flag(group: Any, name: str, info: FieldInfo, flag: Flag) -> None:
         elif choices:
             kwargs["choices"] = choices
             kwargs["metavar"] = "{" + ",".join(choices) + "}"
-        else:
+        elif _plain_type(info.annotation) not in (int, float):  # numbers: the field checks
             kwargs["type"] = _plain_type(info.annotation)
         if flag.many:
             kwargs["action"] = "append"

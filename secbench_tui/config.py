@@ -12,6 +12,7 @@ Front ends receive a `Settings` and never read the environment themselves. The A
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +21,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, cast, get_args
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from secbench_tui.core.models import RecordedSettings
 from secbench_tui.core.run.engine import STOP_GRACE
@@ -85,6 +94,8 @@ def _positive_seconds(value: str) -> float:
         seconds = float(value)
     except ValueError:
         raise ValueError(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(seconds):
+        raise ValueError(f"{value!r}: the number of seconds must be a finite number")
     if not 0 < seconds <= 3600:
         raise ValueError(f"{value!r}: give a number of seconds above 0 and at most 3600")
     return seconds
@@ -126,6 +137,8 @@ _run_ids = _numbers("run ids", "3,4")
 class Options(BaseModel):
     """The options every run of a command shares: the suite, the store, the endpoint and what
     every request carries. `Settings` (what was asked) and `RunSettings` (one run) add theirs."""
+
+    model_config = ConfigDict(allow_inf_nan=False)  # `--timeout nan`: not a number of seconds
 
     # the suite and the store
     cases: Annotated[
@@ -229,7 +242,12 @@ class Options(BaseModel):
     ] = security_bench.OWN_STYLE
     seed: Annotated[
         int | None,
-        Flag("sent with every request; seeds baseline/random", group=ENDPOINT, metavar="N"),
+        Flag(
+            "sent with every request; seeds baseline/random",
+            group=ENDPOINT,
+            metavar="N",
+            default="not sent; baseline/random uses 0",
+        ),
         Record("all"),
     ] = None
     response_format: Annotated[
@@ -275,7 +293,7 @@ class Options(BaseModel):
             "before cancelling them; cancelled cases are asked by --resume",
             metavar="S",
         ),
-    ] = Field(default=STOP_GRACE, ge=0)
+    ] = Field(default=STOP_GRACE, ge=0, le=REASONING_TIMEOUT)  # no attempt is given longer
     reports_dir: Path = Path("reports")
 
     @field_validator("api_key")
@@ -467,6 +485,8 @@ class RunSettings(Options):
 class Command(BaseModel):
     """What the command line asks for besides a run: a mode and what it selects."""
 
+    model_config = ConfigDict(allow_inf_nan=False)
+
     no_ui: Annotated[bool, Flag("run headless and print progress", group=MODE)] = False
     report: Annotated[bool, Flag("write an HTML report and exit", group=MODE)] = False
     export: Annotated[ExportFormat | None, Flag("export results", group=MODE)] = None
@@ -569,12 +589,34 @@ def describe_error(exc: ValidationError, model: type[BaseModel] = Settings) -> s
     and the app's setup screen both say it so."""
     problems = []
     for error in exc.errors():
-        message = error["msg"].removeprefix("Value error, ")
+        message = _in_our_words(error) or error["msg"].removeprefix("Value error, ")
         if not error["loc"]:  # a check across settings names its flags itself
             problems.append(message)
         else:
             problems.append(f"{flag_name(model, str(error['loc'][0]))}: {message}")
     return "; ".join(problems)
+
+
+_BOUNDS = {
+    "greater_than": "give a number above {gt}",
+    "greater_than_equal": "give {ge} or more",
+    "less_than": "give a number below {lt}",
+    "less_than_equal": "give {le} or less",
+    "finite_number": "must be a finite number",
+    "float_parsing": "must be a number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+}
+
+
+def _in_our_words(error: Any) -> str | None:
+    """A bound or type a value breaks, said with the fix and the value given (pydantic's own
+    words, "Input should be greater than 0", say neither)."""
+    words = _BOUNDS.get(error["type"])
+    if words is None:
+        return None
+    bounds = {k: f"{v:g}" if isinstance(v, float) else v for k, v in error.get("ctx", {}).items()}
+    return f"{words.format(**bounds)} (got {error['input']!r})"
 
 
 def bundled_cases_dir() -> Path:

@@ -3,11 +3,13 @@ line `secbench-tui: error: --flag: ...` naming the flag, neutralised, nothing re
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import FAKE_KEY, run_cli, write_suite
+from tests.e2e.harness import FAKE_KEY, cli_env, run_cli, write_suite
 from tests.e2e.server import LoopbackServer
 
 EXIT_USAGE = 2
@@ -36,3 +38,41 @@ def test_a_base_url_the_client_would_refuse_is_refused_up_front(
     assert "\x1b" not in result.stderr + result.stdout
     assert not db.exists()
     assert server.completions() == []
+
+
+@pytest.mark.parametrize(
+    ("flag", "said"),
+    [
+        (["--seed", "abc"], "--seed: must be a whole number (got 'abc')"),
+        (["--runs", "x"], "--runs: takes run ids, e.g. 3,4"),
+        (["--verify-deadline", "nan"], "--verify-deadline: 'nan': the number of seconds must be a"),
+        (["--timeout", "nan"], "--timeout: must be a finite number (got 'nan')"),
+        (["--temperature", "nan"], "--temperature: must be a finite number (got 'nan')"),
+        (["--retry-backoff", "inf"], "--retry-backoff: must be a finite number (got 'inf')"),
+        (["--stop-grace", "inf"], "--stop-grace: must be a finite number (got 'inf')"),
+        (["--stop-grace", "1e6"], "--stop-grace: give 600 or less (got '1e6')"),
+        (["--concurrency", "0"], "--concurrency: give 1 or more (got '0')"),
+        (["--timeout", "0"], "--timeout: give a number above 0 (got '0')"),
+        (["--bogus"], "unrecognized arguments: --bogus; see secbench-tui --help"),
+    ],
+)
+def test_every_bad_flag_gets_one_error_line_of_one_shape(
+    tmp_path: Path, flag: list[str], said: str
+) -> None:
+    """argparse's own errors (a type, an unknown flag) come as the settings' do: one line,
+    the flag first, no usage block; a bound says the fix and the value given, and NaN or
+    infinity is named as such, never as breaking a bound it does not break."""
+    db = tmp_path / "r.db"
+    result = subprocess.run(
+        [sys.executable, "-m", "secbench_tui", "--model", "baseline/random", "--no-ui"]
+        + ["--limit", "1", "--db", str(db), *flag],
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == EXIT_USAGE, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"secbench-tui: error: {said}"), line
+    assert not db.exists()
