@@ -22,7 +22,7 @@ from secbench_tui.core.results.report.rendering import render_html
 from secbench_tui.core.store.connection import StoreError
 from secbench_tui.core.store.database import Store
 from secbench_tui.errors import say_error
-from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK
+from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 
 class OutputError(OSError):
@@ -114,7 +114,7 @@ async def _export_main(
         )
     except StoreError as exc:
         say_error(exc)
-        return EXIT_FAILED
+        return EXIT_FAILED if settings.db.exists() else EXIT_USAGE  # --db names no file
     try:
         outputs = await write_outputs(
             store,
@@ -125,9 +125,9 @@ async def _export_main(
             models=models,
             reports_dir=settings.reports_dir,
         )
-    except ReportError as exc:
+    except ReportError as exc:  # --runs, --models or --db select nothing: a usage error
         say_error(exc)
-        return EXIT_FAILED
+        return EXIT_USAGE
     except OutputError as exc:
         say_error(exc)
         return EXIT_FAILED
@@ -156,5 +156,6 @@ def export_main(
     runs: list[int] | None,
     models: list[str] | None,
 ) -> int:
-    """Entry point of `--report` and `--export`: 0 when written, 1 with a message otherwise."""
+    """Entry point of `--report` and `--export`: 0 when written; 2 when --db, --runs or
+    --models select nothing, 1 when a file cannot be read or written, with a message."""
     return asyncio.run(_export_main(settings, report, export, out, runs, models))

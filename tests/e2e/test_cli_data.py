@@ -173,3 +173,19 @@ def test_a_database_holding_a_negative_cost_still_reports(tmp_path: Path) -> Non
     assert report.returncode == 0, report.stderr
     html = Path(tmp_path / report.stdout.strip().splitlines()[-1]).read_text(encoding="utf-8")
     assert "4,000,000,000" not in html
+
+
+def test_a_report_or_export_selecting_nothing_is_a_usage_error(tmp_path: Path) -> None:
+    """`--runs` or `--models` naming nothing in the database, or a `--db` that is not there,
+    is a flag whose value is wrong: exit 2 (as `--help` lists), the message naming the flag
+    and what there is; exit 1 stays for a file that cannot be written."""
+    db = baseline_db(tmp_path)
+    for args, said in (
+        (("--export", "json", "--runs", "99", "--db", str(db)), "--runs: no run 99 in"),
+        (("--report", "--models", "nosuch", "--db", str(db)), "--models: no runs of nosuch"),
+        (("--report", "--db", str(tmp_path / "never.db")), "no such database"),
+    ):
+        result = command(tmp_path, *args)
+        assert result.returncode == EXIT_USAGE, (args, result.stderr)
+        assert said in result.stderr, result.stderr
+    assert not (tmp_path / "never.db").exists() and not (tmp_path / "reports").exists()

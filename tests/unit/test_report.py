@@ -455,7 +455,7 @@ def test_report_command_without_results_fails_clearly(
     db = tmp_path / "results.db"
     if create:
         asyncio.run(_create_empty(db))
-    assert export_main(Settings(db=db), True, None, None, None, None) == 1
+    assert export_main(Settings(db=db), True, None, None, None, None) == 2  # usage: --db
     err = capsys.readouterr().err
     assert f"--db {db}" in err
     assert ("no results to report" if create else "no such database") in err
