@@ -249,6 +249,8 @@ async def print_plan(settings: Settings, out: TextIO) -> int:
     except UsageError as exc:
         say_error(exc)
         return EXIT_USAGE
+    for skipped in plan.skipped:  # what the run would say first: the dry run is where to look
+        print(f"warning: {inert_line(skipped)}", file=out)
     if plan.rewrites is not None:
         for line in plan.rewrites.lines():
             print(inert_line(line), file=out)

@@ -124,3 +124,35 @@ def test_a_suite_with_no_usable_case_is_refused_and_nothing_recorded(
     assert "started" not in result.stdout
     assert server.completions() == []
     assert not db.exists() or runs(db) == []
+
+
+def test_every_skipped_prompt_entry_is_said_by_the_run_and_the_dry_run(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    """A prompt folder's link that leaves it, a link to nothing and a folder named `*.txt`
+    are each skipped with a warning: by `--dry-run`, where a user checks what will be asked,
+    as by the run."""
+    write_suite(tmp_path / "suite", {"app": ["bad", "good"]})
+    outside = tmp_path / "elsewhere.txt"
+    outside.write_text("SECRET-OUTSIDE\n", encoding="utf-8")
+    prompts = tmp_path / "pf"
+    prompts.mkdir()
+    (prompts / "a.txt").write_text("Answer in JSON.\n", encoding="utf-8")
+    (prompts / "leak.txt").symlink_to(outside)
+    (prompts / "dangling.txt").symlink_to("nothere.txt")
+    (prompts / "dir.txt").mkdir()
+    db = tmp_path / "r.db"
+
+    plan = run_cli(server.base_url, db, tmp_path / "suite", "--prompt", str(prompts), "--dry-run")
+    result = run_cli(server.base_url, db, tmp_path / "suite", "--prompt", str(prompts))
+
+    for said, stream in ((plan, plan.stdout), (result, result.stderr)):
+        assert said.returncode == 0, said.stderr
+        warnings = [ln for ln in stream.splitlines() if ln.startswith("warning: skipped prompt")]
+        assert [w.split(": ", 2)[1] for w in warnings] == [
+            f"skipped prompt {prompts / name}" for name in ("dangling.txt", "dir.txt", "leak.txt")
+        ], stream
+        assert "a link to nothing" in warnings[0] and "not a file" in warnings[1]
+        assert "outside the prompt folder" in warnings[2]
+    assert all("SECRET-OUTSIDE" not in r.prompt for r in server.completions())
+    assert [r["prompt_name"] for r in runs(db)] == ["a"]

@@ -193,9 +193,14 @@ def _resolve_one(spec: str) -> list[EvaluationPrompt]:
 
 def _folder(spec: str, path: Path) -> list[EvaluationPrompt]:
     """Each `*.txt` in the folder, sorted; a file that resolves outside it (a symlink to
-    /etc/passwd, say) is skipped with a note, as suites skip theirs (core/paths.py)."""
+    /etc/passwd, say) is skipped with a note, as suites skip theirs (core/paths.py), and so is
+    an entry that is no file (a dangling link, a folder named `x.txt`)."""
     files, notes = [], []
-    for candidate in sorted(p for p in path.glob("*.txt") if p.is_file()):
+    for candidate in sorted(path.glob("*.txt")):
+        if not candidate.is_file():  # a link to nothing, a folder: said, not dropped unseen
+            what = "a link to nothing" if candidate.is_symlink() else "not a file"
+            notes.append(f"skipped prompt {candidate}: {what}")
+            continue
         reason = outside_reason(candidate, path)
         if reason is None:
             files.append(candidate)
