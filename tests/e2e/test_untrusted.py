@@ -34,6 +34,7 @@ from tests.e2e.harness import (
     runs,
     secret_url,
     write_hostile_suite,
+    write_suite,
 )
 from tests.e2e.server import HOSTILE, LoopbackServer, answer, bad_request, http_error
 
@@ -212,3 +213,22 @@ def test_an_abort_shows_the_server_message_inert_and_the_url_redacted(tmp_path: 
     assert f"the server at http://***@127.0.0.1:{port}/api/v1?api_key=***" in aborted[0]
     assert_no_secrets(result.stdout + result.stderr, "the output")
     assert_no_secrets(all_bytes(db), "the database")
+
+
+def test_a_server_messages_line_break_is_shown_as_backslash_n_on_its_one_line(
+    tmp_path: Path,
+) -> None:
+    """README ("Untrusted text"): one-line places show newlines as `\\n`; a retry line
+    and the error line (and the stored error) keep the server's line break visible."""
+    (case,) = write_suite(tmp_path / "suite", {"app": ["bad"]})
+    db = tmp_path / "r.db"
+    message = "over\x1b[2J[blink]loaded[/blink]\nline2 \x9b31m"
+    with LoopbackServer() as server:
+        server.always(case.marker, http_error(503, message))
+        result = run_cli(server.base_url, db, tmp_path / "suite", "--max-retries", "1")
+    assert_inert(result.stdout + result.stderr, "the output")
+    shown = "over\\x1b[2J[blink]loaded[/blink]\\nline2 \\x9b31m"
+    retry = [line for line in result.stderr.splitlines() if line.startswith("retry:")]
+    assert retry and shown in retry[0], result.stderr
+    error = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert error and shown in error[0], result.stderr

@@ -115,7 +115,7 @@ async def test_attempts_sum_usage_and_keep_an_unreadable_reply_as_unparsed() -> 
 
     hooks = Recorder()
     got = await run_attempts(attempt, RetryPolicy(max_retries=1), "c", hooks)
-    assert got.error is None and got.unreadable == "200 with a body that is not JSON"
+    assert got.error is None and got.unreadable == "200 with a body\\nthat is not JSON"
     assert got.text == "<html>" and got.status == 200 and got.attempts == 2
     assert got.prompt_tokens == 12 and got.cost == pytest.approx(0.03)
     assert hooks.seen == [FailureKind.TRANSIENT, FailureKind.TRANSIENT]
@@ -131,8 +131,8 @@ async def test_a_case_that_never_reaches_the_endpoint_raises_unreachable() -> No
     assert info.value.attempts == 3
 
 
-def test_one_line_flattens_server_text() -> None:
-    assert one_line("a\nb\r\n\tc  d") == "a b c d"
+def test_one_line_flattens_server_text_showing_its_line_breaks() -> None:
+    assert one_line("a\nb\r\n\tc  d\n\n") == "a\\nb\\nc d"
     assert len(one_line("x" * 1000, 50)) == 50
 
 

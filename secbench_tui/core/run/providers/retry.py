@@ -97,8 +97,12 @@ class Unreachable(Exception):
 
 
 def one_line(text: str, limit: int = 500) -> str:
-    """A message on one line (server text may hold line breaks), at most `limit` characters."""
-    flat = " ".join(text.split())
+    """A message on one line, at most `limit` characters: server text may hold line breaks,
+    shown as `\\n` as every one-line place shows them (README, "Untrusted text"); runs of
+    spaces and tabs become one space."""
+    breaks = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = (" ".join(line.split()) for line in breaks)
+    flat = "\\n".join(line for line in lines if line)
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
