@@ -35,7 +35,7 @@ from secbench_tui.core.run.events import (
     RunFinished,
     RunStarted,
 )
-from secbench_tui.core.run.matrix import resumable
+from secbench_tui.core.run.matrix import PlannedRun, resumable, unmatched_unfinished
 from secbench_tui.core.run.providers.baselines import is_baseline
 from secbench_tui.core.store.connection import StoreError
 from secbench_tui.core.store.database import Store
@@ -407,6 +407,8 @@ async def _keep_resumable(plan: Plan, store: Store) -> bool:
             "(without --resume the cases are asked again, reusing what is stored)",
             file=sys.stderr,
         )
+        for run in plan.runs:
+            await _say_unmatched(run, store)
         return False
     for run in plan.runs:
         if run not in kept:
@@ -415,9 +417,16 @@ async def _keep_resumable(plan: Plan, store: Store) -> bool:
                 "with these settings; left as it is",
                 file=sys.stderr,
             )
+            await _say_unmatched(run, store)
     plan.settings = [one for run, one in zip(plan.runs, plan.settings, strict=True) if run in kept]
     plan.runs = kept
     return True
+
+
+async def _say_unmatched(run: PlannedRun, store: Store) -> None:
+    """The unfinished runs `--resume` would not continue for this cell, and why each."""
+    for line in await unmatched_unfinished(run.spec, store):
+        print(f"  {inert_line(line)}", file=sys.stderr)
 
 
 def worst_exit(codes: list[int]) -> int:

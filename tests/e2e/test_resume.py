@@ -102,3 +102,36 @@ def test_resume_without_a_database_writes_none(tmp_path: Path, server: LoopbackS
     assert result.returncode == 0, result.stderr
     assert "nothing to resume" in result.stderr
     assert not db.exists() and server.completions() == []
+
+
+def test_resume_names_the_unfinished_runs_it_will_not_continue_and_why(
+    tmp_path: Path, server: LoopbackServer
+) -> None:
+    """An unfinished run of the same model and prompt whose settings or prompt text differ
+    (another version's, say) is not continued; "nothing to resume" names it and says why."""
+    suite = tmp_path / "suite"
+    write_suite(suite, {"app": ["bad", "good"] * 2})
+    prompt = tmp_path / "p" / "judge.txt"
+    prompt.parent.mkdir()
+    prompt.write_text("Judge the code.\n", encoding="utf-8")
+    db = tmp_path / "r.db"
+    assert run_cli(server.base_url, db, suite, "--prompt", str(prompt)).returncode == 0
+    kill_9_state(db, 1, drop_last=True)
+
+    other = run_cli(
+        server.base_url, db, suite, "--prompt", str(prompt), "--temperature", "0.5", "--resume"
+    )
+    prompt.write_text("Judge the code, strictly.\n", encoding="utf-8")
+    changed = run_cli(server.base_url, db, suite, "--prompt", str(prompt), "--resume")
+
+    for result in (other, changed):
+        assert result.returncode == 0, result.stderr
+        assert "nothing to resume: no unfinished run with these settings" in result.stderr
+        assert "  run 1 (interrupted, 3 of 4 stored) is unfinished but not this run: " in (
+            result.stderr
+        )
+    assert "temperature None then, 0.5 now" in other.stderr
+    assert "prompt 'judge'" not in other.stderr
+    assert "the text of prompt 'judge' has changed since" in changed.stderr
+    assert "temperature" not in changed.stderr
+    assert len(runs(db)) == 1  # nothing written

@@ -13,14 +13,25 @@ other models' runs go on.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
+from secbench_tui import __version__
 from secbench_tui.core.models import RunStatus
-from secbench_tui.core.run.engine import STOP_GRACE, AdaptiveLimit, Engine, RunSpec, latest_run
+from secbench_tui.core.run.engine import (
+    OPTIONAL_REQUEST_SETTINGS,
+    REQUEST_SETTINGS,
+    STOP_GRACE,
+    AdaptiveLimit,
+    Engine,
+    RunSpec,
+    latest_run,
+)
 from secbench_tui.core.run.events import Event, RunFinished
 from secbench_tui.core.run.providers.base import Provider
 from secbench_tui.core.store.database import Store
+from secbench_tui.core.store.runs import RunRecord
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,54 @@ async def resumable(runs: Sequence[PlannedRun], store: Store) -> list[PlannedRun
     """With `--resume`: the cells that have an unfinished run to continue. A cell whose runs
     are all complete is left as it is, not run again from reused results."""
     return [run for run in runs if await latest_run(run.spec, store) is not None]
+
+
+UNFINISHED = (RunStatus.STOPPED, RunStatus.ABORTED, RunStatus.INTERRUPTED)
+
+
+async def unmatched_unfinished(spec: RunSpec, store: Store, shown: int = 3) -> list[str]:
+    """`--resume` found nothing to continue for `spec`: the unfinished runs of the same model
+    and prompt (by name or text) that exist all the same, newest first, each with what makes
+    it another run (an older version's, another prompt text, other settings or cases)."""
+    found = [
+        run
+        for run in await store.runs(models=[spec.model])
+        if run.status in UNFINISHED
+        and run.suite_kind == spec.suite_kind
+        and (run.prompt_name == spec.prompt_name or run.prompt_hash == spec.prompt_hash)
+    ]
+    return [
+        f"run {run.id} ({run.status}, {run.finished} of {run.total_cases} stored) is "
+        f"unfinished but not this run: {'; '.join(_differences(spec, run))}"
+        for run in reversed(found[-shown:])
+    ]
+
+
+def _differences(spec: RunSpec, run: RunRecord) -> list[str]:
+    """What differs between the run `spec` describes and a stored run (a `RunRecord`)."""
+    out = []
+    if run.tool_version != __version__:
+        out.append(f"recorded by version {run.tool_version or 'unknown'} (this is {__version__})")
+    if run.prompt_hash != spec.prompt_hash:
+        out.append(
+            f"the text of prompt {spec.prompt_name!r} has changed since"
+            if run.prompt_name == spec.prompt_name
+            else f"another prompt text (recorded as {run.prompt_name!r})"
+        )
+    if run.suite_path != spec.suite_path:
+        out.append(f"another suite folder ({run.suite_path})")
+    elif run.suite_hash != spec.suite_hash:
+        out.append("other cases (the suite changed since, or --apps, --limit or --filter differ)")
+    then = cast(Mapping[str, Any], run.settings)
+    now = cast(Mapping[str, Any], spec.settings)
+    for key in (*REQUEST_SETTINGS, *OPTIONAL_REQUEST_SETTINGS):
+        if key != "base_url" and then.get(key) != now.get(key):
+            out.append(f"{key} {then.get(key)!r} then, {now.get(key)!r} now")
+    if then.get("repeats", 1) != spec.repeats:
+        out.append(f"repeats {then.get('repeats', 1)!r} then, {spec.repeats} now")
+    if str(then.get("base_url") or "").rstrip("/") != str(now.get("base_url") or "").rstrip("/"):
+        out.append("another endpoint (--base-url)")
+    return out or ["recorded with settings this version keys differently (an older version)"]
 
 
 @dataclass(frozen=True)
