@@ -327,3 +327,24 @@ async def test_a_prompt_larger_than_the_models_context_is_refused_before_sending
             said = " ".join(n.message for n in app._notifications)
             assert "1,000-token context of openai/gpt-4o-mini" in said and "--force" in said
         assert server.completions() == []
+
+
+async def test_a_suite_with_no_usable_case_is_refused_and_no_run_recorded(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    """The app's run shares the planner with --no-ui: a suite whose every case is skipped
+    is said (folder, why, the fix) and nothing is recorded, not an empty 'completed' run."""
+    suite = tmp_path / "bx"
+    (suite / "a").mkdir(parents=True)
+    (suite / "a" / "SPEC.md").write_text("# Prompt\nRules.\n", encoding="utf-8")
+    (suite / "a" / "x-01-good.md").write_text(
+        "# Code\n```sql\nSELECT 1;\n```\n# Expected\nmaybe\n", encoding="utf-8"
+    )
+    app = make_app(make_settings(model="baseline/random", cases=suite), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: any(n.severity == "error" for n in app._notifications))
+        notes = [n.message for n in app._notifications if n.severity == "error"]
+    assert any(f"no usable case in {suite} (1 skipped: " in n for n in notes), notes
+    assert not Path("results.db").exists() or run_status(Path("results.db")) == []
