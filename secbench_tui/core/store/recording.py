@@ -33,10 +33,11 @@ class ResultRecording(StoreConnection):
             if case_hash not in self._known_texts:
                 rows[case_hash] = (case_hash, storable(case.code), storable(case.description))
         if rows:
-            await self.db.executemany(
+            async with self.db.executemany(
                 "INSERT OR IGNORE INTO case_texts (hash, code, description) VALUES (?, ?, ?)",
                 list(rows.values()),
-            )
+            ):
+                pass  # the cursor is closed on the database's thread (see `record`)
             self._known_texts.update(rows)
 
     async def remember_requests(self, cases: Sequence[Case]) -> dict[str, str]:
@@ -46,9 +47,10 @@ class ResultRecording(StoreConnection):
         refs = {case.case_id: self._request_texts.refs(case) for case in cases}
         rows = self._request_texts.rows(self._known_request_texts)
         if rows:
-            await self.db.executemany(
+            async with self.db.executemany(
                 "INSERT OR IGNORE INTO request_texts (hash, text) VALUES (?, ?)", rows
-            )
+            ):
+                pass
             self._known_request_texts.update(h for h, _ in rows)
         return refs
 
@@ -64,10 +66,11 @@ class ResultRecording(StoreConnection):
         case, completion, scored = evaluation.case, evaluation.completion, evaluation.scored
         case_hash = text_hash(case.code, case.description)
         if case_hash not in self._known_texts:
-            await self.db.execute(
+            async with self.db.execute(
                 "INSERT OR IGNORE INTO case_texts (hash, code, description) VALUES (?, ?, ?)",
                 (case_hash, storable(case.code), storable(case.description)),
-            )
+            ):
+                pass
             self._known_texts.add(case_hash)
         values: Sequence[Any] = tuple(
             storable(value)
@@ -115,21 +118,26 @@ class ResultRecording(StoreConnection):
             columns, values = self._adopted.row(
                 columns, values, self._run_prompts.get(evaluation.run_id)
             )
-        cursor = await self.db.execute(
+        # The cursor is closed on the database's thread: dropped here, on the event loop's,
+        # CPython would reset its (cached, shared) statement from this thread while the
+        # database's thread may be running the same statement for the next case: SQLite's
+        # "bad parameter or other API misuse", once in many runs of a matrix.
+        async with self.db.execute(
             f"INSERT OR REPLACE INTO evaluations ({', '.join(columns)})"
             f" VALUES ({', '.join('?' * len(columns))})",
             values,
-        )
+        ) as cursor:
+            row_id = cursor.lastrowid
         await self.db.commit()
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
+        assert row_id is not None
+        return row_id
 
     async def _model_of(self, evaluation: Evaluation) -> str:
         if evaluation.run_id not in self._run_models:
-            cursor = await self.db.execute(
+            async with self.db.execute(
                 "SELECT model_name, prompt_name FROM runs WHERE id=?", (evaluation.run_id,)
-            )
-            row = await cursor.fetchone()
+            ) as cursor:
+                row = await cursor.fetchone()
             if row is None:
                 raise StoreError(f"run {evaluation.run_id} does not exist in {self.path}")
             self._run_models[evaluation.run_id] = row[0]
