@@ -81,14 +81,7 @@ async def wait_until(pilot: Pilot[Any], condition: Callable[[], bool], limit: in
 async def wait_for_exit(app: Any, seconds: float = 120) -> None:
     """Let the app run until it has exited. Not through `pilot.pause`, which waits for the
     screen to handle its messages, and a screen that is closing may never do that."""
-    import asyncio
-    import time
-
-    deadline = time.monotonic() + seconds
-    while app.is_running:
-        if time.monotonic() > deadline:
-            raise AssertionError("the app never exited")
-        await asyncio.sleep(0.01)
+    await wait_for_state(lambda: not app.is_running, "the app to exit", seconds)
 
 
 async def wait_for_state(condition: Callable[[], bool], what: str, seconds: float = 120) -> None:

@@ -254,8 +254,8 @@ class SetupScreen(BaseScreen):
         for field in ("limit", "temperature", "concurrency"):
             value = self.query_one(f"#{field}", Input).value.strip()
             updates[field] = value or None
-        if updates["concurrency"] is None:
-            updates["concurrency"] = 1
+        if updates["concurrency"] is None:  # an empty field: the declared default
+            updates["concurrency"] = Settings.model_fields["concurrency"].default
         data = self.settings.model_dump()
         data.update(updates)
         return Settings.model_validate(data)
