@@ -379,6 +379,24 @@ async def test_a_case_back_from_a_retry_wait_goes_before_new_cases() -> None:
     assert order == ["retry", "new"]
 
 
+async def test_a_slot_goes_on_to_the_next_case_only_when_nothing_goes_first() -> None:
+    limit = AdaptiveLimit(2)
+    await limit.acquire()
+    assert await limit.pass_on(True)  # nobody waits: the slot goes on, still held
+    assert limit.active == 1
+    await limit.acquire()
+    retry = asyncio.create_task(limit.acquire(priority=True))
+    await asyncio.sleep(0)
+    assert not retry.done()  # both slots taken
+    assert not await limit.pass_on(True)  # a retry waits for a slot: it gets this one
+    await asyncio.wait_for(retry, 1)
+    assert limit.active == 2
+    limit.rate_limited(retry_after=60)  # the limit halves to 1 while 2 are held
+    assert not await limit.pass_on(False)
+    assert limit.active == 1
+    assert await limit.pass_on(False)  # 1 held under a limit of 1: room for it
+
+
 async def test_a_shared_limit_bounds_two_engines_together(store: Store) -> None:
     in_flight = peak = 0
 

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -236,16 +236,37 @@ class AdaptiveLimit:
     async def release(self, success: bool) -> None:
         async with self._cond:
             self.active -= 1
-            if success:
-                self._successes += 1
-                if time.monotonic() >= self._calm_after:
-                    if self.limit < self._restore_to:
-                        self.limit = self._restore_to
-                        self._successes = 0
-                    elif self.limit < self.maximum and self._successes >= self.limit:
-                        self.limit += 1
-                        self._successes = 0
+            self._count(success)
             self._cond.notify_all()
+
+    async def pass_on(self, success: bool, rank: int = 0) -> bool:
+        """A case holding a slot has ended: True when its slot may go straight to its run's
+        next case (nothing that goes first is waiting, and the limit still has room for it),
+        which wakes nobody; otherwise the slot is released as by `release`."""
+        async with self._cond:
+            if self._count(success):
+                self._cond.notify_all()  # the limit rose: a waiting case may go as well
+            if self.active <= self.limit and not self._priority and self._turn(rank):
+                return True
+            self.active -= 1
+            self._cond.notify_all()
+            return False
+
+    def _count(self, success: bool) -> bool:
+        """Count a case's end; True when that raised the limit."""
+        if not success:
+            return False
+        self._successes += 1
+        if time.monotonic() >= self._calm_after:
+            if self.limit < self._restore_to:
+                self.limit = self._restore_to
+                self._successes = 0
+                return True
+            if self.limit < self.maximum and self._successes >= self.limit:
+                self.limit += 1
+                self._successes = 0
+                return True
+        return False
 
     def rate_limited(self, retry_after: float | None = None, sent_at: float | None = None) -> None:
         """Halve the limit, once per wave: a 429 to a request sent before the last cut (under
@@ -285,10 +306,7 @@ class _Done:
 
 
 class _Dispatched:
-    """Every case has been handed out; `count` of them."""
-
-    def __init__(self, count: int) -> None:
-        self.count = count
+    """Every case has been handed out (or a stop came): none will start after this."""
 
 
 STOP_GRACE = 5.0  # seconds a stop lets requests in flight finish before cancelling them
@@ -343,6 +361,8 @@ class Engine:
         self._grace: asyncio.TimerHandle | None = None
         self._resumed = False
         self._first_sent: float | None = None  # perf_counter when the first case was started
+        self._todo: deque[_Work] = deque()  # cases not handed out yet
+        self._started = 0  # cases handed out
         self._messages: dict[str, str] = {}  # what each result's row names its messages by
 
     def stop(self, message: str | None = None, grace: bool = True) -> None:
@@ -570,17 +590,18 @@ class Engine:
         self, run_id: int, pending: list[_Work], done: int, total: int
     ) -> AsyncIterator[Event]:
         """Hand the cases out as slots free up; yield each CaseFinished as its case ends."""
+        self._todo = deque(pending)
         cases: set[asyncio.Task[None]] = set()
-        dispatcher = asyncio.create_task(self._dispatch(run_id, pending, cases))
-        dispatched: int | None = None
+        dispatcher = asyncio.create_task(self._dispatch(run_id, cases))
+        dispatched = False
         ended = 0
         try:
-            while dispatched is None or ended < dispatched:
+            while not dispatched or ended < self._started:
                 item = await self._queue.get()
                 if isinstance(item, BaseException):
                     raise item
                 if isinstance(item, _Dispatched):
-                    dispatched = item.count
+                    dispatched = True
                 elif isinstance(item, _Done):
                     ended += 1
                     if item.evaluation is not None:
@@ -601,36 +622,46 @@ class Engine:
         position = evaluation.index * self.spec.repeats + evaluation.repeat
         return CaseFinished(run_id, evaluation, done, total, position)
 
-    async def _dispatch(
-        self, run_id: int, pending: list[_Work], cases: set[asyncio.Task[None]]
-    ) -> None:
-        """Start each case once a slot is free. Cases waiting to retry hold no slot, so at most
-        four times the concurrency are open at once, which bounds the tasks held in memory."""
-        count = 0
+    async def _next(self, run_id: int) -> _Work | None:
+        """The run's next case to ask, counted and announced as started (here, so that cases
+        are announced in the order they are handed out, which the headless lines keep);
+        None once every case has been handed out or a stop came. Handing out the last one
+        lets the model's next run start (`AdaptiveLimit.withdraw`)."""
+        if not self._todo or self.stopping:
+            return None
+        self._started += 1
+        work = self._todo.popleft()
+        self._queue.put_nowait(CaseStarted(run_id, work.case, work.index, work.repeat))
+        if not self._todo:
+            await self.limit.withdraw(self.rank)
+        return work
+
+    async def _dispatch(self, run_id: int, cases: set[asyncio.Task[None]]) -> None:
+        """Start a case whenever a slot is free and no case's own task went on to it
+        (`_worker`). Cases waiting to retry hold no slot, so at most four times the
+        concurrency are open at once, which bounds the tasks held in memory."""
         room = asyncio.Semaphore(4 * self.limit.maximum)
         try:
-            for work in pending:
-                if self.stopping:
-                    break
+            while self._todo and not self.stopping:
                 await room.acquire()
                 await self.limit.acquire(rank=self.rank)
-                if self.stopping:
+                work = await self._next(run_id)
+                if work is None:
                     await self.limit.release(False)
                     room.release()
                     break
-                if not count:
+                if self._first_sent is None:
                     await self._first_request(run_id)
-                task = asyncio.create_task(self._case(run_id, work, room))
+                task = asyncio.create_task(self._worker(run_id, work, room))
                 cases.add(task)
                 task.add_done_callback(cases.discard)
-                count += 1
         except BaseException as exc:  # noqa: B036 - handed to the consumer, which re-raises
             if not isinstance(exc, asyncio.CancelledError):
                 self._queue.put_nowait(exc)
                 return
             raise
         await self.limit.withdraw(self.rank)  # the next run of the model may start
-        self._queue.put_nowait(_Dispatched(count))
+        self._queue.put_nowait(_Dispatched())
 
     async def _first_request(self, run_id: int) -> None:
         """The run starts now: its first case has a slot. A resumed run keeps its start."""
@@ -638,30 +669,50 @@ class Engine:
         if not self._resumed:
             await self.store.mark_started(run_id)
 
-    async def _case(self, run_id: int, work: _Work, room: asyncio.Semaphore) -> None:
-        """One case from its slot to its record; puts exactly one `_Done` (or the fault)."""
+    async def _worker(self, run_id: int, work: _Work, room: asyncio.Semaphore) -> None:
+        """Cases one after another on one slot, as the floor's loop asks them: when a case
+        ends and its slot may go straight on (`AdaptiveLimit.pass_on`), this task asks the
+        run's next case itself, so no case waits for the dispatcher to wake and start a task
+        of its own. It ends when the slot must go elsewhere (a retry waiting for one, a
+        lowered limit), was given back on the way, or no case is left."""
         slot = _Slot(self.limit)
-        success = False
         try:
-            self._queue.put_nowait(CaseStarted(run_id, work.case, work.index, work.repeat))
+            while True:
+                success = await self._case(run_id, work, slot)
+                if not slot.held:
+                    return
+                if not await self.limit.pass_on(success, self.rank):
+                    slot.held = False  # released by `pass_on`
+                    return
+                following = await self._next(run_id)
+                if following is None:
+                    return
+                work = following
+        finally:
+            room.release()
+            await slot.give_back()
+
+    async def _case(self, run_id: int, work: _Work, slot: _Slot) -> bool:
+        """One case from its slot to its record; puts exactly one `_Done` (or the fault).
+        True when it got a usable answer. The slot stays held, unless a retry's wait gave it
+        back or a fault ended the case (then the worker ends)."""
+        try:
             try:
                 evaluation = await self._ask(run_id, work, slot)
             except _Abandoned:
                 self._queue.put_nowait(_Done(work.seq, None))
-                return
-            success = evaluation.scored.outcome is not Outcome.ERROR
+                return False
             self._queue.put_nowait(_Done(work.seq, evaluation))
             if evaluation.completion.cost:
                 self._cost += evaluation.completion.cost
                 self._check_budget()
+            return evaluation.scored.outcome is not Outcome.ERROR
         except BaseException as exc:  # noqa: B036 - handed to the consumer, which re-raises
             if not isinstance(exc, asyncio.CancelledError):
                 self._queue.put_nowait(exc)
-                return
+                await slot.give_back()
+                return False
             raise
-        finally:
-            room.release()
-            await slot.give_back(success)
 
     async def _request(self, ask: Awaitable[Completion]) -> Completion:
         """One request to the provider, cancelled (as `_Abandoned`) when a stop's grace ends.
