@@ -113,6 +113,9 @@ class RunSpec:
     # request hashes (two keys in a query are two endpoints), never stored; `settings` holds
     # it redacted. None: the one in `settings`.
     base_url: str | None = None
+    _request_bases: dict[int, tuple[Case, str]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @cached_property
     def suite_hash(self) -> str:
@@ -146,7 +149,7 @@ class RunSpec:
             self.suite_path,
             self.suite_hash,
             self.prompt_hash,
-            json.dumps(self._request_settings(), sort_keys=True),
+            self._request_json,
             str(self.repeats),
             self.vdb_scoring,
         )
@@ -161,20 +164,28 @@ class RunSpec:
                 request[key] = recorded[key]
         return request
 
+    @cached_property
+    def _request_json(self) -> str:
+        return json.dumps(self._request_settings(), sort_keys=True)
+
     def request_hash(self, case: Case, prompt_name: str = "") -> str:
         """Identifies what was asked: same model, endpoint, settings and messages (the
         evaluation prompt's text is in them; its name is not part of the key). With a
         `prompt_name`, the key as it was written under that name (`legacy_names`)."""
-        request = self._request_settings()
+        return prompt_keyed(self._request_base(case), prompt_name or CONTENT_KEYED)
+
+    def _request_base(self, case: Case) -> str:
+        """The request's hash before a prompt's name is added, once per case: every name a
+        run looks its answers up under (`legacy_names`) starts from it."""
+        known = self._request_bases.get(id(case))
+        if known is not None and known[0] is case:
+            return known[1]
         messages = json.dumps([[m.role, m.content] for m in case.prompt_messages()])
         base = text_hash(
-            self.model,
-            case.case_id,
-            messages,
-            str(case.structured),
-            json.dumps(request, sort_keys=True),
+            self.model, case.case_id, messages, str(case.structured), self._request_json
         )
-        return prompt_keyed(base, prompt_name or CONTENT_KEYED)
+        self._request_bases[id(case)] = (case, base)
+        return base
 
 
 class AdaptiveLimit:

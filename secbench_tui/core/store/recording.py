@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from typing import Any, TypeVar, cast
 
 import aiosqlite
@@ -29,19 +31,100 @@ async def on_database_thread(db: aiosqlite.Connection, job: Callable[..., T], /,
     return cast(T, await db._execute(lambda: job(db._conn, *args)))  # type: ignore[no-untyped-call]
 
 
-def _insert_committed(conn: sqlite3.Connection, sql: str, values: Sequence[Any]) -> int:
-    """One result's row, committed; its id. On the database's thread, so the cursor is
-    closed there too: one dropped on the event loop's thread would reset its (cached, shared)
+Statement = tuple[str, Sequence[Any]]
+
+
+def _write_committed(conn: sqlite3.Connection, rows: Sequence[Sequence[Statement]]) -> list[int]:
+    """Each row's statements (its case's text, if new, then the result), then one commit; the
+    id of each row's last statement. On the database's thread, so the cursors are closed
+    there too: one dropped on the event loop's thread would reset its (cached, shared)
     statement from that thread while this one may be running the same statement for the next
     case (SQLite's "bad parameter or other API misuse", once in many runs of a matrix)."""
-    cursor = conn.execute(sql, values)
-    try:
-        row_id = cursor.lastrowid
-    finally:
-        cursor.close()
+    ids = []
+    for statements in rows:
+        row_id = None
+        for sql, values in statements:
+            cursor = conn.execute(sql, values)
+            try:
+                row_id = cursor.lastrowid
+            finally:
+                cursor.close()
+        assert row_id is not None
+        ids.append(row_id)
     conn.commit()
-    assert row_id is not None
-    return row_id
+    return ids
+
+
+class _Waiting:
+    __slots__ = ("statements", "written")
+
+    def __init__(self, statements: Sequence[Statement], written: asyncio.Future[int]) -> None:
+        self.statements = statements
+        self.written = written
+
+
+class GroupCommit:
+    """Rows committed as they come, those that come together in one transaction.
+
+    A row that comes while no write is under way is written and committed at once, in one
+    hop to the database's thread (at concurrency 1, every row). Rows that come while one is
+    under way wait for it, then go together: one hop and one commit for all of them, by a
+    task of the store's own, so that a run that cancels its cases (an abort) never leaves
+    another run's rows waiting. Either way a row is committed before `commit` returns it.
+    """
+
+    def __init__(self, db: aiosqlite.Connection) -> None:
+        self.db = db
+        self._busy = False
+        self._waiting: list[_Waiting] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def commit(self, statements: Sequence[Statement]) -> int:
+        """Write one row's statements and commit them; the id of the last."""
+        if self._busy:
+            waiting = _Waiting(statements, asyncio.get_running_loop().create_future())
+            self._waiting.append(waiting)
+            return await waiting.written
+        self._busy = True
+        try:
+            (row_id,) = await on_database_thread(self.db, _write_committed, [statements])
+        finally:
+            self._done()
+        return row_id
+
+    def _done(self) -> None:
+        """A write ended: the rows that came meanwhile go next, together."""
+        if self._waiting:
+            self._flusher = asyncio.create_task(self._flush())
+        else:
+            self._busy = False
+
+    async def _flush(self) -> None:
+        try:
+            while self._waiting:
+                batch, self._waiting = self._waiting, []
+                try:
+                    ids = await on_database_thread(
+                        self.db, _write_committed, [w.statements for w in batch]
+                    )
+                except Exception as exc:
+                    for w in batch:
+                        if not w.written.done():
+                            w.written.set_exception(exc)
+                    continue
+                for w, row_id in zip(batch, ids, strict=True):
+                    if not w.written.done():
+                        w.written.set_result(row_id)
+        finally:
+            self._busy = False
+            for w in self._waiting:  # only when cancelled: the loop is ending
+                w.written.cancel()
+            self._waiting = []
+
+    async def drain(self) -> None:
+        """Wait for the rows still being written (before the database is closed)."""
+        if self._flusher is not None:
+            await asyncio.gather(self._flusher, return_exceptions=True)
 
 
 def _variant_text(value: Any) -> str | None:
@@ -97,13 +180,14 @@ class ResultRecording(StoreConnection):
         `remember_requests` named them."""
         case, completion, scored = evaluation.case, evaluation.completion, evaluation.scored
         case_hash = text_hash(case.code, case.description)
+        statements: list[Statement] = []
         if case_hash not in self._known_texts:
-            async with self.db.execute(
-                "INSERT OR IGNORE INTO case_texts (hash, code, description) VALUES (?, ?, ?)",
-                (case_hash, storable(case.code), storable(case.description)),
-            ):
-                pass
-            self._known_texts.add(case_hash)
+            statements.append(
+                (
+                    "INSERT OR IGNORE INTO case_texts (hash, code, description) VALUES (?, ?, ?)",
+                    (case_hash, storable(case.code), storable(case.description)),
+                )
+            )
         values: Sequence[Any] = tuple(
             storable(value)
             for value in (
@@ -154,7 +238,18 @@ class ResultRecording(StoreConnection):
             f"INSERT OR REPLACE INTO evaluations ({', '.join(columns)})"
             f" VALUES ({', '.join('?' * len(columns))})"
         )
-        return await on_database_thread(self.db, _insert_committed, sql, values)
+        statements.append((sql, values))
+        row_id = await self._commits.commit(statements)
+        self._known_texts.add(case_hash)
+        return row_id
+
+    @cached_property
+    def _commits(self) -> GroupCommit:
+        return GroupCommit(self.db)
+
+    async def close(self) -> None:
+        await self._commits.drain()
+        await super().close()
 
     async def _model_of(self, evaluation: Evaluation) -> str:
         if evaluation.run_id not in self._run_models:

@@ -17,6 +17,7 @@ import inspect
 import json
 import random
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 from urllib.parse import urlparse, urlsplit, urlunsplit
 
@@ -185,6 +186,15 @@ class OpenAICompatibleProvider:
             ),
         )
 
+    @cached_property
+    def _url(self) -> str:
+        return api_url(self.settings.base_url, "chat/completions")
+
+    @cached_property
+    def _headers(self) -> dict[str, str]:
+        """`headers()`, built once (a key that cannot be sent raises at every attempt)."""
+        return self.headers()
+
     def headers(self) -> dict[str, str]:
         headers = {
             "Content-Type": "application/json",
@@ -240,8 +250,7 @@ class OpenAICompatibleProvider:
 
     async def attempt(self, case: Case) -> Completion:
         """One request: the reply, or a classified `Failure` (`RunAborted` for the run)."""
-        url = api_url(self.settings.base_url, "chat/completions")
-        completion, usage = await self._attempt(url, self.payload(case))
+        completion, usage = await self._attempt(self._url, self.payload(case))
         return _with_usage(completion, usage)
 
     async def _attempt(self, url: str, body: ChatRequest) -> tuple[Completion, Usage]:
@@ -250,7 +259,7 @@ class OpenAICompatibleProvider:
         try:
             async with (
                 asyncio.timeout(limit),  # the whole attempt: httpx's timeouts are per read
-                self._client.stream("POST", url, json=body, headers=self.headers()) as response,
+                self._client.stream("POST", url, json=body, headers=self._headers) as response,
             ):
                 replied = True
                 await response.aread()
