@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -119,6 +120,46 @@ async def test_each_record_is_committed_before_record_returns(tmp_path: Path) ->
     ).fetchone()
     assert row == ("m/a", "bad", "bad", "because 1", "correct", "reply 1 <b>")
     await store.close()
+
+
+async def test_rows_recorded_together_are_each_committed_before_their_record_returns(
+    tmp_path: Path,
+) -> None:
+    """Rows that come while one is being written go together in one transaction: each
+    record still returns only once its own row is committed, with its own id."""
+    store = await Store.open(tmp_path / "r.db")
+    run_id = await new_run(store)
+    other = sqlite3.connect(tmp_path / "r.db")
+    seen: dict[int, int] = {}
+
+    async def one(i: int) -> None:
+        row_id = await record(store, run_id, i, Outcome.CORRECT)
+        # another connection sees only what is committed
+        (seen[i],) = other.execute(
+            "SELECT id FROM evaluations WHERE case_id=?", (f"shop/case-{i:02d}.md",)
+        ).fetchone()
+        assert seen[i] == row_id
+
+    await asyncio.gather(*(one(i) for i in range(30)))
+    assert len(set(seen.values())) == 30
+    await store.close()
+
+
+async def test_a_cancelled_record_leaves_no_other_row_waiting(tmp_path: Path) -> None:
+    """A run that cancels its cases (an abort) must not strand another run's rows queued
+    behind its write: they are written, committed and returned all the same."""
+    store = await Store.open(tmp_path / "r.db")
+    run_id = await new_run(store)
+    first = asyncio.create_task(record(store, run_id, 0, Outcome.CORRECT))
+    await asyncio.sleep(0)  # its write is under way: the next rows queue behind it
+    rest = [asyncio.create_task(record(store, run_id, i, Outcome.CORRECT)) for i in (1, 2, 3)]
+    await asyncio.sleep(0)
+    first.cancel()
+    ids = await asyncio.wait_for(asyncio.gather(*rest), 5)
+    assert len(set(ids)) == 3
+    await store.close()
+    stored = sqlite3.connect(tmp_path / "r.db").execute("SELECT COUNT(*) FROM evaluations")
+    assert stored.fetchone()[0] in (3, 4)  # the cancelled one's row may have been written
 
 
 async def test_same_case_and_repeat_is_stored_once_per_run(tmp_path: Path) -> None:
