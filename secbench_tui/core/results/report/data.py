@@ -98,6 +98,8 @@ class SelectedRun(Generic[Stats]):
     settings: list[tuple[str, str]] = field(default_factory=list)  # shown, not common to all
     variant_rows: list[Row] = field(default_factory=list)  # --rewrites: never in the figures
     robustness: Robustness | None = None
+    # the prompt as this report names it (`prompt_labels`); None: its name as stored
+    prompt_label: str | None = None
 
     @property
     def all_rows(self) -> list[Row]:
@@ -119,7 +121,10 @@ class SelectedRun(Generic[Stats]):
 
     @property
     def prompt(self) -> str:
-        """The evaluation prompt's name ("" for runs imported without one)."""
+        """The evaluation prompt's name ("" for runs imported without one), with the start of
+        its hash where the report shows one name for different words."""
+        if self.prompt_label is not None:
+            return self.prompt_label
         return self.run.prompt_name or ""
 
     @property
