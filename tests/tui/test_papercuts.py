@@ -102,7 +102,9 @@ async def test_filters_that_match_nothing_together_say_so(
         screen.query_one("#filter-outcome", Select).value = "error"
         await settle(pilot)
         status = str(screen.query_one("#results-status", Static).render())
-        assert "showing 0 of 0" in status and "Clear filters" in status
+        # the way out comes first, where a narrow terminal cannot cut it
+        assert status.startswith("no result matches these filters") and "Clear filters" in status
+        assert "0 results" in status and "showing 0 of 0" not in status
 
 
 async def test_the_detail_pane_never_shows_a_result_the_filter_removed(
