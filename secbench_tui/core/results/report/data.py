@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from secbench_tui import __version__
 from secbench_tui.core.results.figures import AnswerFigures
@@ -26,6 +26,7 @@ from secbench_tui.core.results.reasons import ReasonFigures
 from secbench_tui.core.results.robustness import (
     Robustness,
 )
+from secbench_tui.core.store.requests import ExportedRequest
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.runs import RunRecord
 
@@ -296,7 +297,7 @@ class ReportData:
     tool_version: str = __version__
     prompt_matrices: list[PromptMatrix] = field(default_factory=list)
     # the JSON export's: each result's request by id, and the texts its messages are made of
-    requests: dict[int, dict[str, Any]] = field(default_factory=dict)
+    requests: dict[int, ExportedRequest] = field(default_factory=dict)
     request_texts: dict[str, str] = field(default_factory=dict)
 
     @property
