@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Any, Required, TypedDict
+from typing import Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 from typing_extensions import TypedDict as PydanticTypedDict
@@ -49,7 +49,7 @@ class Message(BaseModel):
 
 # A JSON object whose shape is someone else's (a JSON Schema, a server's reply, a line of a
 # data file): parsed or written at the edge, where the program's own types are made from it.
-JSONObject = dict[str, Any]
+JSONObject = dict[str, object]
 
 
 class ChatMessage(TypedDict):

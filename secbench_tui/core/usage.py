@@ -79,8 +79,8 @@ class Usage:
             prompt_tokens=believable.tokens(usage.get("prompt_tokens")),
             completion_tokens=believable.tokens(usage.get("completion_tokens")),
             cost=believable.cost(usage.get("cost")),
-            served_model=data.get("model") if isinstance(data.get("model"), str) else None,
-            provider=data.get("provider") if isinstance(data.get("provider"), str) else None,
+            served_model=model if isinstance(model := data.get("model"), str) else None,
+            provider=provider if isinstance(provider := data.get("provider"), str) else None,
             notes=notes,
         )
 

@@ -102,7 +102,9 @@ async def test_filters_that_match_nothing_together_say_so(
         screen.query_one("#filter-outcome", Select).value = "error"
         await settle(pilot)
         status = str(screen.query_one("#results-status", Static).render())
-        assert "showing 0 of 0" in status and "Clear filters" in status
+        # the way out comes first, where a narrow terminal cannot cut it
+        assert status.startswith("no result matches these filters") and "Clear filters" in status
+        assert "0 results" in status and "showing 0 of 0" not in status
 
 
 async def test_the_detail_pane_never_shows_a_result_the_filter_removed(
@@ -195,3 +197,43 @@ async def test_an_app_without_a_prompt_section_is_named_not_listed(
         assert run.state == "completed"
     with sqlite3.connect("results.db") as conn:
         assert conn.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0] == 5
+
+
+async def test_the_model_lists_failure_is_said_on_the_setup_screen_only(
+    make_settings: Callable[..., Settings], tmp_path: Path
+) -> None:
+    """Pressing `r` at once, the failed GET /models said itself over the results table at
+    80x24, hiding half its columns; it is said when the setup screen is back in view."""
+    import socket
+    import threading
+
+    release = threading.Event()
+
+    def hold_then_hang_up(listener: socket.socket) -> None:
+        conn, _ = listener.accept()  # the model list's request, held until the test says
+        with conn:
+            release.wait(30)
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        base_url = f"http://127.0.0.1:{listener.getsockname()[1]}/api/v1"
+        server = threading.Thread(target=hold_then_hang_up, args=(listener,), daemon=True)
+        server.start()
+        await record_run(make_settings(model="baseline/always-bad"))
+        app = make_app(make_settings(base_url=base_url), cache_dir=tmp_path / "cache")
+
+        def offline() -> list[str]:
+            return [n.message for n in app._notifications if n.title == "model list offline"]
+
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("r")
+            await wait_until(pilot, lambda: isinstance(app.screen, ResultsScreen))
+            release.set()  # the connection closes without an answer: the list failed
+            await settle(pilot)  # the model list's worker too
+            assert offline() == []
+            await pilot.press("escape")
+            await wait_until(pilot, lambda: isinstance(app.screen, SetupScreen))
+            await wait_until(pilot, lambda: bool(offline()))
+            assert "failed" in offline()[0] and "a model id typed" in offline()[0]
+        server.join(5)

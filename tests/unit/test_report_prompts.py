@@ -128,3 +128,43 @@ async def test_one_prompt_per_model_keeps_plain_labels(tmp_path: Path) -> None:
     await store.close()
     assert [c.label for c in data.contenders] == ["m/solo"]
     assert data.prompt_matrices == []
+
+
+async def _ask(store: Store, model: str, name: str, words: str, n: int = 4) -> None:
+    asked = [
+        c.model_copy(update={"messages": (Message(role="user", content=f"{words}: {c.code}"),)})
+        for c in cases(n)
+    ]
+    spec = RunSpec(
+        model=model,
+        cases=asked,
+        suite_kind="markdown",
+        suite_path="/s",
+        prompt_hash=text_hash(words),
+        prompt_name=name,
+    )
+    async for _ in Engine(spec, Answers(model, lambda i: True), store).events():
+        pass
+
+
+async def test_one_name_for_different_words_is_two_prompts(tmp_path: Path) -> None:
+    """A prompt file edited between runs asks another question: the default report keeps
+    both runs and tells them apart by their words' hash; the same words again replace."""
+    store = await Store.open(tmp_path / "r.db")
+    await _ask(store, "m/alpha", "default", "old words")
+    await _ask(store, "m/alpha", "default", "new words")
+    await _ask(store, "m/alpha", "default", "new words")  # the same question again
+    await _ask(store, "m/beta", "default", "new words")
+    data = await gather(store)
+    await store.close()
+    old, new = text_hash("old words")[:8], text_hash("new words")[:8]
+    assert sorted((c.run.id, c.label) for c in data.contenders) == [
+        (1, f"m/alpha \u00b7 default [{old}]"),
+        (3, f"m/alpha \u00b7 default [{new}]"),
+        (4, "m/beta"),
+    ]
+    assert [r.id for r in data.others] == [2]
+    (matrix,) = data.prompt_matrices
+    assert matrix.prompts == sorted([f"default [{old}]", f"default [{new}]"])
+    assert matrix.cell("m/beta", f"default [{new}]") is not None
+    assert f"default [{old}]" in render_html(data)

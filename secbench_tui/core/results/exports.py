@@ -20,7 +20,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from secbench_tui.core.models import JSONObject, Outcome
 from secbench_tui.core.results.reasons import stored_gold, stored_reason
@@ -86,7 +86,18 @@ def _rows_of(c: Any) -> list[ResultRow]:
     return list(getattr(c, "all_rows", c.rows))
 
 
-def reason_fields(row: ResultRow) -> JSONObject:
+class ReasonFields(TypedDict):
+    """Why a verdict was right or wrong, as exports write it."""
+
+    gold_rules: list[int]
+    rules_cited: list[int]
+    quotes: list[str]
+    right_rule: bool | None
+    right_line: bool | None
+    schema_problem: str | None
+
+
+def reason_fields(row: ResultRow) -> ReasonFields:
     """The rules a bad case breaks, the rules the reply cited with its quotes, and whether
     they were right (None: not scored, e.g. a good case or a suite that names no rules)."""
     reason = stored_reason(row.get("reasons"))

@@ -68,16 +68,6 @@ def pair_kind(good: Answer, bad: Answer) -> str:
     }[(good.verdict, bad.verdict)]
 
 
-def pairs_of(answers: Iterable[Answer]) -> list[tuple[Answer, Answer]]:
-    """Every (good, bad) pair of the same scenario, scenario by scenario."""
-    pairs: list[tuple[Answer, Answer]] = []
-    for members in by_scenario(answers).values():
-        goods = [a for a in members if a.expected == "good"]
-        bads = [a for a in members if a.expected == "bad"]
-        pairs.extend((g, b) for g in goods for b in bads)
-    return pairs
-
-
 def by_scenario(answers: Iterable[Answer]) -> dict[str, list[Answer]]:
     """Answers grouped by scenario, in order of first appearance; unnamed cases left out."""
     groups: dict[str, list[Answer]] = {}

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -223,7 +223,7 @@ def read_exchange(request: Any, response: Any) -> Exchange:
     got, why = _json(response)
     if why:
         problems.append(f"response {why}")
-    fields: JSONObject = {"code": _code(sent)}
+    exchange = Exchange(code=_code(sent))
     if isinstance(got, dict):
         usage = Usage.of(got)
         choices = got.get("choices")
@@ -231,31 +231,33 @@ def read_exchange(request: Any, response: Any) -> Exchange:
         if isinstance(choice, dict):
             finish = choice.get("finish_reason") or choice.get("native_finish_reason")
             reasoning = Reasoning.of(got, choice.get("message"))
-            fields |= {
-                "raw_reply": _reply_text(choice),
-                "finish_reason": finish if isinstance(finish, str) else None,
-                "reasoning": reasoning.text,
-                "reasoning_tokens": reasoning.tokens,
-            }
+            exchange = replace(
+                exchange,
+                raw_reply=_reply_text(choice),
+                finish_reason=finish if isinstance(finish, str) else None,
+                reasoning=reasoning.text,
+                reasoning_tokens=reasoning.tokens,
+            )
         else:
             problems.append("response has no choices")
-        fields |= {
-            "http_status": 200,  # the original kept only replies it could read
-            "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens,
-            "cost": usage.cost,
-            "served_model": usage.served_model,
-            "provider": usage.provider,
-        }
+        exchange = replace(
+            exchange,
+            http_status=200,  # the original kept only replies it could read
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cost=usage.cost,
+            served_model=usage.served_model,
+            provider=usage.provider,
+        )
     elif got is not None:
         problems.append("response is not a JSON object")
-    if response is not None and fields.get("raw_reply") is None:
-        fields["raw_reply"] = storable(
-            response.decode("utf-8", "replace") if isinstance(response, bytes) else str(response)
-        )  # the body as it was, as for a reply of ours that could not be read
+    if response is not None and exchange.raw_reply is None:
+        # the body as it was, as for a reply of ours that could not be read
+        body = response.decode("utf-8", "replace") if isinstance(response, bytes) else response
+        exchange = replace(exchange, raw_reply=storable(str(body)))
     if problems:
-        fields["unreadable"] = "imported: the " + "; the ".join(problems)
-    return Exchange(**fields)
+        exchange = replace(exchange, unreadable="imported: the " + "; the ".join(problems))
+    return exchange
 
 
 def prompt_name_of(eval_prompt: Any) -> str | None:

@@ -245,7 +245,7 @@ class ResultQueries(StoreConnection):
 
     async def requests_for_export(
         self, rows: Sequence[ResultRow]
-    ) -> tuple[dict[int, dict[str, Any]], dict[str, str]]:
+    ) -> tuple[dict[int, requests.ExportedRequest], dict[str, str]]:
         """Each result's request and the texts it names (`requests.for_export`)."""
         return await requests.for_export(self.db, rows, self.adopted_requests)
 

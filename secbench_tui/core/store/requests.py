@@ -19,7 +19,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 import aiosqlite
 
@@ -29,6 +29,22 @@ from secbench_tui.core.store.values import storable
 SCHEMA_WITH_MESSAGES = 9  # the first schema that keeps them
 
 Parts = tuple[tuple[str, tuple[str, ...]], ...]  # (role, texts joined into its content), ...
+
+
+class ExportedMessage(TypedDict):
+    """One message as an export writes it: its role and the hashes of its parts' texts."""
+
+    role: str
+    parts: list[str]
+
+
+class ExportedRequest(TypedDict):
+    """A result's request as an export writes it: where it was kept (this tool's messages,
+    the original evaluator's body, or nothing), its messages, and why none when none."""
+
+    source: Literal["stored", "original", "none"]
+    messages: list[ExportedMessage]
+    note: NotRequired[str]
 
 
 async def add_request_texts(db: aiosqlite.Connection) -> None:
@@ -188,11 +204,11 @@ async def _texts(db: aiosqlite.Connection, hashes: Sequence[str]) -> dict[str, s
 
 async def for_export(
     db: aiosqlite.Connection, rows: Iterable[Any], with_original: bool
-) -> tuple[dict[int, dict[str, Any]], dict[str, str]]:
+) -> tuple[dict[int, ExportedRequest], dict[str, str]]:
     """The request of each result row (with `id` and `messages`), as an export writes it:
     `{"source", "messages": [{"role", "parts": [hash, ...]}], "note"}` by result id, and the
     texts those hashes name (the original evaluator's stored bodies are split the same way)."""
-    requests: dict[int, dict[str, Any]] = {}
+    requests: dict[int, ExportedRequest] = {}
     unkept: list[int] = []
     for row in rows:
         refs = _refs(row.get("messages")) if row.get("messages") is not None else None
@@ -218,7 +234,7 @@ async def for_export(
         if sent is None or sent.source == "none":
             requests[result_id] = {"source": "none", "messages": [], "note": NOT_KEPT}
             continue
-        parts = []
+        parts: list[ExportedMessage] = []
         for m in sent.messages:
             texts[part_hash(m.content)] = m.content
             parts.append({"role": m.role, "parts": [part_hash(m.content)]})

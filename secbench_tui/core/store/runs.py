@@ -31,8 +31,8 @@ def recorded_settings(text: str | None) -> RecordedSettings:
     """A run's settings as read back: a `base_url` recorded with credentials (by a version
     that stored it whole) comes out redacted, so no report or export shows them."""
     settings = stored.json_object(text)
-    if isinstance(settings.get("base_url"), str):
-        settings["base_url"] = redact_url(settings["base_url"])
+    if isinstance(base_url := settings.get("base_url"), str):
+        settings["base_url"] = redact_url(base_url)
     return cast(RecordedSettings, settings)
 
 

@@ -81,7 +81,7 @@ def scores(value: Any) -> str:
 
 # A row as the file holds it: any column, any value (another tool, an older version or damage
 # may have written it); `evaluation_row` makes a `ResultRow` of it.
-StoredRow = dict[str, Any]
+StoredRow = dict[str, object]
 
 
 def evaluation_row(row: StoredRow) -> ResultRow:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import NotRequired, TypedDict, cast
 
 from secbench_tui.core.models import Case, CaseMeta, JSONObject, Message, SuiteKind
 from secbench_tui.core.paths import outside_reason
@@ -48,16 +49,42 @@ def is_vuldetectbench_dir(path: Path) -> bool:
     return any(_TASK_FILE.match(p.name) and p.is_file() for p in path.iterdir())
 
 
+class TaskTemplate(TypedDict):
+    """One task's prompt parts, as the library renders them (`cot`, `fewshot`: tasks 3-5)."""
+
+    name: str
+    system: str
+    question: str
+    restriction: str
+    cot: NotRequired[str]
+    fewshot: NotRequired[str]
+
+
+class Templates(TypedDict):
+    tasks: dict[str, TaskTemplate]  # by task number
+    fewshot_restriction: str
+
+
+class Record(TypedDict):
+    """One line of a task's file, checked: `selection` is task 2's option list."""
+
+    idx: str
+    code: str
+    answer: str
+    cwe: object  # as the file has it
+    selection: str
+
+
 @cache
-def templates() -> JSONObject:
-    """The prompt text of every task, as shipped with the package."""
+def templates() -> Templates:
+    """The prompt text of every task, as shipped with the package (our own file: its shape
+    is checked by the tests that render every task's prompt)."""
     text = (
         resources.files("secbench_tui.core.vuldetectbench")
         .joinpath("vuldetectbench_templates.json")
         .read_text(encoding="utf-8")
     )
-    data: JSONObject = json.loads(text)
-    return data
+    return cast(Templates, json.loads(text))
 
 
 def check_method(method: str | None) -> str | None:
@@ -80,7 +107,7 @@ def check_tasks(tasks: Sequence[int]) -> tuple[int, ...]:
     return chosen
 
 
-def build_prompt(task: int, record: JSONObject, method: str | None) -> tuple[str, str]:
+def build_prompt(task: int, record: Record, method: str | None) -> tuple[str, str]:
     """(system, user) exactly as the library renders them.
 
     The user prompt is question, example, code, restriction and chain-of-thought
@@ -94,9 +121,9 @@ def build_prompt(task: int, record: JSONObject, method: str | None) -> tuple[str
     if task == 2:
         code = record["selection"] + code
     elif task >= 3 and method == "cot":
-        restriction, cot = "", spec["cot"]
+        restriction, cot = "", spec.get("cot", "")
     elif task >= 3 and method == "few-shot":
-        example, restriction = spec["fewshot"], templates()["fewshot_restriction"]
+        example, restriction = spec.get("fewshot", ""), templates()["fewshot_restriction"]
     user = "\n".join((spec["question"], example, code, restriction, cot))
     return spec["system"], user
 
@@ -124,7 +151,8 @@ def _read_records(path: Path) -> list[tuple[int, JSONObject]]:
     return records
 
 
-def _check_record(path: Path, number: int, task: int, record: JSONObject) -> None:
+def _check_record(path: Path, number: int, task: int, record: JSONObject) -> Record:
+    """The record with the fields its task needs, each a string; else the file and line."""
     needed = _REQUIRED + (("selection",) if task == 2 else ())
     for key in needed:
         if not isinstance(record.get(key), str):
@@ -132,10 +160,13 @@ def _check_record(path: Path, number: int, task: int, record: JSONObject) -> Non
                 f"{path}:{number}: field {key!r} is missing or not a string "
                 f"(task {task} records need {', '.join(needed)})"
             )
-    if task == 2 and len(record["answer"].split("|")) < 2:
+    checked = cast(Record, {**record, "selection": record["selection"] if task == 2 else ""})
+    if task == 2 and len(checked["answer"].split("|")) < 2:
         raise VulDetectBenchError(
-            f"{path}:{number}: task 2 answer must be 'OPTIMAL|SUBOPTIMAL', got {record['answer']!r}"
+            f"{path}:{number}: task 2 answer must be 'OPTIMAL|SUBOPTIMAL', "
+            f"got {checked['answer']!r}"
         )
+    return checked
 
 
 def load_task(
@@ -148,8 +179,8 @@ def load_task(
             f"{file}: missing; task {task} needs it (choose other tasks with --tasks)"
         )
     cases: list[Case] = []
-    for pos, (number, record) in enumerate(_read_records(file)[:limit]):
-        _check_record(file, number, task, record)
+    for pos, (number, line) in enumerate(_read_records(file)[:limit]):
+        record = _check_record(file, number, task, line)
         system, user = build_prompt(task, record, method)
         meta: CaseMeta = {
             "task": task,

@@ -380,13 +380,16 @@ class ResultsScreen(BaseScreen):
             if highlighted.prompt_name:
                 name += f" · {highlighted.prompt_name}"
             parts.insert(0, name)
-        status = Text("  ·  ".join(inert_line(p) for p in parts), style="dim")
+        status = Text()
         if not table.total and (any(chosen) or flt.text):
+            # first, where a narrow terminal cannot cut it: what to do about an empty table
+            parts = [p.replace("showing 0 of 0 results", "0 results") for p in parts]
             status.append(
-                "  ·  no result matches these filters together: change one, or ctrl+p "
-                "Clear filters",
+                "no result matches these filters together: change one, or ctrl+p Clear "
+                "filters  ·  ",
                 style="bold yellow",
             )
+        status.append("  ·  ".join(inert_line(p) for p in parts), style="dim")
         self.query_one("#results-status", Static).update(status)
 
     # --- events ---------------------------------------------------------------------

@@ -491,7 +491,7 @@ class RunScreen(BaseScreen):
             more = len(event.skipped) - 3
             self.notify(
                 shown + (f"\n… and {more} more" if more > 0 else "") + "\n(--lint explains)",
-                title=f"{len(event.skipped)} case files skipped",
+                title=f"{len(event.skipped)} files skipped",  # case files, or prompt files
                 severity="warning",
                 timeout=8,
             )
@@ -849,10 +849,11 @@ class RunScreen(BaseScreen):
                     f"still waiting then are asked again when the run is resumed){waiting}"
                 )
 
+        grace = self.settings.stop_grace
         self.app.push_screen(
             ConfirmScreen(
-                "Stop the run?\n\nCases in flight get a few seconds to finish and are saved; "
-                "every finished case is kept: the same run started again reuses them.",
+                f"Stop the run?\n\nCases in flight get up to {grace:g}s to finish and are "
+                "saved; every finished case is kept: the same run started again reuses them.",
                 yes="Stop",
                 no="Keep running",
             ),

@@ -113,6 +113,8 @@ class SetupScreen(BaseScreen):
         picker.set_catalog(model_catalog.Catalog(model_catalog.arrange([], chosen), "none"))
         self.load_catalog()
 
+    _offline_notice: str | None = None  # the model list's failure, not yet said
+
     @work(exclusive=True, group="catalog", exit_on_error=False)
     async def load_catalog(self) -> None:
         """The cached list at once, then the fresh one when the endpoint answers."""
@@ -135,13 +137,18 @@ class SetupScreen(BaseScreen):
         self.post_message(CatalogLoaded(fresh))
         if fresh.error:
             shown = "the cached list" if fresh.source == "cache" else "the baselines"
-            self.notify(
+            self._offline_notice = (
                 f"{fresh.error}.\nShowing {shown} and recent models; a model id typed in the "
-                "filter works too.",
-                title="model list offline",
-                severity="warning",
-                timeout=8,
+                "filter works too."
             )
+            self._say_offline()
+
+    def _say_offline(self) -> None:
+        """The model list's failure, said on this screen only: over the results or a run it
+        would hide a table's columns and concern nothing there (said on coming back)."""
+        if self._offline_notice and self.app.screen is self:  # not is_current: true below too
+            notice, self._offline_notice = self._offline_notice, None
+            self.notify(notice, title="model list offline", severity="warning", timeout=8)
 
     def on_catalog_loaded(self, message: CatalogLoaded) -> None:
         self.query_one(ModelPicker).set_catalog(message.catalog)
@@ -170,6 +177,7 @@ class SetupScreen(BaseScreen):
         """Back from a run: what it stored is reused now, so the estimate is drawn again."""
         if self.is_mounted:
             self.refresh_estimate()
+            self._say_offline()
 
     def action_toggle_model(self) -> None:
         self.query_one(ModelPicker).toggle_highlighted()

@@ -278,7 +278,8 @@ class RunStats(Vertical):
         self.query_one("#progress-text", LiveLine).redraw(
             Text.assemble(
                 (f" {tally.done}/{tally.total}", "bold"),
-                f"  {eta}  elapsed {fmt.clock(tally.elapsed)}  ",
+                # an ended run's state is said once, after its time
+                f"  {eta + '  ' if eta != state else ''}elapsed {fmt.clock(tally.elapsed)}  ",
                 (state, "bold yellow" if state != "running" else "bold green"),
             )
         )

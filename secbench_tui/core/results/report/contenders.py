@@ -52,15 +52,15 @@ def case_key(row: Row) -> str:
     return f"{row['case_id']}\0{row.get('case_hash') or ''}\0{label(row['expected_result'])}"
 
 
-def run_labels(runs: Sequence[RunRecord]) -> dict[int, str]:
-    """Model names, with the prompt's name where one model was asked with several prompts,
-    and the run id where that still leaves one label twice."""
-    prompts: dict[str, set[str]] = {}
+def run_labels(runs: Sequence[RunRecord], prompts: dict[int, str]) -> dict[int, str]:
+    """Model names, with the prompt (as `prompts` names it) where one model was asked with
+    several prompts, and the run id where that still leaves one label twice."""
+    asked: dict[str, set[str]] = {}
     for run in runs:
-        prompts.setdefault(run.model_name, set()).add(run.prompt_name or "")
+        asked.setdefault(run.model_name, set()).add(prompts[run.id])
     named = {
-        r.id: f"{r.model_name} \u00b7 {r.prompt_name}"
-        if len(prompts[r.model_name]) > 1 and r.prompt_name
+        r.id: f"{r.model_name} \u00b7 {prompts[r.id]}"
+        if len(asked[r.model_name]) > 1 and prompts[r.id]
         else r.model_name
         for r in runs
     }

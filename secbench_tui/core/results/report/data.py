@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from secbench_tui import __version__
 from secbench_tui.core.results.figures import AnswerFigures
@@ -26,6 +26,7 @@ from secbench_tui.core.results.reasons import ReasonFigures
 from secbench_tui.core.results.robustness import (
     Robustness,
 )
+from secbench_tui.core.store.requests import ExportedRequest
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.runs import RunRecord
 
@@ -98,6 +99,8 @@ class SelectedRun(Generic[Stats]):
     settings: list[tuple[str, str]] = field(default_factory=list)  # shown, not common to all
     variant_rows: list[Row] = field(default_factory=list)  # --rewrites: never in the figures
     robustness: Robustness | None = None
+    # the prompt as this report names it (`prompt_labels`); None: its name as stored
+    prompt_label: str | None = None
 
     @property
     def all_rows(self) -> list[Row]:
@@ -119,7 +122,10 @@ class SelectedRun(Generic[Stats]):
 
     @property
     def prompt(self) -> str:
-        """The evaluation prompt's name ("" for runs imported without one)."""
+        """The evaluation prompt's name ("" for runs imported without one), with the start of
+        its hash where the report shows one name for different words."""
+        if self.prompt_label is not None:
+            return self.prompt_label
         return self.run.prompt_name or ""
 
     @property
@@ -291,7 +297,7 @@ class ReportData:
     tool_version: str = __version__
     prompt_matrices: list[PromptMatrix] = field(default_factory=list)
     # the JSON export's: each result's request by id, and the texts its messages are made of
-    requests: dict[int, dict[str, Any]] = field(default_factory=dict)
+    requests: dict[int, ExportedRequest] = field(default_factory=dict)
     request_texts: dict[str, str] = field(default_factory=dict)
 
     @property

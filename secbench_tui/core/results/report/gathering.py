@@ -21,7 +21,7 @@ from secbench_tui.core.results.report.contenders import (
 )
 from secbench_tui.core.results.report.data import Contender, ReportData, VdbContender
 from secbench_tui.core.results.report.ranking import hardest_cases, prompt_matrices, rank, verdicts
-from secbench_tui.core.results.report.selection import choose_runs
+from secbench_tui.core.results.report.selection import choose_runs, prompt_labels
 from secbench_tui.core.results.report.settings import shared_settings
 from secbench_tui.core.results.robustness import (
     robustness,
@@ -39,8 +39,9 @@ async def gather(
     every = await store.runs()
     runs = choose_runs(every, store.path, run_ids, models)
     vdb_kind = SuiteKind.VULDETECTBENCH.value
-    labels = run_labels([r for r in runs if r.suite_kind != vdb_kind])
-    labels |= run_labels([r for r in runs if r.suite_kind == vdb_kind])
+    prompts = prompt_labels(runs)
+    labels = run_labels([r for r in runs if r.suite_kind != vdb_kind], prompts)
+    labels |= run_labels([r for r in runs if r.suite_kind == vdb_kind], prompts)
     contenders: list[Contender] = []
     vdb: list[VdbContender] = []
     for run in runs:
@@ -49,9 +50,11 @@ async def gather(
             row["prompt_name"] = run.prompt_name
         if run.suite_kind == vdb_kind:
             vdb.append(vdb_contender(len(vdb), run, labels[run.id], rows))
+            vdb[-1].prompt_label = prompts[run.id]
         else:
             originals = [r for r in rows if not isinstance(r.get("variant"), dict)]
             contender = markdown_contender(len(contenders), run, labels[run.id], originals)
+            contender.prompt_label = prompts[run.id]
             contender.variant_rows = [r for r in rows if isinstance(r.get("variant"), dict)]
             rewrites = run.settings.get("rewrites")
             if contender.variant_rows or rewrites:

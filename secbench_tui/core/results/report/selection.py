@@ -59,6 +59,21 @@ def choose_runs(
     return sorted(chosen.values(), key=lambda r: r.id)
 
 
+def prompt_labels(runs: Sequence[RunRecord]) -> dict[int, str]:
+    """Each run's prompt as the report names it: its name, with the start of its words' hash
+    where runs shown together use one name for different words (`default [3c93fbfa]`), so
+    that two questions are never shown as one."""
+    hashes: dict[str, set[str]] = {}
+    for run in runs:
+        hashes.setdefault(run.prompt_name or "", set()).add(run.prompt_hash or "")
+    return {
+        r.id: f"{r.prompt_name} [{(r.prompt_hash or '')[:8]}]"
+        if r.prompt_name and len(hashes[r.prompt_name]) > 1
+        else r.prompt_name or ""
+        for r in runs
+    }
+
+
 def is_whole(run: RunRecord) -> bool:
     """A run that completed over its whole suite (its tasks): no --apps, no --limit."""
     settings = run.settings
@@ -87,10 +102,17 @@ def narrowed_by(run: RunRecord) -> str:
 
 
 def _suite_identity(run: RunRecord) -> tuple[str, ...]:
-    """What makes two runs the same benchmark for one model; VulDetectBench's prompting
+    """What makes two runs the same benchmark for one model; a prompt is its words, not its
+    name (a file edited between runs asks another question); VulDetectBench's prompting
     method, scoring and tasks change the figures as much as another suite would (its tasks
     are five benchmarks, each with its own metrics)."""
-    identity = (run.model_name, run.suite_kind, run.suite_path, run.prompt_name or "")
+    identity = (
+        run.model_name,
+        run.suite_kind,
+        run.suite_path,
+        run.prompt_name or "",
+        run.prompt_hash or "",
+    )
     if run.suite_kind == SuiteKind.VULDETECTBENCH.value:
         tasks = run.settings.get("tasks")
         extra = (

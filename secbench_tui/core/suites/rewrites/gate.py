@@ -19,7 +19,6 @@ import ast
 import json
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,9 +63,6 @@ class GateReport:
     dropped: list[Dropped] = field(default_factory=list)
     unproven: list[Variant] = field(default_factory=list)
     seconds: float = 0.0
-
-    def dropped_by_relation(self) -> dict[str, int]:
-        return dict(Counter(d.variant.relation for d in self.dropped))
 
 
 def _ordered(case: Case) -> bool:

@@ -11,9 +11,9 @@ from typing import Any
 
 # A row of a query's result, or of a Python app's reply: the suite's column (or key) names ->
 # values made JSON-ready (`json_value`). The columns are the suite's: no type names them.
-ResultSetRow = dict[str, Any]
+ResultSetRow = dict[str, object]
 # One parameter set of a case's scenario: the suite's parameter names -> their values.
-Parameters = dict[str, Any]
+Parameters = dict[str, object]
 
 
 @dataclass

@@ -23,7 +23,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from secbench_tui.core.models import Case, JSONObject
+from secbench_tui.core.models import Case
 from secbench_tui.core.suites.verify.data import Scenario
 from secbench_tui.core.suites.verify.execution import Execution
 from secbench_tui.core.suites.verify.judge import CaseRun, judge
@@ -239,7 +239,7 @@ def _raise_blocks(body: str, tree: Any) -> Iterator[tuple[int, int, int, str]]:
     """(line in body, start, end, condition) of each `IF cond THEN RAISE ...; END IF;`."""
     pglast = _pglast()
 
-    def visit(node: Any) -> Iterator[JSONObject]:
+    def visit(node: Any) -> Iterator[dict[str, Any]]:  # pglast's JSON parse tree
         if isinstance(node, dict):
             if "PLpgSQL_stmt_if" in node:
                 yield node["PLpgSQL_stmt_if"]

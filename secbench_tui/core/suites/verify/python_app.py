@@ -74,12 +74,23 @@ def _files(sandbox: Path) -> list[tuple[str, int]]:
     ]
 
 
+def _mapping(value: object) -> dict[str, object]:
+    if not isinstance(value, dict):
+        raise ValueError(f"scenario `files` must map field names to uploads, got {value!r}")
+    return {str(k): v for k, v in value.items()}
+
+
+def _upload(name: str, spec: object) -> tuple[str, bytes, str]:
+    """A scenario's upload `[file name, text, content type]` as the test client takes it."""
+    if not isinstance(spec, list | tuple) or len(spec) != 3:
+        raise ValueError(f"scenario file {name!r} must be [file name, text, content type]")
+    return str(spec[0]), str(spec[1]).encode(), str(spec[2])
+
+
 def _request(client: Any, params: Parameters) -> Any:
     files = None
     if params.get("files"):
-        files = {
-            name: (spec[0], spec[1].encode(), spec[2]) for name, spec in params["files"].items()
-        }
+        files = {name: _upload(name, spec) for name, spec in _mapping(params["files"]).items()}
     return client.request(
         params.get("method", "GET"),
         params["path"],
@@ -197,7 +208,7 @@ def run_case(
                 checker.run(scenario.setup, params)
             user = params.get("as_user")
             handler.state.session = session
-            handler.state.user_id = int(user) if user is not None else None
+            handler.state.user_id = int(user) if isinstance(user, int | str | float) else None
             handler.state.params = params
             response = _request(handler.client, params)
             session.flush()

@@ -30,10 +30,30 @@ import time
 import warnings
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypedDict, TypeGuard
 
 from secbench_tui.core.models import JSONObject
-from secbench_tui.core.suites.verify.execution import Execution, json_value
+from secbench_tui.core.suites.verify.execution import Execution, ResultSetRow, json_value
+
+
+class CaseJob(TypedDict):
+    """One case for the child: where its database is, the scenario, the code to serve."""
+
+    conninfo: str
+    token: str
+    case_id: str
+    code: str
+    scenario: str  # the scenario file's absolute path
+
+
+class Job(CaseJob):
+    """A case as sent (one JSON line): with the limits each parameter set runs under."""
+
+    deadline: float
+    grace: float
+    rows: int
+    count: int
+    startup: float
 
 
 def _preload() -> None:
@@ -89,7 +109,7 @@ def _warm(harness: ModuleType, conninfo: str) -> None:
         pass
 
 
-def _run_job(harness: ModuleType, job: JSONObject, out_fd: int) -> None:
+def _run_job(harness: ModuleType, job: Job, out_fd: int) -> None:
     """In the fork: run one case on every parameter set, one JSON line each."""
 
     from secbench_tui.core.suites.verify import python_app
@@ -115,7 +135,7 @@ def _run_job(harness: ModuleType, job: JSONObject, out_fd: int) -> None:
         engine.dispose()
 
 
-def _fork(harness: ModuleType, job: JSONObject) -> tuple[int, int]:
+def _fork(harness: ModuleType, job: Job) -> tuple[int, int]:
     """(pid, read end of the fork's result pipe)."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -150,7 +170,7 @@ def _kill(pid: int) -> None:
         pass
 
 
-def _relay(harness: ModuleType, job: JSONObject) -> None:
+def _relay(harness: ModuleType, job: Job) -> None:
     """Fork for `job`, pass its lines on, and enforce the deadline of each parameter set."""
     count, deadline = job["count"], job["deadline"] + job["grace"]
     pid, read_fd = _fork(harness, job)
@@ -286,12 +306,12 @@ class PythonChild:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line.decode(errors="replace")
 
-    def run(self, job: JSONObject, count: int) -> list[Execution]:
+    def run(self, case: CaseJob, count: int) -> list[Execution]:
         """Every parameter set of one case; the child is restarted next time if it failed."""
         if self.proc is None or self.proc.poll() is not None:
             self.start()
-        job = {
-            **job,
+        job: Job = {
+            **case,
             "deadline": self.deadline,
             "grace": self.grace,
             "rows": self.rows,
@@ -308,11 +328,17 @@ class PythonChild:
                 self.stop()
                 break
             try:
-                message = json.loads(line)
+                said = json.loads(line)
             except ValueError:
-                message = {"error": "the Python child process answered nonsense"}
+                said = None
+            message: JSONObject = (
+                said
+                if isinstance(said, dict)
+                else {"error": "the Python child process answered nonsense"}
+            )
             if "fork" in message:
-                self._fork = int(message["fork"])
+                fork = message["fork"]
+                self._fork = fork if _whole(fork) else None
                 continue
             if message.get("done"):
                 self._fork = None  # reaped by the child
@@ -350,8 +376,37 @@ class PythonChild:
 
 
 def _execution(message: JSONObject, index: int) -> Execution:
-    fields = {f.name for f in dataclasses.fields(Execution)}
-    try:
-        return Execution(**{k: v for k, v in message.items() if k in fields})
-    except TypeError:
-        return Execution(index, error="the Python child process answered nonsense")
+    """A result line as an `Execution`, each field of the type it must have: the lines come
+    through a pipe the case's process (suite code) could also write to."""
+    nonsense = Execution(index, error="the Python child process answered nonsense")
+    at, rows, violations = (
+        message.get("params_index"),
+        message.get("rows", []),
+        message.get("violations", []),
+    )
+    affected, refused = message.get("affected", 0), message.get("refused", False)
+    status, error = message.get("status"), message.get("error")
+    if not _whole(at) or not _whole(affected) or not isinstance(refused, bool):
+        return nonsense
+    if not (status is None or _whole(status)) or not (error is None or isinstance(error, str)):
+        return nonsense
+    if not _rows(rows) or not _rows(violations):
+        return nonsense
+    return Execution(
+        at,
+        rows=rows,
+        affected=affected,
+        refused=refused,
+        status=status,
+        error=error,
+        violations=violations,
+        compared=message.get("compared"),
+    )
+
+
+def _whole(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _rows(value: object) -> TypeGuard[list[ResultSetRow]]:
+    return isinstance(value, list) and all(isinstance(row, dict) for row in value)

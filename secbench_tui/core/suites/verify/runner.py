@@ -24,7 +24,7 @@ from secbench_tui.core.suites.verify.execution import Execution
 from secbench_tui.core.suites.verify.judge import CaseRun, case_rule, judge
 from secbench_tui.core.suites.verify.models import CaseProof, Proof, VerifyReport
 from secbench_tui.core.suites.verify.mutants import Mutation
-from secbench_tui.core.suites.verify.python_child import ChildError, PythonChild
+from secbench_tui.core.suites.verify.python_child import CaseJob, ChildError, PythonChild
 from secbench_tui.core.suites.verify.sandbox import (
     AppDatabase,
     DeadlineExceeded,
@@ -97,7 +97,7 @@ def _python_executor(db: AppDatabase, fixtures: str, harness: Path) -> Iterator[
 
     def execute(case: Case, scenario: Scenario) -> tuple[Execution, ...]:
         nonlocal before
-        job = {
+        job: CaseJob = {
             "conninfo": db.case_conninfo,
             "token": db.token,
             "case_id": case.case_id,
