@@ -256,7 +256,7 @@ class ResultRecording(StoreConnection):
                 completion.reasoning_tokens,
                 completion.notes,
                 gold_json(case),
-                scored.reason.model_dump_json() if scored.reason is not None else None,
+                scored.reason.to_json() if scored.reason is not None else None,
                 scored.scoring_version or None,
                 _variant_text(case.meta.get("variant")),
                 messages,
