@@ -355,6 +355,9 @@ class Engine:
         self.spec = spec
         self.rank = rank  # its turn among the runs sharing `limit` (AdaptiveLimit.enroll)
         self.provider = provider
+        # a provider whose retries the engine drives (asked once: a Protocol's isinstance
+        # check costs as much as the rest of a case's bookkeeping)
+        self._attempter = provider if isinstance(provider, Attempter) else None
         self.store = store
         self.run_id: int | None = None
         # one model's runs share its limit: the rate limit belongs to the model, not the run
@@ -750,9 +753,9 @@ class Engine:
 
     async def _complete(self, run_id: int, case: Case, slot: _Slot) -> Completion:
         """The provider's answer, its retries driven here so a waiting case holds no slot."""
-        provider = self.provider
-        if not isinstance(provider, Attempter):  # retries (if any) happen inside `complete`
-            return await self._request(provider.complete(case, self._on_retry(run_id)))
+        provider = self._attempter
+        if provider is None:  # retries (if any) happen inside `complete`
+            return await self._request(self.provider.complete(case, self._on_retry(run_id)))
         hooks = _EngineHooks(self, run_id, slot, provider.endpoint, case.case_id)
         try:
             return await run_attempts(
