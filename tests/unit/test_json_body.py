@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 
-from secbench_tui.core.run.providers.json_body import _MARK, SHARED_AT_LEAST, BodyEncoder
+from secbench_tui.core.models import Case, SuiteKind
+from secbench_tui.core.run.engine import CONTENT_KEYED, RunSpec
+from secbench_tui.core.run.providers.json_body import (
+    _MARK,
+    SHARED_AT_LEAST,
+    BodyEncoder,
+    SharedPrefixes,
+)
+from secbench_tui.core.store.values import prompt_keyed, text_hash
 
 HOSTILE = [
     'plain "quoted" \\ back\\slash',
@@ -57,5 +67,41 @@ def test_the_prefix_is_escaped_once_and_kept() -> None:
     prefix = "x" * SHARED_AT_LEAST
     encoder = BodyEncoder()
     encoder.encode(body("m", prefix + "a"), prefix)  # type: ignore[arg-type]
-    encoder._escaped[prefix] = '"' + "y" * SHARED_AT_LEAST  # what it kept is what it writes
+    encoder._strings._escaped[prefix] = '"' + "y" * SHARED_AT_LEAST  # what it kept, it writes
     assert b"y" * SHARED_AT_LEAST in encoder.encode(body("m", prefix + "b"), prefix)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+@pytest.mark.parametrize("text", HOSTILE)
+def test_a_kept_prefix_gives_json_dumps_own_string(text: str, ensure_ascii: bool) -> None:
+    strings = SharedPrefixes(ensure_ascii)
+    prefix = (text * (SHARED_AT_LEAST // len(text) + 1))[:SHARED_AT_LEAST]
+    for rest in HOSTILE:
+        whole = prefix + rest
+        assert strings.string(whole, prefix) == json.dumps(whole, ensure_ascii=ensure_ascii)
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_request_hashes_are_the_ones_stored_results_were_keyed_by(text: str) -> None:
+    """Reuse and resume find stored answers by these hashes: they must stay what they were
+    (json.dumps of the messages, whole)."""
+    prefix = (text * (SHARED_AT_LEAST // len(text) + 1))[: SHARED_AT_LEAST + 3]
+    cases = [
+        Case(
+            kind=SuiteKind.MARKDOWN,
+            app="a",
+            case_id=f"a/{i}.md",
+            test_file=f"/s/a/{i}.md",
+            expected="bad",
+            code=code,
+            prompt_prefix=prefix,
+        )
+        for i, code in enumerate(HOSTILE)
+    ]
+    spec = RunSpec(model="m", cases=cases, suite_kind="markdown", suite_path="/s")
+    request = json.dumps(spec._request_settings(), sort_keys=True)
+    for case in cases:
+        messages = json.dumps([[m.role, m.content] for m in case.prompt_messages()])
+        base = text_hash("m", case.case_id, messages, str(case.structured), request)
+        assert spec.request_hash(case) == prompt_keyed(base, CONTENT_KEYED)
+        assert spec.request_hash(case, "old name") == prompt_keyed(base, "old name")

@@ -59,6 +59,7 @@ from secbench_tui.core.run.providers.base import (
     RunAborted,
     SendsBodies,
 )
+from secbench_tui.core.run.providers.json_body import SharedPrefixes
 from secbench_tui.core.run.providers.retry import (
     Attempter,
     Breaker,
@@ -115,6 +116,12 @@ class RunSpec:
     base_url: str | None = None
     _request_bases: dict[int, tuple[Case, str]] = field(
         default_factory=dict, init=False, repr=False, compare=False
+    )
+    _prompt_strings: SharedPrefixes = field(
+        default_factory=lambda: SharedPrefixes(ensure_ascii=True),
+        init=False,
+        repr=False,
+        compare=False,
     )
 
     @cached_property
@@ -180,7 +187,16 @@ class RunSpec:
         known = self._request_bases.get(id(case))
         if known is not None and known[0] is case:
             return known[1]
-        messages = json.dumps([[m.role, m.content] for m in case.prompt_messages()])
+        # json.dumps([[m.role, m.content], ...]) written with the app's prompt escaped once
+        strings, prefix = self._prompt_strings, case.prompt_prefix
+        messages = (
+            "["
+            + ", ".join(
+                f"[{json.dumps(m.role)}, {strings.string(m.content, prefix)}]"
+                for m in case.prompt_messages()
+            )
+            + "]"
+        )
         base = text_hash(
             self.model, case.case_id, messages, str(case.structured), self._request_json
         )
