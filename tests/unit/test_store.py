@@ -108,6 +108,25 @@ async def test_schema_has_the_specs_seven_columns_and_wal(tmp_path: Path) -> Non
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
+async def test_results_do_not_stall_on_a_checkpoint_every_125_rows(tmp_path: Path) -> None:
+    """A row writes about 8 pages to the write-ahead log; at SQLite's default (a checkpoint,
+    with its fsyncs, once the log holds 1,000 pages) every 125th result would stall on one.
+    200 results stay in the log, committed (another connection reads them), until close."""
+    path = tmp_path / "r.db"
+    store = await Store.open(path)
+    run_id = await new_run(store)
+    size = path.stat().st_size
+    for i in range(200):
+        await record(store, run_id, i, Outcome.CORRECT)
+    wal = path.with_name("r.db-wal").stat().st_size
+    assert wal > 1_000 * 4096  # past the default's checkpoint
+    assert path.stat().st_size == size  # nothing copied into the file yet
+    other = sqlite3.connect(path)
+    assert other.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0] == 200
+    other.close()
+    await store.close()
+
+
 async def test_each_record_is_committed_before_record_returns(tmp_path: Path) -> None:
     store = await Store.open(tmp_path / "r.db")
     run_id = await new_run(store)
