@@ -5,6 +5,8 @@ command-line flag, its choices, its help (with the default shown) and its valida
 says whether and when a run records it. The command line (`cli.py`) builds its parser from
 these declarations and passes on only the flags given, so the defaults here are the only ones;
 the terminal app's setup screen offers the same choices and validates through the same model.
+The declarations are checked by `declaration.Declared` (bounds with `Bounds`, anything more
+with `Check`), which reports every problem at once for `describe_error` to say in one line.
 
 Front ends receive a `Settings` and never read the environment themselves. The API key is a
 `SecretStr`: `recorded()` (what goes into the database and reports) never contains it.
@@ -21,16 +23,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, cast, get_args
 from urllib.parse import urlparse
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SecretStr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
-
 from secbench_tui.core.models import RecordedSettings
 from secbench_tui.core.run.engine import STOP_GRACE
 from secbench_tui.core.run.providers.openai_compat import OPENROUTER_URL
@@ -40,6 +32,14 @@ from secbench_tui.core.suites.prompts import EvaluationPrompt, ResponseFormat
 from secbench_tui.core.suites.security_bench import RequestStyle
 from secbench_tui.core.untrusted import redact_url
 from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
+from secbench_tui.declaration import (
+    Bounds,
+    Check,
+    Declared,
+    Problem,
+    SecretStr,
+    SettingsError,
+)
 
 VdbMethod = Literal["cot", "few-shot"]
 VdbScoring = Literal["correct", "library"]
@@ -134,11 +134,63 @@ _tasks = _numbers("task numbers 1-5", "1,3")
 _run_ids = _numbers("run ids", "3,4")
 
 
-class Options(BaseModel):
-    """The options every run of a command shares: the suite, the store, the endpoint and what
-    every request carries. `Settings` (what was asked) and `RunSettings` (one run) add theirs."""
+def _usable_key(value: SecretStr | None) -> SecretStr | None:
+    if value is None:
+        return None
+    key = value.get_secret_value().strip().strip("'\"")
+    if not all("!" <= ch <= "~" for ch in key):
+        raise ValueError(  # shown after the variable's name, which is not repeated
+            "holds spaces, line breaks or non-ASCII characters; copy the key again into "
+            "the environment or .env"
+        )
+    return SecretStr(key) if key else None
 
-    model_config = ConfigDict(allow_inf_nan=False)  # `--timeout nan`: not a number of seconds
+
+def _http_url(value: str) -> str:
+    parsed = urlparse(value.strip())
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ValueError(
+            f"{redact_url(value)!r} is not an http(s) URL; give the API root, "
+            "e.g. http://127.0.0.1:11434/v1"
+        )
+    import httpx  # already loaded with the settings; the client would refuse it later
+
+    try:
+        httpx.URL(value.strip())
+        parsed.port  # noqa: B018 - raises on a port out of range, which httpx lets through
+    except (httpx.InvalidURL, ValueError) as exc:
+        raise ValueError(
+            f"{redact_url(value)!r} is not a URL the client can use ({exc}); give the "
+            "API root, e.g. http://127.0.0.1:11434/v1"
+        ) from exc
+    return value.strip().rstrip("/")
+
+
+def _known_tasks(value: list[int]) -> list[int]:
+    bad = [t for t in value if t not in (1, 2, 3, 4, 5)]
+    if bad or not value:
+        raise ValueError("takes numbers from 1 to 5, e.g. --tasks 1,3")
+    return sorted(set(value))
+
+
+def _once_each(value: list[Any]) -> list[Any]:
+    """A model or method given twice is run once."""
+    return list(dict.fromkeys(value))
+
+
+def _known_methods(value: Any) -> Any:
+    """Named as the flag takes them: `plain` is the benchmark's prompts without a method."""
+    given = value if isinstance(value, list) else [value]
+    bad = [m for m in given if m is not None and m not in VDB_METHODS]
+    if bad:
+        raise ValueError(f"must be {VDB_PLAIN} or one of {', '.join(VDB_METHODS)} (got {bad[0]!r})")
+    return value
+
+
+class Options(Declared):
+    """The options every run of a command shares: the suite, the store, the endpoint and what
+    every request carries. `Settings` (what was asked) and `RunSettings` (one run) add theirs.
+    A number is a finite one (`--timeout nan` is not a number of seconds)."""
 
     # the suite and the store
     cases: Annotated[
@@ -153,12 +205,14 @@ class Options(BaseModel):
         int | None,
         Flag("only the first N cases (of each task, for VulDetectBench)", metavar="N"),
         Record("all"),
-    ] = Field(default=None, ge=1)
+        Bounds(ge=1),
+    ] = None
     tasks: Annotated[
         list[int],
         Flag("VulDetectBench tasks, e.g. 1,3", parse=_tasks, default="all five"),
         Record("vuldetectbench"),
-    ] = Field(default_factory=lambda: [1, 2, 3, 4, 5])
+        Check(_known_tasks),
+    ] = [1, 2, 3, 4, 5]
     vdb_scoring: Annotated[
         VdbScoring,
         Flag("VulDetectBench scoring: the documented definitions, or as library 0.0.5 does"),
@@ -171,7 +225,7 @@ class Options(BaseModel):
             many=True,
             metavar="GLOB",
         ),
-    ] = Field(default_factory=list)
+    ] = []
     dry_run: Annotated[bool, Flag("print the plan, requests and estimated cost; send nothing")] = (
         False
     )
@@ -179,15 +233,15 @@ class Options(BaseModel):
     summary_json: Annotated[
         Path | None, Flag("write the run's summary as JSON", metavar="FILE")
     ] = None
-    repeats: Annotated[int, Flag("ask each case N times", metavar="N")] = Field(default=1, ge=1)
+    repeats: Annotated[int, Flag("ask each case N times", metavar="N"), Bounds(ge=1)] = 1
     resume: Annotated[bool, Flag("continue the last unfinished run")] = False
     force: Annotated[bool, Flag("ask again even if a result exists")] = False
     retry_errors: Annotated[
         bool, Flag("re-ask only the cases of the last run that ended in an error")
     ] = False
     max_cost: Annotated[
-        float | None, Flag("stop when the reported cost reaches USD", metavar="USD")
-    ] = Field(default=None, gt=0)
+        float | None, Flag("stop when the reported cost reaches USD", metavar="USD"), Bounds(gt=0)
+    ] = None
     rewrites: Annotated[
         list[str],
         Flag(
@@ -197,7 +251,7 @@ class Options(BaseModel):
             metavar="NAME[,NAME]",
             default="none",
         ),
-    ] = Field(default_factory=list)
+    ] = []
     unproven_rewrites: Annotated[
         bool,
         Flag("with --rewrites: also send variants that cannot be proven (no verification data)"),
@@ -210,13 +264,15 @@ class Options(BaseModel):
             "OpenAI-compatible API root", group=ENDPOINT, env="OPENROUTER_BASE_URL", metavar="URL"
         ),
         Record("endpoint"),
+        Check(_http_url),
     ] = OPENROUTER_URL
-    api_key: Annotated[SecretStr | None, Flag(env="OPENROUTER_API_KEY")] = None
+    api_key: Annotated[SecretStr | None, Flag(env="OPENROUTER_API_KEY"), Check(_usable_key)] = None
     temperature: Annotated[
         float | None,
         Flag("sampling temperature, 0 to 2", group=ENDPOINT, default="the server's"),
         Record("endpoint", sent="sent_temperature"),
-    ] = Field(default=None, ge=0, le=2)
+        Bounds(ge=0, le=2),
+    ] = None
     max_tokens: Annotated[
         int | None,
         Flag(
@@ -226,7 +282,8 @@ class Options(BaseModel):
             default=f"{DEFAULT_MAX_TOKENS}, or 32768 for models that reason",
         ),
         Record("endpoint", sent="sent_max_tokens"),
-    ] = Field(default=None, ge=1)  # None: chosen per model at run start
+        Bounds(ge=1),
+    ] = None  # None: chosen per model at run start
     reasoning_effort: Annotated[
         ReasoningEffort | None,
         Flag("sent as reasoning.effort (OpenRouter)", group=ENDPOINT, default="not sent"),
@@ -262,7 +319,8 @@ class Options(BaseModel):
         int,
         Flag("retries for timeouts, dropped connections, 408/429/5xx", group=ENDPOINT, metavar="N"),
         Record("endpoint"),
-    ] = Field(default=5, ge=0)
+        Bounds(ge=0),
+    ] = 5
     retry_backoff: Annotated[
         float,
         Flag(
@@ -271,7 +329,8 @@ class Options(BaseModel):
             group=ENDPOINT,
             metavar="S",
         ),
-    ] = Field(default=BACKOFF_BASE, ge=0, le=60)
+        Bounds(ge=0, le=60),
+    ] = BACKOFF_BASE
     timeout: Annotated[
         float | None,
         Flag(
@@ -282,10 +341,11 @@ class Options(BaseModel):
             "catalog entry says it reasons",
         ),
         Record("endpoint", sent="attempt_timeout"),
-    ] = Field(default=None, gt=0)  # None: chosen per model at run start
-    concurrency: Annotated[int, Flag("requests in flight", group=ENDPOINT, metavar="N")] = Field(
-        default=1, ge=1, le=256
-    )
+        Bounds(gt=0),
+    ] = None  # None: chosen per model at run start
+    concurrency: Annotated[
+        int, Flag("requests in flight", group=ENDPOINT, metavar="N"), Bounds(ge=1, le=256)
+    ] = 1
     stop_grace: Annotated[
         float,
         Flag(
@@ -293,50 +353,9 @@ class Options(BaseModel):
             "before cancelling them; cancelled cases are asked by --resume",
             metavar="S",
         ),
-    ] = Field(default=STOP_GRACE, ge=0, le=REASONING_TIMEOUT)  # no attempt is given longer
+        Bounds(ge=0, le=REASONING_TIMEOUT),
+    ] = STOP_GRACE  # no attempt is given longer
     reports_dir: Path = Path("reports")
-
-    @field_validator("api_key")
-    @classmethod
-    def _usable_key(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is None:
-            return None
-        key = value.get_secret_value().strip().strip("'\"")
-        if not all("!" <= ch <= "~" for ch in key):
-            raise ValueError(  # shown after the variable's name, which is not repeated
-                "holds spaces, line breaks or non-ASCII characters; copy the key again into "
-                "the environment or .env"
-            )
-        return SecretStr(key) if key else None
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        parsed = urlparse(value.strip())
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise ValueError(
-                f"{redact_url(value)!r} is not an http(s) URL; give the API root, "
-                "e.g. http://127.0.0.1:11434/v1"
-            )
-        import httpx  # already loaded with the settings; the client would refuse it later
-
-        try:
-            httpx.URL(value.strip())
-            parsed.port  # noqa: B018 - raises on a port out of range, which httpx lets through
-        except (httpx.InvalidURL, ValueError) as exc:
-            raise ValueError(
-                f"{redact_url(value)!r} is not a URL the client can use ({exc}); give the "
-                "API root, e.g. http://127.0.0.1:11434/v1"
-            ) from exc
-        return value.strip().rstrip("/")
-
-    @field_validator("tasks")
-    @classmethod
-    def _known_tasks(cls, value: list[int]) -> list[int]:
-        bad = [t for t in value if t not in (1, 2, 3, 4, 5)]
-        if bad or not value:
-            raise ValueError("takes numbers from 1 to 5, e.g. --tasks 1,3")
-        return sorted(set(value))
 
     @property
     def original_request(self) -> bool:
@@ -381,7 +400,8 @@ class Settings(Options):
             parse=_csv,
             many=True,
         ),
-    ] = Field(default_factory=list)
+        Check(_once_each),
+    ] = []
     prompts: Annotated[
         list[str],
         Flag(
@@ -392,7 +412,7 @@ class Settings(Options):
             many=True,
             default="./evaluation-prompt.txt if present, else default",
         ),
-    ] = Field(default_factory=list)
+    ] = []
     methods: Annotated[
         list[VdbMethod | None],  # None: the plain prompts
         Flag(
@@ -402,46 +422,26 @@ class Settings(Options):
             many=True,
             default=VDB_PLAIN,
         ),
-    ] = Field(default_factory=list)
+        Check(_known_methods, before=True),
+        Check(_once_each),
+    ] = []
 
-    @model_validator(mode="before")
     @classmethod
-    def _one_of_each(cls, data: Any) -> Any:
+    def _before(cls, values: dict[str, Any]) -> dict[str, Any]:
         """`model=`, `prompt=` and `method=` are shorthand for a list of one."""
-        if isinstance(data, dict):
-            data = dict(data)
-            for one, many in (("model", "models"), ("prompt", "prompts"), ("method", "methods")):
-                value = data.pop(one, None)
-                if value is not None and not data.get(many):
-                    data[many] = [value]
-        return data
-
-    @field_validator("models", "methods")
-    @classmethod
-    def _once_each(cls, value: list[Any]) -> list[Any]:
-        """A model or method given twice is run once."""
-        return list(dict.fromkeys(value))
+        values = dict(values)
+        for one, many in (("model", "models"), ("prompt", "prompts"), ("method", "methods")):
+            value = values.pop(one, None)
+            if value is not None and not values.get(many):
+                values[many] = [value]
+        return values
 
     def run(
         self, model: str, prompt: EvaluationPrompt | None = None, method: str | None = None
     ) -> RunSettings:
         """One cell of the matrix: these options, with one model and its prompt or method."""
-        shared = {name: getattr(self, name) for name in Options.model_fields}
-        return RunSettings.model_validate(
-            {**shared, "model": model, "prompt": prompt, "method": method}
-        )
-
-    @field_validator("methods", mode="before")
-    @classmethod
-    def _known_methods(cls, value: Any) -> Any:
-        """Named as the flag takes them: `plain` is the benchmark's prompts without a method."""
-        given = value if isinstance(value, list) else [value]
-        bad = [m for m in given if m is not None and m not in VDB_METHODS]
-        if bad:
-            raise ValueError(
-                f"must be {VDB_PLAIN} or one of {', '.join(VDB_METHODS)} (got {bad[0]!r})"
-            )
-        return value
+        shared = {name: getattr(self, name) for name in Options.FIELDS}
+        return RunSettings(**shared, model=model, prompt=prompt, method=method)
 
 
 class RunSettings(Options):
@@ -482,10 +482,8 @@ class RunSettings(Options):
         return cast(RecordedSettings, recorded)
 
 
-class Command(BaseModel):
+class Command(Declared):
     """What the command line asks for besides a run: a mode and what it selects."""
-
-    model_config = ConfigDict(allow_inf_nan=False)
 
     no_ui: Annotated[bool, Flag("run headless and print progress", group=MODE)] = False
     report: Annotated[bool, Flag("write an HTML report and exit", group=MODE)] = False
@@ -561,20 +559,20 @@ class Command(BaseModel):
         return not (self.lint or self.report or self.export or self.verify or self.rescore)
 
 
-def declared(model: type[BaseModel], kind: type[Any]) -> dict[str, Any]:
+def declared(model: type[Declared], kind: type[Any]) -> dict[str, Any]:
     """The fields of `model` declared with a `kind` (`Flag`, `Record`), in declaration order."""
     found: dict[str, Any] = {}
-    for name, info in model.model_fields.items():
-        for meta in info.metadata:
-            if isinstance(meta, kind):
-                found[name] = meta
+    for name, setting in model.FIELDS.items():
+        meta = setting.of(kind)
+        if meta is not None:
+            found[name] = meta
     return found
 
 
 RECORDED: dict[str, Record] = declared(RunSettings, Record)
 
 
-def flag_name(model: type[BaseModel], field: str) -> str:
+def flag_name(model: type[Declared], field: str) -> str:
     """The flag (or environment variable) a field is given by: `max_retries` -> --max-retries."""
     flag = declared(model, Flag).get(field)
     if flag is not None and flag.name:
@@ -584,17 +582,13 @@ def flag_name(model: type[BaseModel], field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
-def describe_error(exc: ValidationError, model: type[BaseModel] = Settings) -> str:
+def describe_error(exc: SettingsError, model: type[Declared] = Settings) -> str:
     """Every problem with the settings, each named by its flag, in one line: the command line
     and the app's setup screen both say it so."""
-    problems = []
-    for error in exc.errors():
-        message = _in_our_words(error) or error["msg"].removeprefix("Value error, ")
-        if not error["loc"]:  # a check across settings names its flags itself
-            problems.append(message)
-        else:
-            problems.append(f"{flag_name(model, str(error['loc'][0]))}: {message}")
-    return "; ".join(problems)
+    return "; ".join(
+        f"{flag_name(model, problem.field)}: {_in_our_words(problem) or problem.message}"
+        for problem in exc.problems
+    )
 
 
 _BOUNDS = {
@@ -609,14 +603,13 @@ _BOUNDS = {
 }
 
 
-def _in_our_words(error: Any) -> str | None:
-    """A bound or type a value breaks, said with the fix and the value given (pydantic's own
-    words, "Input should be greater than 0", say neither)."""
-    words = _BOUNDS.get(error["type"])
+def _in_our_words(problem: Problem) -> str | None:
+    """A bound or type a value breaks, said with the fix and the value given."""
+    words = _BOUNDS.get(problem.kind)
     if words is None:
         return None
-    bounds = {k: f"{v:g}" if isinstance(v, float) else v for k, v in error.get("ctx", {}).items()}
-    return f"{words.format(**bounds)} (got {error['input']!r})"
+    bounds = {k: f"{v:g}" if isinstance(v, float) else v for k, v in (problem.bounds or {}).items()}
+    return f"{words.format(**bounds)} (got {problem.value!r})"
 
 
 def bundled_cases_dir() -> Path:

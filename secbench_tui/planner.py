@@ -148,7 +148,7 @@ def check_suite_flags(
     if not vuldetectbench:
         for flag, given in (
             ("--method", any(m is not None for m in methods)),
-            ("--vdb-scoring", settings.vdb_scoring != Options.model_fields["vdb_scoring"].default),
+            ("--vdb-scoring", settings.vdb_scoring != Options.FIELDS["vdb_scoring"].default),
         ):
             if given:
                 raise UsageError(
@@ -216,7 +216,7 @@ def request_defaults(settings: RunSettings, info: ModelInfo | None) -> RunSettin
         update["max_tokens"] = min(
             REASONING_MAX_TOKENS, info.max_completion_tokens or REASONING_MAX_TOKENS
         )
-    return settings.model_copy(update=update)
+    return settings.replace(**update)
 
 
 def make_provider(settings: RunSettings) -> Provider:
@@ -420,9 +420,7 @@ def _with_defaults(one: RunSettings, model: RunSettings | None) -> RunSettings:
     """A cell's settings with what the catalog decided for its model."""
     if model is None:
         return one
-    return one.model_copy(
-        update={"max_tokens": model.max_tokens, "reasoning_model": model.reasoning_model}
-    )
+    return one.replace(max_tokens=model.max_tokens, reasoning_model=model.reasoning_model)
 
 
 async def resolve_matrix_defaults(

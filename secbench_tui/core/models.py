@@ -2,17 +2,23 @@
 
 Everything here is plain data: a `Case` to ask about, the `Completion` a model gave,
 the `Evaluation` recorded for it. Front ends and the store exchange these, never dicts.
+
+They are plain dataclasses (frozen where nothing changes them after they are made): the
+program's own code builds them, from values already checked where they entered (a suite
+file by its loader, a reply by the provider, a stored row by the store), so checking them
+again on every construction bought nothing but start-up time. The one that is read back from
+text, `ReasonScore`, is checked where it is read (`ReasonScore.from_json`).
 """
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Required, TypedDict
+from typing import Required, TypedDict, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SkipValidation
-from typing_extensions import TypedDict as PydanticTypedDict
-
+T = TypeVar("T")
 _CASE_NAME = re.compile(r"^(?P<scenario>.+)-\d{2}-(?P<label>good|bad)\.md$")
 
 
@@ -40,9 +46,8 @@ class SuiteKind(StrEnum):
     VULDETECTBENCH = "vuldetectbench"
 
 
-class Message(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Message:
     role: str
     content: str
 
@@ -84,7 +89,7 @@ class ChatRequest(TypedDict, total=False):
     provider: ProviderRequest  # OpenRouter: only providers that honour every parameter
 
 
-class VariantMeta(PydanticTypedDict):
+class VariantMeta(TypedDict):
     """A rewritten case's identity (`--rewrites`): its original case, the relation, the seed,
     the hash of its code, and whether the equivalence gate proved it."""
 
@@ -95,7 +100,7 @@ class VariantMeta(PydanticTypedDict):
     proven: bool
 
 
-class CaseMeta(PydanticTypedDict, total=False):
+class CaseMeta(TypedDict, total=False):
     """What a case carries beside its text. VulDetectBench: the task, the case's position in
     the task's file, the record's `idx` and `cwe` as the file has them, the prompting method
     and (task 2) the options to choose from. A rewritten case: its identity."""
@@ -110,7 +115,8 @@ class CaseMeta(PydanticTypedDict, total=False):
     variant: VariantMeta
 
 
-class Case(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Case:
     """One question to put to a model, with the answer it is scored against.
 
     `app` groups cases in reports: the markdown suite's app folder, or `taskN` for
@@ -123,8 +129,6 @@ class Case(BaseModel):
     20,000 copies of the same SPEC. Cases with prompts of their own set `messages`.
     """
 
-    model_config = ConfigDict(frozen=True)
-
     kind: SuiteKind
     app: str
     case_id: str
@@ -135,8 +139,7 @@ class Case(BaseModel):
     prompt_prefix: str = ""
     description: str = ""
     structured: bool = True
-    # built by the loaders, never from outside: typed for the reader, not validated again
-    meta: SkipValidation[CaseMeta] = Field(default_factory=lambda: CaseMeta())
+    meta: CaseMeta = field(default_factory=lambda: CaseMeta())  # built by the loaders
     # Why a bad case is bad (never sent to the model): the SPEC rule it breaks, the other
     # rules a careful reviewer could cite, the lines of its code where the flaw is (1-based),
     # and the numbers of its SPEC's rules. Empty for suites that do not name rules.
@@ -158,7 +161,8 @@ class Case(BaseModel):
         return (Message(role="user", content=text),)
 
 
-class Completion(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Completion:
     """What the endpoint answered for one case, after retries."""
 
     text: str | None = None
@@ -179,25 +183,23 @@ class Completion(BaseModel):
     notes: str | None = None  # about the reply's numbers: e.g. a cost not believed
 
 
-class Citation(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Citation:
     """One violation a reply names: the rule, the quote as written, and the lines of the
     case's code the quote was found on (1-based; empty when it is not in the code)."""
-
-    model_config = ConfigDict(frozen=True)
 
     rule: int
     quote: str = ""
     lines: tuple[int, ...] = ()
 
 
-class ReasonScore(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReasonScore:
     """Why the reply said what it said, scored against the case's gold reason.
 
     `given`: the reply kept verdict schema 2 (it listed its violations, none for good). `problem`:
     how it broke schema 2 (the case is then unparsed). `right_rule` / `right_line` are None
     when the case has no gold rule (a good case, or a suite that names no rules)."""
-
-    model_config = ConfigDict(frozen=True)
 
     given: bool = False
     citations: tuple[Citation, ...] = ()
@@ -210,20 +212,79 @@ class ReasonScore(BaseModel):
         """The rules cited, each once, in the reply's order."""
         return tuple(dict.fromkeys(c.rule for c in self.citations))
 
+    def to_json(self) -> str:
+        """The stored form (the `reasons` column): compact JSON, text as written (not
+        escaped to ASCII), keys in declaration order, as every version has stored it."""
+        data = {
+            "given": self.given,
+            "citations": [
+                {"rule": c.rule, "quote": c.quote, "lines": list(c.lines)} for c in self.citations
+            ],
+            "problem": self.problem,
+            "right_rule": self.right_rule,
+            "right_line": self.right_line,
+        }
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
-class Scored(BaseModel):
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ReasonScore:
+        """A stored `reasons` value read back and checked: ValueError (json's included) for
+        anything that is not what `to_json` writes (a hostile or damaged file). Keys it does
+        not know are ignored; keys it knows that are missing take their defaults."""
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise ValueError("reasons: not a JSON object")
+        citations = data.get("citations", [])
+        if not isinstance(citations, list):
+            raise ValueError("reasons.citations: not a list")
+        return cls(
+            given=_typed(data.get("given", False), bool, "given"),
+            citations=tuple(_citation(c) for c in citations),
+            problem=_maybe(data.get("problem"), str, "problem"),
+            right_rule=_maybe(data.get("right_rule"), bool, "right_rule"),
+            right_line=_maybe(data.get("right_line"), bool, "right_line"),
+        )
+
+
+def _typed(value: object, kind: type[T], name: str) -> T:
+    """`value` if it is a `kind` (an int is not a bool, nor a bool an int), else ValueError."""
+    if isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
+        return value
+    raise ValueError(f"reasons.{name}: {type(value).__name__}, not {kind.__name__}")
+
+
+def _maybe(value: object, kind: type[T], name: str) -> T | None:
+    return None if value is None else _typed(value, kind, name)
+
+
+def _citation(data: object) -> Citation:
+    if not isinstance(data, dict):
+        raise ValueError("reasons.citations: an item is not a JSON object")
+    lines = data.get("lines", [])
+    if not isinstance(lines, list):
+        raise ValueError("reasons.citations.lines: not a list")
+    return Citation(
+        rule=_typed(data.get("rule"), int, "citations.rule"),
+        quote=_typed(data.get("quote", ""), str, "citations.quote"),
+        lines=tuple(_typed(n, int, "citations.lines") for n in lines),
+    )
+
+
+@dataclass(slots=True, kw_only=True)
+class Scored:
     """A reply read against the case's expected answer (and its reason, for markdown cases),
     by the scoring of version `scoring_version` (0: the scoring before versions were kept)."""
 
     actual: str | None
     outcome: Outcome
     explanation: str | None = None
-    scores: dict[str, float] = Field(default_factory=dict)
+    scores: dict[str, float] = field(default_factory=dict)
     reason: ReasonScore | None = None
     scoring_version: int = 0
 
 
-class Evaluation(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Evaluation:
     """One recorded result: a case, a repeat, a completion and its score."""
 
     run_id: int

@@ -1,4 +1,7 @@
-"""The headless path never imports Textual or Rich: `--no-ui` must not pay for them.
+"""The headless path never imports Textual or Rich: `--no-ui` must not pay for them. Nor
+does it load what only other commands use: pydantic (settings and values are plain declared
+classes; only the bundled clinic app's verify code uses it), jinja2 (the report), the parsers
+of --rewrites and --verify, python-dotenv without a .env: each costs every start its import.
 
 Each check runs in a fresh interpreter, since this test process has Textual loaded; one
 interpreter imports every core module in turn and looks at `sys.modules` after each.
@@ -19,9 +22,23 @@ from pathlib import Path
 from typing import Any
 
 import secbench_tui.core
+from tests.e2e.server import LoopbackServer
 
 REPO = Path(__file__).resolve().parents[2]
 FORBIDDEN = ("textual", "rich")
+# what a headless run, offline or against an endpoint, has no use for (see the docstring)
+UNUSED = (
+    *FORBIDDEN,
+    "pydantic",
+    "pydantic_core",
+    "jinja2",
+    "sqlglot",
+    "libcst",
+    "pglast",
+    "psycopg",
+    "pgserver",
+    "dotenv",
+)
 
 # Runs the real command line, then reports the forbidden modules loaded by the time it ends.
 BLOCK_HTTPX_CLI = "import sys; sys.modules['httpx._main'] = None"
@@ -45,22 +62,30 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _run_no_ui(tmp_path: Path, forbidden: tuple[str, ...], block: str) -> list[str]:
+def _run_no_ui(
+    tmp_path: Path,
+    forbidden: tuple[str, ...],
+    block: str,
+    model: str = "baseline/random",
+    more: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+) -> list[str]:
     argv = [
         "--no-ui",
         "--model",
-        "baseline/random",
+        model,
         "--db",
         str(tmp_path / "results.db"),
         "--cases",
         str(REPO / "tests" / "fixtures" / "suite"),
+        *more,
     ]
     code = WRAPPER.format(forbidden=set(forbidden), argv=argv, block=block)
     done = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env=_env(),
+        env=_env() | (env or {}),
         cwd=tmp_path,
         timeout=120,
     )
@@ -75,6 +100,26 @@ def test_no_ui_run_never_loads_textual(tmp_path: Path) -> None:
 
 def test_no_ui_run_loads_rich_only_through_the_httpx_cli(tmp_path: Path) -> None:
     assert _run_no_ui(tmp_path, FORBIDDEN, BLOCK_HTTPX_CLI) == ["LOADED="]
+
+
+def test_no_ui_run_loads_nothing_only_other_commands_use(tmp_path: Path) -> None:
+    """Offline and against a real endpoint on 127.0.0.1 (the client, the catalog lookup, the
+    replies' parsing): neither loads pydantic, jinja2 or the parsers of other commands."""
+    assert _run_no_ui(tmp_path, UNUSED, "") == ["LOADED="]
+    with LoopbackServer() as server:
+        remote = ("--base-url", server.base_url, "--limit", "2")
+        (tmp_path / "remote").mkdir()
+        env = {"OPENROUTER_API_KEY": "sk-test", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+        loaded = _run_no_ui(tmp_path / "remote", UNUSED, "", "openai/gpt-4o-mini", remote, env)
+        assert loaded == ["LOADED="]
+        assert server.request_count == 2 and server.catalog_requests == 1
+
+
+def test_the_unused_check_names_what_a_run_loaded(tmp_path: Path) -> None:
+    """The check above can fail: with a .env file to read, the run loads python-dotenv."""
+    (tmp_path / ".env").write_text("SECBENCH_TUI_UNUSED=1\n", encoding="utf-8")
+    (loaded,) = _run_no_ui(tmp_path, UNUSED, "")
+    assert loaded.startswith("LOADED=dotenv")
 
 
 def test_no_ui_import_time_shows_no_textual(tmp_path: Path) -> None:

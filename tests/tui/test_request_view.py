@@ -43,7 +43,7 @@ async def test_t_shows_every_message_the_server_received(
 ) -> None:
     spec = clean_suite / "shop" / "SPEC.md"
     spec.write_text(spec.read_text(encoding="utf-8") + HOSTILE + "\n", encoding="utf-8")
-    await record_run(remote_settings.model_copy(update={"apps": ["shop"]}))
+    await record_run(remote_settings.replace(apps=["shop"]))
     received = {r.prompt for r in server.completions()}
     app = make_app(remote_settings, offline_catalog=True)
     async with app.run_test(size=(120, 40)) as pilot:

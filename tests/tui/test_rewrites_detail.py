@@ -4,6 +4,7 @@ back from a real SQLite store, as the results screen reads them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -44,7 +45,7 @@ async def test_variants_side_by_side_with_the_diff(tmp_path: Path) -> None:
         expected="good",
         code=CODE,
     )
-    other = original.model_copy(update={"case_id": "a/s-010-good.md"})  # not a variant of it
+    other = replace(original, **{"case_id": "a/s-010-good.md"})  # not a variant of it
     variant = Variant(original, "alias-rename", 0, RENAMED).as_case(proven=True)
     for index, (case, said) in enumerate(((original, "good"), (other, "good"), (variant, "bad"))):
         outcome = Outcome.CORRECT if said == "good" else Outcome.WRONG

@@ -71,7 +71,7 @@ async def test_flags_preselect_model_and_apps(make_settings: Callable[..., Setti
 async def test_recent_models_from_the_database_are_listed_first(
     make_settings: Callable[..., Settings], remote_settings: Settings
 ) -> None:
-    used = remote_settings.model_copy(update={"models": ["vendor/used-before"], "limit": 1})
+    used = remote_settings.replace(models=["vendor/used-before"], limit=1)
     await record_run(used)
     app = make_app(make_settings(), offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -387,7 +388,7 @@ async def test_security_bench_style_sends_its_body_and_nothing_else_even_to_open
         reasoning_effort="high",  # refused by the CLI; the body ignores it regardless
         seed=3,
     )
-    await provider.complete(CASE.model_copy(update={"messages": four}))
+    await provider.complete(replace(CASE, **{"messages": four}))
     body = json.loads(requests[0].content)
     assert list(body) == ["model", "messages", "response_format", "temperature", "max_tokens"]
     assert [m["content"] for m in body["messages"]] == ["S", "spec", "prompt\r\n", "code"]

@@ -6,6 +6,7 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -323,9 +324,7 @@ async def test_a_changed_case_is_not_resumed_into_the_old_run(store: Store) -> N
     stopping = Scripted(lambda c, n: RunAborted("402") if c.case_id == "c002.md" else None)
     await run(store, stopping, cases(4))
     edited = [
-        c.model_copy(
-            update={"code": c.code + " v2", "messages": (Message(role="user", content="v2"),)}
-        )
+        replace(c, **{"code": c.code + " v2", "messages": (Message(role="user", content="v2"),)})
         for c in cases(4)
     ]
     again = Scripted()

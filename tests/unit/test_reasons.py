@@ -48,7 +48,7 @@ def bad_case(**fields: object) -> Case:
         "spec_rules": (1, 2, 3),
     }
     base.update(fields)
-    return Case.model_validate(base)
+    return Case(**base)
 
 
 def reply(assessment: str, *violations: tuple[object, object]) -> str:

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from secbench_tui.core.models import Case, Completion, Message
@@ -52,9 +53,7 @@ async def fill(db: Path) -> None:
     for (model, prompt), right in plan.items():
         # the prompt's words are in what each case sends, as they are in a real suite's
         asked = [
-            c.model_copy(
-                update={"messages": (Message(role="user", content=f"{prompt}: {c.code}"),)}
-            )
+            replace(c, **{"messages": (Message(role="user", content=f"{prompt}: {c.code}"),)})
             for c in cases(N)
         ]
         spec = RunSpec(
@@ -132,7 +131,7 @@ async def test_one_prompt_per_model_keeps_plain_labels(tmp_path: Path) -> None:
 
 async def _ask(store: Store, model: str, name: str, words: str, n: int = 4) -> None:
     asked = [
-        c.model_copy(update={"messages": (Message(role="user", content=f"{words}: {c.code}"),)})
+        replace(c, **{"messages": (Message(role="user", content=f"{words}: {c.code}"),)})
         for c in cases(n)
     ]
     spec = RunSpec(

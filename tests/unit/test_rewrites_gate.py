@@ -80,10 +80,6 @@ def plant(code: str, language: str) -> str:
     planted = cst.parse_module(code).visit(unreturn).code
     assert unreturn.done
     return planted
-    unreturn = _Unreturn()  # a handler that writes its SQL as text(): answer nothing
-    planted = cst.parse_module(code).visit(unreturn).code
-    assert unreturn.done
-    return planted
 
 
 def _planted(variant: Variant) -> Variant | None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 from secbench_tui.core.models import Citation, ReasonScore
 from secbench_tui.core.results.robustness import robustness
+from secbench_tui.core.results.summary import json_data
 
 
 def _row(
@@ -29,7 +29,7 @@ def _row(
         "variant": None,
         "reasons": ReasonScore(
             given=True, citations=tuple(Citation(rule=r) for r in rules), right_rule=right
-        ).model_dump_json(),
+        ).to_json(),
     }
     if relation is not None:
         row["variant"] = {"original": case, "relation": relation, "seed": 0, "proven": True}
@@ -60,7 +60,7 @@ def test_flips_claims_rules_and_the_missing_noise_floor() -> None:
     assert safe.kind == "sensitivity" and safe.towards_claim == 1.0
     assert figures.by_relation["comment-flaw"].flips == 0
     assert figures.sensitivity_flip_rate == pytest.approx(0.5)
-    assert json.loads(figures.model_dump_json())["by_relation"]["layout"]["variants"] == 2
+    assert json_data(figures)["by_relation"]["layout"]["variants"] == 2
 
 
 def test_noise_floor_and_excess_on_the_same_cases() -> None:

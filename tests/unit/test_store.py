@@ -181,6 +181,32 @@ async def test_a_cancelled_record_leaves_no_other_row_waiting(tmp_path: Path) ->
     assert stored.fetchone()[0] in (3, 4)  # the cancelled one's row may have been written
 
 
+async def test_a_row_the_database_refuses_fails_alone_among_rows_written_together(
+    tmp_path: Path,
+) -> None:
+    """Rows that go in one transaction: one the database refuses (here a trigger refuses
+    case 02) fails on its own; the others are committed and returned, and nothing of the
+    refused one is left in a transaction for a later commit to carry."""
+    store = await Store.open(tmp_path / "r.db")
+    run_id = await new_run(store)
+    with sqlite3.connect(tmp_path / "r.db") as other:
+        other.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON evaluations"
+            " WHEN NEW.case_id LIKE '%case-02%' BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        )
+    first = asyncio.create_task(record(store, run_id, 0, Outcome.CORRECT))
+    await asyncio.sleep(0)  # its write is under way: the next rows queue behind it
+    queued = [asyncio.create_task(record(store, run_id, i, Outcome.CORRECT)) for i in (1, 2, 3)]
+    done = await asyncio.wait_for(asyncio.gather(first, *queued, return_exceptions=True), 5)
+    assert isinstance(done[2], sqlite3.IntegrityError) and "refused" in str(done[2])
+    assert all(isinstance(d, int) for i, d in enumerate(done) if i != 2)
+    await record(store, run_id, 4, Outcome.CORRECT)  # a later commit carries nothing refused
+    other = sqlite3.connect(tmp_path / "r.db")
+    stored = other.execute("SELECT case_id FROM evaluations ORDER BY case_id").fetchall()
+    assert [c for (c,) in stored] == [f"shop/case-{i:02d}.md" for i in (0, 1, 3, 4)]
+    await store.close()
+
+
 async def test_same_case_and_repeat_is_stored_once_per_run(tmp_path: Path) -> None:
     store = await Store.open(tmp_path / "r.db")
     run_id = await new_run(store)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from secbench_tui.core.models import RunStatus
 from secbench_tui.core.results.metrics import summarize
@@ -36,7 +37,7 @@ ROWS = [
 
 
 def _summary() -> RunSummary:
-    return RunSummary.model_validate(
+    return RunSummary.from_figures(
         {**summarize(ROWS), "run_id": 7, "model": "m/one", "prompt": "default"}
     )
 
@@ -54,12 +55,13 @@ def test_both_front_ends_show_the_same_lines_per_app_counts_and_a_partial_cost()
 
 
 def test_vuldetectbench_crash_note_reaches_the_app() -> None:
-    summary = _summary().model_copy(
-        update={
+    summary = replace(
+        _summary(),
+        **{
             "vuldetectbench": {"task1": {"accuracy": 0.5}},
             "vuldetectbench_counts": {"task1": {"n": 4, "crashes": 2}},
             "vdb_scoring": "library",
-        }
+        },
     )
     app = str(summary_text(RunFinished(7, RunStatus.COMPLETED, None, summary)))
     assert "task1: accuracy 50.0%" in app and "crash" in app

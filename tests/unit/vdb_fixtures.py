@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -49,4 +50,4 @@ def make_case(task: int, expected: str, selection: str | None = None, code: str 
     entry: dict[str, Any] = {"task": task, "pos": 0, "idx": "0", "gold": expected}
     if selection is not None:
         entry["selection"] = selection
-    return case_for(entry).model_copy(update={"code": code})
+    return replace(case_for(entry), **{"code": code})

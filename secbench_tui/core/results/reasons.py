@@ -146,7 +146,7 @@ def stored_reason(text: Any) -> ReasonScore | None:
     if not isinstance(text, str) or not text:
         return None
     try:
-        return ReasonScore.model_validate_json(text)
+        return ReasonScore.from_json(text)
     except ValueError:
         return None
 

@@ -83,7 +83,7 @@ async def rescore(store: Store, run_ids: Sequence[int] = ()) -> RescoreReport:
         for row in page:
             case, from_file = case_of(row)
             scored = score_markdown(case, row.get("raw_reply"))
-            reasons = scored.reason.model_dump_json() if scored.reason is not None else None
+            reasons = scored.reason.to_json() if scored.reason is not None else None
             report.results += 1
             report.older += (row.get("scoring_version") or 0) < SCORING_VERSION
             report.gold_added += from_file

@@ -23,9 +23,8 @@ sensitivity relations (a false hint added) are reported apart and never blended:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-
-from pydantic import BaseModel, Field
 
 from secbench_tui.core.results.metrics import _verdict, label, mcnemar_exact, wilson_interval
 from secbench_tui.core.results.reasons import stored_reason
@@ -45,7 +44,8 @@ CLAIMS = {
 }
 
 
-class RelationFigures(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class RelationFigures:
     kind: str = INVARIANCE
     variants: int = 0  # rewritten cases asked
     dropped: int = 0  # variants the equivalence gate rejected (never asked)
@@ -73,7 +73,8 @@ class RelationFigures(BaseModel):
     right_rule_original: float | None = None
 
 
-class Robustness(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Robustness:
     variants: int = 0
     dropped: int = 0
     unproven: int = 0
@@ -85,8 +86,8 @@ class Robustness(BaseModel):
     robust_accuracy: float | None = None  # right on the original and every invariance variant
     agreement: float | None = None  # one verdict on the original and every invariance variant
     pc_original: float | None = None
-    by_relation: dict[str, RelationFigures] = Field(default_factory=dict)
-    notes: list[str] = Field(default_factory=list)
+    by_relation: dict[str, RelationFigures] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 def _key(row: Row) -> tuple[str, int]:

@@ -8,10 +8,9 @@ here reaches every front end, or none.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-
-from pydantic import BaseModel, Field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any
 
 from secbench_tui.core import numbers
 from secbench_tui.core.models import JSONObject, RunStatus
@@ -27,7 +26,8 @@ def worst_status(statuses: Sequence[RunStatus | str]) -> RunStatus:
     return RunStatus.COMPLETED
 
 
-class VerdictStats(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class VerdictStats:
     """Figures over good/bad verdicts (metrics.verdict_stats): a run's, or one app's."""
 
     cases: int = 0
@@ -43,10 +43,11 @@ class VerdictStats(BaseModel):
     precision: float | None = None
     recall: float | None = None
     f1: float | None = None
-    confusion: dict[str, int] = Field(default_factory=dict)
+    confusion: dict[str, int] = field(default_factory=dict)
 
 
-class PairwiseSummary(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class PairwiseSummary:
     """Over every (good, bad) pair of a scenario: rates are fractions of `pairs`."""
 
     pairs: int = 0
@@ -59,7 +60,8 @@ class PairwiseSummary(BaseModel):
     p_c_ci: tuple[float, float] | None = None  # bootstrap over scenarios
 
 
-class ReasonSummary(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class ReasonSummary:
     """Over bad cases that name their rule; every rate None when the suite names none."""
 
     bad_cases: int = 0
@@ -73,10 +75,11 @@ class ReasonSummary(BaseModel):
     wrong_rule: int = 0  # answered bad citing no right rule
     wrong_verdict: int = 0  # answered good, or not answered
     # by SPEC rule number: bad_cases, right, cited, cited_right, false_alarms (on good cases)
-    per_rule: dict[str, dict[str, int]] = Field(default_factory=dict)
+    per_rule: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-class ScenarioSummary(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class ScenarioSummary:
     count: int = 0
     solved: int = 0
     solved_ci: tuple[float, float] | None = None  # of the share solved, bootstrap
@@ -96,6 +99,7 @@ _OPTIONAL_KEYS = (
 )
 
 
+@dataclass(slots=True, kw_only=True)
 class RunSummary(VerdictStats):
     """One run's figures. The outcome counts cover every case; accuracy and the verdict
     figures cover good/bad cases (VulDetectBench tasks have `vuldetectbench` metrics)."""
@@ -104,7 +108,7 @@ class RunSummary(VerdictStats):
     model: str = ""
     prompt: str = ""
     reused: int = 0
-    apps: dict[str, VerdictStats] = Field(default_factory=dict)
+    apps: dict[str, VerdictStats] = field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reasoning_tokens: int = 0  # part of completion_tokens
@@ -125,17 +129,50 @@ class RunSummary(VerdictStats):
     # Set when no case got an answer: the commonest error, and how many cases it ended
     no_answer: str | None = None
 
+    @classmethod
+    def from_figures(cls, figures: Mapping[str, Any]) -> RunSummary:
+        """The summary from its figures by name (`metrics.summarize`, `figures.run_figures`,
+        ...), each app's a `VerdictStats`; names that are not figures are left out."""
+        known = {f.name for f in fields(cls)}
+        values = {key: value for key, value in figures.items() if key in known}
+        apps = values.pop("apps", None) or {}
+        return cls(
+            **values,
+            apps={
+                app: stats if isinstance(stats, VerdictStats) else VerdictStats(**stats)
+                for app, stats in apps.items()
+            },
+        )
+
     @property
     def cost_is_partial(self) -> bool:
         return self.cost is not None and self.cost_missing > 0
 
     def json_data(self) -> JSONObject:
         """The `--summary-json` layout: every figure, the optional ones when they apply."""
-        data = self.model_dump(mode="json")
+        data = json_data(self)
         for key in _OPTIONAL_KEYS:
             if data[key] is None:
                 del data[key]
         return data
+
+
+def json_data(value: object) -> JSONObject:
+    """A summary value (a dataclass here) as JSON-ready data: fields in declaration order,
+    nested values likewise, tuples as lists."""
+    data = _json_ready(value)
+    assert isinstance(data, dict)
+    return data
+
+
+def _json_ready(value: object) -> object:
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _json_ready(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, dict):
+        return {key: _json_ready(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_ready(item) for item in value]
+    return value
 
 
 # --- the one renderer ----------------------------------------------------------------------

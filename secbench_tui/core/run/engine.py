@@ -604,7 +604,7 @@ class Engine:
             figures["vuldetectbench"] = summary_metrics(aggregate)
             figures["vuldetectbench_counts"] = summary_counts(aggregate)
             figures["vdb_scoring"] = self.spec.vdb_scoring
-        return RunSummary.model_validate(
+        return RunSummary.from_figures(
             {
                 **figures,
                 "no_answer": no_answer(rows),

@@ -34,25 +34,52 @@ async def on_database_thread(db: aiosqlite.Connection, job: Callable[..., T], /,
 Statement = tuple[str, Sequence[Any]]
 
 
-def _write_committed(conn: sqlite3.Connection, rows: Sequence[Sequence[Statement]]) -> list[int]:
-    """Each row's statements (its case's text, if new, then the result), then one commit; the
-    id of each row's last statement. On the database's thread, so the cursors are closed
-    there too: one dropped on the event loop's thread would reset its (cached, shared)
-    statement from that thread while this one may be running the same statement for the next
-    case (SQLite's "bad parameter or other API misuse", once in many runs of a matrix)."""
+def _write_rows(conn: sqlite3.Connection, rows: Sequence[Sequence[Statement]]) -> list[int]:
+    """Each row's statements, then one commit; the id of each row's last statement. On a
+    failure nothing of them stays: the transaction is rolled back, not left for the next
+    commit to carry."""
     ids = []
-    for statements in rows:
-        row_id = None
-        for sql, values in statements:
-            cursor = conn.execute(sql, values)
-            try:
-                row_id = cursor.lastrowid
-            finally:
-                cursor.close()
-        assert row_id is not None
-        ids.append(row_id)
-    conn.commit()
+    try:
+        for statements in rows:
+            row_id = None
+            for sql, values in statements:
+                cursor = conn.execute(sql, values)
+                try:
+                    row_id = cursor.lastrowid
+                finally:
+                    cursor.close()
+            assert row_id is not None
+            ids.append(row_id)
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
     return ids
+
+
+def _write_committed(
+    conn: sqlite3.Connection, rows: Sequence[Sequence[Statement]]
+) -> list[int | Exception]:
+    """Each row's statements (its case's text, if new, then the result), committed; the id of
+    each row's last statement, or why that row could not be written. Rows go in one
+    transaction; should it fail, each row is written again on its own, so that one row the
+    database refuses fails alone and the others are kept. On the database's thread, so the
+    cursors are closed there too: one dropped on the event loop's thread would reset its
+    (cached, shared) statement from that thread while this one may be running the same
+    statement for the next case (SQLite's "bad parameter or other API misuse", once in many
+    runs of a matrix)."""
+    try:
+        return list(_write_rows(conn, rows))
+    except Exception as exc:
+        if len(rows) == 1:
+            return [exc]
+    written: list[int | Exception] = []
+    for statements in rows:
+        try:
+            written.extend(_write_rows(conn, [statements]))
+        except Exception as exc:
+            written.append(exc)
+    return written
 
 
 class _Waiting:
@@ -87,10 +114,12 @@ class GroupCommit:
             return await waiting.written
         self._busy = True
         try:
-            (row_id,) = await on_database_thread(self.db, _write_committed, [statements])
+            (written,) = await on_database_thread(self.db, _write_committed, [statements])
         finally:
             self._done()
-        return row_id
+        if isinstance(written, Exception):
+            raise written
+        return written
 
     def _done(self) -> None:
         """A write ended: the rows that came meanwhile go next, together."""
@@ -112,9 +141,13 @@ class GroupCommit:
                         if not w.written.done():
                             w.written.set_exception(exc)
                     continue
-                for w, row_id in zip(batch, ids, strict=True):
-                    if not w.written.done():
-                        w.written.set_result(row_id)
+                for w, written in zip(batch, ids, strict=True):
+                    if w.written.done():
+                        continue
+                    if isinstance(written, Exception):
+                        w.written.set_exception(written)
+                    else:
+                        w.written.set_result(written)
         finally:
             self._busy = False
             for w in self._waiting:  # only when cancelled: the loop is ending
@@ -223,7 +256,7 @@ class ResultRecording(StoreConnection):
                 completion.reasoning_tokens,
                 completion.notes,
                 gold_json(case),
-                scored.reason.model_dump_json() if scored.reason is not None else None,
+                scored.reason.to_json() if scored.reason is not None else None,
                 scored.scoring_version or None,
                 _variant_text(case.meta.get("variant")),
                 messages,

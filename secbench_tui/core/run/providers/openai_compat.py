@@ -16,7 +16,7 @@ import asyncio
 import inspect
 import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 from urllib.parse import urlparse, urlsplit, urlunsplit
@@ -247,9 +247,7 @@ class OpenAICompatibleProvider:
         try:
             return await run_attempts(lambda: self.attempt(case), self.policy, case.case_id, hooks)
         except Unreachable as exc:
-            return exc.failure.partial.model_copy(
-                update={"error": str(exc.failure), "attempts": exc.attempts}
-            )
+            return replace(exc.failure.partial, error=str(exc.failure), attempts=exc.attempts)
 
     async def attempt(self, case: Case) -> Completion:
         """One request: the reply, or a classified `Failure` (`RunAborted` for the run)."""

@@ -16,7 +16,7 @@ import email.utils
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
@@ -271,17 +271,16 @@ def _spend(spent: Completion, attempt: Completion) -> None:
 
 
 def _final(completion: Completion, spent: Completion, attempts: int, started: float) -> Completion:
-    return completion.model_copy(
-        update={
-            "prompt_tokens": spent.prompt_tokens,
-            "completion_tokens": spent.completion_tokens,
-            "cost": spent.cost,
-            "served_model": spent.served_model,
-            "provider": spent.provider,
-            "notes": spent.notes,  # what was not believed in any attempt
-            "attempts": attempts,
-            "latency_ms": (time.perf_counter() - started) * 1000,
-        }
+    return replace(
+        completion,
+        prompt_tokens=spent.prompt_tokens,
+        completion_tokens=spent.completion_tokens,
+        cost=spent.cost,
+        served_model=spent.served_model,
+        provider=spent.provider,
+        notes=spent.notes,  # what was not believed in any attempt
+        attempts=attempts,
+        latency_ms=(time.perf_counter() - started) * 1000,
     )
 
 
@@ -289,8 +288,8 @@ def _given_up(failure: Failure) -> Completion:
     """The case's record once retries are spent: its error, or an unreadable reply."""
     partial = failure.partial
     if failure.unreadable:
-        return partial.model_copy(update={"status": failure.status, "unreadable": str(failure)})
-    return partial.model_copy(update={"error": str(failure), "status": failure.status})
+        return replace(partial, status=failure.status, unreadable=str(failure))
+    return replace(partial, error=str(failure), status=failure.status)
 
 
 async def run_attempts(

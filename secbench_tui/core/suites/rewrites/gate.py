@@ -20,7 +20,7 @@ import json
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import psycopg
@@ -235,7 +235,7 @@ def _equivalence(
 
 def _as_run(case: Case, code: str) -> Case:
     """The original's identity (its scenario and `# Run NN` block) around other code."""
-    return case.model_copy(update={"code": code})
+    return replace(case, code=code)
 
 
 def _prove_scenario(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from secbench_tui.core.models import Case, CaseMeta, SuiteKind
@@ -185,9 +185,7 @@ class Variant:
                 "proven": proven,
             },
         }
-        return self.original.model_copy(
-            update={"case_id": self.case_id, "code": self.code, "meta": meta}
-        )
+        return replace(self.original, case_id=self.case_id, code=self.code, meta=meta)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import ast
 import copy
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -666,7 +666,7 @@ class Mutation:
             )
 
         declared = scenario.equivalent(case.case_id, mutant.line, mutant.kind.value)
-        mutated = case.model_copy(update={"code": mutant.code})
+        mutated = replace(case, code=mutant.code)
         run = CaseRun(case.app, f"{case.case_id}#mutant", "good", execute(mutated, scenario))
         others = [g for g in goods if g.case_id != case.case_id] or goods
         proof = judge([*others, run], scenario)[-1]

@@ -20,9 +20,12 @@ statement, then ends the session if the cancel was caught, so nothing a suite se
 
 from __future__ import annotations
 
+import heapq
+import os
 import secrets
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -171,11 +174,17 @@ class Watchdog:
     """Keeps the deadline of statements on a connection, from outside its session.
 
     Without `admin_uri` (in the Python child, which holds no administrator's secret) it only
-    cancels; the parent ends the child, and its sessions, when the cancel was caught."""
+    cancels; the parent ends the child, and its sessions, when the cancel was caught.
+
+    One thread of its own keeps every deadline (a verification runs thousands of statements,
+    and a pair of timer threads for each cost more than the statements); what a deadline does
+    when it passes (cancel, terminate) runs in a thread of its own, so a slow cancel never
+    delays another statement's deadline."""
 
     def __init__(self, admin_uri: str | None, limits: Limits) -> None:
         self.admin_uri = admin_uri
         self.limits = limits
+        self._clock = _Alarms()
 
     @contextmanager
     def limit(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
@@ -203,13 +212,10 @@ class Watchdog:
                 except psycopg.Error:
                     pass
 
-        timers = [
-            threading.Timer(self.limits.deadline, cancel),
-            threading.Timer(self.limits.deadline + self.limits.grace, terminate),
+        alarms = [
+            self._clock.set(self.limits.deadline, cancel),
+            self._clock.set(self.limits.deadline + self.limits.grace, terminate),
         ]
-        for timer in timers:
-            timer.daemon = True
-            timer.start()
         try:
             yield
         except psycopg.Error as exc:
@@ -219,10 +225,64 @@ class Watchdog:
         finally:
             with lock:
                 state["done"] = True
-            for timer in timers:
-                timer.cancel()
+            for alarm in alarms:
+                self._clock.clear(alarm)
         if state["fired"]:
             raise DeadlineExceeded(self.limits.deadline)
+
+
+class _Alarm:
+    __slots__ = ("due", "action", "cleared")
+
+    def __init__(self, due: float, action: Callable[[], None]) -> None:
+        self.due, self.action, self.cleared = due, action, False
+
+    def __lt__(self, other: _Alarm) -> bool:
+        return self.due < other.due
+
+
+class _Alarms:
+    """Actions due after a delay, kept by one daemon thread (started at the first alarm, and
+    again in a forked process, which inherits the list but not the thread). A cleared alarm
+    stays in the heap until it comes to the top, where it is dropped unrun."""
+
+    def __init__(self) -> None:
+        self._owner = -1
+
+    def _start(self) -> None:
+        self._owner = os.getpid()
+        self._due: list[_Alarm] = []
+        self._changed = threading.Condition()
+        threading.Thread(target=self._keep, name="secbench-watchdog", daemon=True).start()
+
+    def set(self, delay: float, action: Callable[[], None]) -> _Alarm:
+        if self._owner != os.getpid():
+            self._start()
+        alarm = _Alarm(time.monotonic() + delay, action)
+        with self._changed:
+            heapq.heappush(self._due, alarm)
+            if self._due[0] is alarm:
+                self._changed.notify()
+        return alarm
+
+    def clear(self, alarm: _Alarm) -> None:
+        alarm.cleared = True
+
+    def _keep(self) -> None:
+        due, changed = self._due, self._changed
+        while True:
+            with changed:
+                while due and due[0].cleared:
+                    heapq.heappop(due)
+                if not due:
+                    changed.wait()
+                    continue
+                wait = due[0].due - time.monotonic()
+                if wait > 0:
+                    changed.wait(wait)
+                    continue
+                alarm = heapq.heappop(due)
+            threading.Thread(target=alarm.action, daemon=True).start()
 
 
 class AppDatabase:
