@@ -207,6 +207,25 @@ async def test_a_row_the_database_refuses_fails_alone_among_rows_written_togethe
     await store.close()
 
 
+async def test_a_refused_first_row_takes_no_case_text_with_it(tmp_path: Path) -> None:
+    """A run writes its cases' texts before its first result; that result refused (and its
+    transaction rolled back) must leave the texts the next results point at."""
+    store = await Store.open(tmp_path / "r.db")
+    run_id = await new_run(store)
+    await store.remember_texts([make_case(i) for i in range(3)])
+    with sqlite3.connect(tmp_path / "r.db") as other:
+        other.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON evaluations"
+            " WHEN NEW.case_id LIKE '%case-00%' BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        )
+    with pytest.raises(sqlite3.IntegrityError, match="refused"):
+        await record(store, run_id, 0, Outcome.CORRECT)
+    await record(store, run_id, 1, Outcome.CORRECT)  # its text is still there to point at
+    result = await store.result((await store.results_page())[0]["id"])
+    assert result is not None and result["code"] == "SELECT 1;"
+    await store.close()
+
+
 async def test_same_case_and_repeat_is_stored_once_per_run(tmp_path: Path) -> None:
     store = await Store.open(tmp_path / "r.db")
     run_id = await new_run(store)
