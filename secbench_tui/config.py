@@ -10,15 +10,16 @@ with `Check`), which reports every problem at once for `describe_error` to say i
 
 Front ends receive a `Settings` and never read the environment themselves. The API key is a
 `SecretStr`: `recorded()` (what goes into the database and reports) never contains it.
-"""
 
-from __future__ import annotations
+The annotations here are evaluated as the classes are made (no `from __future__ import
+annotations`): `Declared` reads them as objects, where text would cost every start of the
+program a compile of each declaration.
+"""
 
 import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast, get_args
 from urllib.parse import urlparse
@@ -438,7 +439,7 @@ class Settings(Options):
 
     def run(
         self, model: str, prompt: EvaluationPrompt | None = None, method: str | None = None
-    ) -> RunSettings:
+    ) -> "RunSettings":
         """One cell of the matrix: these options, with one model and its prompt or method."""
         shared = {name: getattr(self, name) for name in Options.FIELDS}
         return RunSettings(**shared, model=model, prompt=prompt, method=method)
@@ -614,7 +615,7 @@ def _in_our_words(problem: Problem) -> str | None:
 
 def bundled_cases_dir() -> Path:
     """The suite shipped inside the package, from any working directory or install."""
-    return Path(str(resources.files("secbench_tui") / "cases"))
+    return Path(__file__).parent / "cases"  # installed as files, as prompts/ is
 
 
 def is_bundled_suite(cases_dir: Path) -> bool:

@@ -166,7 +166,7 @@ class Declared:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        hints = _type_hints(cls, include_extras=True)
+        hints = _hints(cls)
         found: dict[str, Setting] = {}
         for name, hint in hints.items():
             if get_origin(hint) is ClassVar or name.startswith("_") or name == "FIELDS":
@@ -234,6 +234,22 @@ class Declared:
 
     def __iter__(self) -> Iterator[tuple[str, Any]]:
         return iter(self.values().items())
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """The class's annotations with its bases', as objects. Annotations that are already
+    objects (a module without `from __future__ import annotations`, as config.py is) are
+    taken as they are: evaluating every declaration's text again would cost each start of
+    the program a compile per field."""
+    hints: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        if not issubclass(klass, Declared) or klass is Declared:
+            continue
+        own = klass.__dict__.get("__annotations__", {})
+        if any(isinstance(hint, str) for hint in own.values()):
+            return _type_hints(cls, include_extras=True)
+        hints.update(own)
+    return hints
 
 
 # --- a value against its declared type -----------------------------------------------------

@@ -8,6 +8,7 @@ shared by the tests of one process (one xdist worker), one after another.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -19,6 +20,16 @@ import pytest
 @pytest.fixture(autouse=True)
 def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` starts one worker more than there are processors: much of the tests' time
+    is spent waiting (on PostgreSQL, the program run as a subprocess, tmux, chromium), and a
+    third worker on 2 cores fills that time (README, "How long they take", has the figures).
+    The environment's `PYTEST_XDIST_AUTO_NUM_WORKERS` still decides when it is set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

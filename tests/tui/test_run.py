@@ -103,13 +103,15 @@ async def test_stop_midway_keeps_every_finished_case(
 async def test_escape_then_no_keeps_running(
     remote_settings: Settings, clean_suite: Path, server: LoopbackServer
 ) -> None:
-    server.delay = 0.1
+    server.hold_after(1)  # the run cannot end before the question is answered
     app = make_app(remote_settings, offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
         run = await start(pilot, app)
         await pilot.press("escape")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("n")
+        await wait_until(pilot, lambda: app.screen is run)
+        server.release()
         await settle(pilot)
         assert run.state == "completed"
     assert len(db_rows(Path("results.db"))) == 5

@@ -222,7 +222,10 @@ def test_a_live_matrix_shows_each_run_with_its_state_and_one_eta(
     it shows `queued`, not `running 0/N`; one line gives the matrix's progress and ETA; the
     model names are whole where they fit, the case ids keep their app."""
     write_suite(tmp_path / "suite", {"orders-service": ["bad", "good"] * 10})
-    with LoopbackServer(delay=0.3) as server:
+    with LoopbackServer() as server:
+        # the first answers come at once, the rest wait until the test has seen the matrix in
+        # progress: the queued runs stay queued however slowly a loaded machine draws
+        server.hold_after(4)
         command = (
             f"{sys.executable} -m secbench_tui"
             " --model openai/gpt-4o-mini,anthropic/claude-3.5-haiku --prompt default,attacker"
@@ -255,6 +258,7 @@ def test_a_live_matrix_shows_each_run_with_its_state_and_one_eta(
                 lambda shown: "ETA 0:" in shown and "orders-service/" in shown,
                 "the matrix's ETA and a case id with its app",
             )
+            server.release()
             shown = wait_for(screen, "4 done")
             assert "finished" in shown and "Traceback" not in shown
             with sqlite3.connect(tmp_path / "r.db") as conn:

@@ -17,8 +17,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Literal
 
@@ -98,8 +96,11 @@ class PromptError(Exception):
     """A `--prompt` value that names nothing usable; the message says what to give instead."""
 
 
-def _bundled_dir() -> Traversable:
-    return resources.files("secbench_tui") / "prompts"
+def _bundled_dir() -> Path:
+    """The package's `prompts/` folder. A path beside this file, not `importlib.resources`:
+    the package is always installed as files (its suites are read and run from disk), and
+    that module's import costs every start a few milliseconds."""
+    return Path(__file__).parents[2] / "prompts"
 
 
 def bundled_prompt_names() -> list[str]:

@@ -210,21 +210,49 @@ def _params(scenario: Scenario, index: int) -> str:
     return f"parameter set {index + 1}"
 
 
+@dataclass(frozen=True)
+class _Baseline:
+    """The original on one parameter set, as every variant of it is compared with: what it
+    gave, and the columns it does not reproduce (or why it proves nothing there)."""
+
+    first: Execution
+    masked: dict[str, set[str]]
+    unusable: str | None
+
+
+def _baselines(
+    original: tuple[Execution, ...], again: tuple[Execution, ...], scenario: Scenario, ordered: bool
+) -> tuple[_Baseline, ...]:
+    """Worked out once per original, not again for each of its variants."""
+    found = []
+    for first, second in zip(original, again, strict=True):
+        where = _params(scenario, first.params_index)
+        masked: dict[str, set[str]] = {}
+        unusable = None
+        if first.error is not None:
+            unusable = f"the original does not run on {where}: {first.error}"
+        else:
+            masked = _unstable(_tables(first), _tables(second))
+            if _difference(first, second, masked, ordered) is not None:
+                unusable = (
+                    f"the original does not reproduce itself on {where}: nothing to compare with"
+                )
+        found.append(_Baseline(first, masked, unusable))
+    return tuple(found)
+
+
 def _equivalence(
-    original: tuple[Execution, ...],
-    again: tuple[Execution, ...],
+    baselines: tuple[_Baseline, ...],
     variant: tuple[Execution, ...],
     scenario: Scenario,
     ordered: bool,
 ) -> str | None:
     """Why the variant is not equivalent, or None."""
-    for first, second, ours in zip(original, again, variant, strict=True):
+    for base, ours in zip(baselines, variant, strict=True):
+        first, masked = base.first, base.masked
         where = _params(scenario, first.params_index)
-        if first.error is not None:
-            return f"the original does not run on {where}: {first.error}"
-        masked = _unstable(_tables(first), _tables(second))
-        if _difference(first, second, masked, ordered) is not None:
-            return f"the original does not reproduce itself on {where}: nothing to compare with"
+        if base.unusable is not None:
+            return base.unusable
         if ours.error is not None:
             return f"fails on {where}: {ours.error}"
         why = _difference(first, ours, masked, ordered)
@@ -247,12 +275,13 @@ def _prove_scenario(
     report: GateReport,
 ) -> None:
     labelled: dict[str, tuple[Execution, ...]] = {}
-    compared: dict[str, tuple[tuple[Execution, ...], tuple[Execution, ...]]] = {}
+    compared: dict[str, tuple[_Baseline, ...]] = {}
     needed = {v.original.case_id for v in variants}
     for case in originals:
         first = execute(case, state)
         if case.case_id in needed:
-            compared[case.case_id] = (first, execute(case, state))
+            again = execute(case, state)
+            compared[case.case_id] = _baselines(first, again, scenario, _ordered(case))
         labelled[case.case_id] = execute(case, scenario) if scenario.property_sql else first
     runs = [
         CaseRun(c.app, c.case_id, c.expected, labelled[c.case_id], case_rule(c)) for c in originals
@@ -260,8 +289,7 @@ def _prove_scenario(
     for variant in variants:
         original = variant.original
         mine = execute(_as_run(original, variant.code), state)
-        first, again = compared[original.case_id]
-        why = _equivalence(first, again, mine, scenario, _ordered(original))
+        why = _equivalence(compared[original.case_id], mine, scenario, _ordered(original))
         if why is None:
             labelled_run = (
                 execute(_as_run(original, variant.code), scenario)
