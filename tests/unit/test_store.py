@@ -108,6 +108,25 @@ async def test_schema_has_the_specs_seven_columns_and_wal(tmp_path: Path) -> Non
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 
+async def test_results_do_not_stall_on_a_checkpoint_every_125_rows(tmp_path: Path) -> None:
+    """A row writes about 8 pages to the write-ahead log; at SQLite's default (a checkpoint,
+    with its fsyncs, once the log holds 1,000 pages) every 125th result would stall on one.
+    200 results stay in the log, committed (another connection reads them), until close."""
+    path = tmp_path / "r.db"
+    store = await Store.open(path)
+    run_id = await new_run(store)
+    size = path.stat().st_size
+    for i in range(200):
+        await record(store, run_id, i, Outcome.CORRECT)
+    wal = path.with_name("r.db-wal").stat().st_size
+    assert wal > 1_000 * 4096  # past the default's checkpoint
+    assert path.stat().st_size == size  # nothing copied into the file yet
+    other = sqlite3.connect(path)
+    assert other.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0] == 200
+    other.close()
+    await store.close()
+
+
 async def test_each_record_is_committed_before_record_returns(tmp_path: Path) -> None:
     store = await Store.open(tmp_path / "r.db")
     run_id = await new_run(store)
@@ -185,6 +204,25 @@ async def test_a_row_the_database_refuses_fails_alone_among_rows_written_togethe
     other = sqlite3.connect(tmp_path / "r.db")
     stored = other.execute("SELECT case_id FROM evaluations ORDER BY case_id").fetchall()
     assert [c for (c,) in stored] == [f"shop/case-{i:02d}.md" for i in (0, 1, 3, 4)]
+    await store.close()
+
+
+async def test_a_refused_first_row_takes_no_case_text_with_it(tmp_path: Path) -> None:
+    """A run writes its cases' texts before its first result; that result refused (and its
+    transaction rolled back) must leave the texts the next results point at."""
+    store = await Store.open(tmp_path / "r.db")
+    run_id = await new_run(store)
+    await store.remember_texts([make_case(i) for i in range(3)])
+    with sqlite3.connect(tmp_path / "r.db") as other:
+        other.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON evaluations"
+            " WHEN NEW.case_id LIKE '%case-00%' BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        )
+    with pytest.raises(sqlite3.IntegrityError, match="refused"):
+        await record(store, run_id, 0, Outcome.CORRECT)
+    await record(store, run_id, 1, Outcome.CORRECT)  # its text is still there to point at
+    result = await store.result((await store.results_page())[0]["id"])
+    assert result is not None and result["code"] == "SELECT 1;"
     await store.close()
 
 

@@ -40,7 +40,6 @@ from secbench_tui.core.models import (
 )
 from secbench_tui.core.results.figures import run_figures
 from secbench_tui.core.results.metrics import summarize, usage_stats
-from secbench_tui.core.results.robustness import originals_only, robustness
 from secbench_tui.core.results.scoring import score_completion
 from secbench_tui.core.results.summary import RunSummary
 from secbench_tui.core.run.events import (
@@ -59,6 +58,7 @@ from secbench_tui.core.run.providers.base import (
     RunAborted,
     SendsBodies,
 )
+from secbench_tui.core.run.providers.json_body import SharedPrefixes
 from secbench_tui.core.run.providers.retry import (
     Attempter,
     Breaker,
@@ -70,7 +70,7 @@ from secbench_tui.core.run.providers.retry import (
     unreachable_message,
 )
 from secbench_tui.core.store.database import Store
-from secbench_tui.core.store.rows import ResultRow
+from secbench_tui.core.store.rows import ResultRow, originals_only
 from secbench_tui.core.store.values import LEGACY_PROMPT_NAME, now_iso, prompt_keyed, text_hash
 from secbench_tui.core.suites import security_bench
 from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
@@ -115,6 +115,12 @@ class RunSpec:
     base_url: str | None = None
     _request_bases: dict[int, tuple[Case, str]] = field(
         default_factory=dict, init=False, repr=False, compare=False
+    )
+    _prompt_strings: SharedPrefixes = field(
+        default_factory=lambda: SharedPrefixes(ensure_ascii=True),
+        init=False,
+        repr=False,
+        compare=False,
     )
 
     @cached_property
@@ -180,7 +186,16 @@ class RunSpec:
         known = self._request_bases.get(id(case))
         if known is not None and known[0] is case:
             return known[1]
-        messages = json.dumps([[m.role, m.content] for m in case.prompt_messages()])
+        # json.dumps([[m.role, m.content], ...]) written with the app's prompt escaped once
+        strings, prefix = self._prompt_strings, case.prompt_prefix
+        messages = (
+            "["
+            + ", ".join(
+                f"[{json.dumps(m.role)}, {strings.string(m.content, prefix)}]"
+                for m in case.prompt_messages()
+            )
+            + "]"
+        )
         base = text_hash(
             self.model, case.case_id, messages, str(case.structured), self._request_json
         )
@@ -355,6 +370,9 @@ class Engine:
         self.spec = spec
         self.rank = rank  # its turn among the runs sharing `limit` (AdaptiveLimit.enroll)
         self.provider = provider
+        # a provider whose retries the engine drives (asked once: a Protocol's isinstance
+        # check costs as much as the rest of a case's bookkeeping)
+        self._attempter = provider if isinstance(provider, Attempter) else None
         self.store = store
         self.run_id: int | None = None
         # one model's runs share its limit: the rate limit belongs to the model, not the run
@@ -570,6 +588,8 @@ class Engine:
         if len(originals) != len(rows) or rewrites:
             figures.update(usage_stats(rows))  # what the variants cost counts
             rewrites = rewrites if isinstance(rewrites, dict) else {}
+            from secbench_tui.core.results.robustness import robustness  # --rewrites only
+
             figures["robustness"] = robustness(
                 rows, rewrites.get("dropped"), rewrites.get("kinds"), self.spec.repeats
             )
@@ -750,9 +770,9 @@ class Engine:
 
     async def _complete(self, run_id: int, case: Case, slot: _Slot) -> Completion:
         """The provider's answer, its retries driven here so a waiting case holds no slot."""
-        provider = self.provider
-        if not isinstance(provider, Attempter):  # retries (if any) happen inside `complete`
-            return await self._request(provider.complete(case, self._on_retry(run_id)))
+        provider = self._attempter
+        if provider is None:  # retries (if any) happen inside `complete`
+            return await self._request(self.provider.complete(case, self._on_retry(run_id)))
         hooks = _EngineHooks(self, run_id, slot, provider.endpoint, case.case_id)
         try:
             return await run_attempts(

@@ -82,6 +82,12 @@ def _write_committed(
     return written
 
 
+def _insert_committed(conn: sqlite3.Connection, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    """`rows` inserted by `sql` and committed, the cursor closed on the database's thread."""
+    conn.executemany(sql, rows).close()
+    conn.commit()
+
+
 class _Waiting:
     __slots__ = ("statements", "written")
 
@@ -171,9 +177,10 @@ class ResultRecording(StoreConnection):
         """Write the code and description of every case a run is about to ask, in one call.
 
         `record` then writes only each result's row: one statement and a commit per case,
-        instead of two statements (each a hop to the database thread) and a commit. The texts
-        are committed with the first result (rows of the content-addressed text table, so
-        one written for a case a stopped run never asked is harmless).
+        instead of two statements and a commit. The texts are committed here, before any
+        result: a result's transaction that fails is rolled back (`_write_rows`), and must
+        not take the texts other rows point at with it (rows of the content-addressed text
+        table, so one written for a case a stopped run never asked is harmless).
         """
         rows: dict[str, tuple[str, Any, Any]] = {}
         for case in cases:
@@ -181,24 +188,27 @@ class ResultRecording(StoreConnection):
             if case_hash not in self._known_texts:
                 rows[case_hash] = (case_hash, storable(case.code), storable(case.description))
         if rows:
-            async with self.db.executemany(
+            await on_database_thread(
+                self.db,
+                _insert_committed,
                 "INSERT OR IGNORE INTO case_texts (hash, code, description) VALUES (?, ?, ?)",
                 list(rows.values()),
-            ):
-                pass  # the cursor is closed on the database's thread (see `record`)
+            )
             self._known_texts.update(rows)
 
     async def remember_requests(self, cases: Sequence[Case]) -> dict[str, str]:
-        """Write the texts of every message a run's cases send, in one call (committed with
-        the first result), and return what each result's row names them by, by case id
-        (`core.store.requests`)."""
+        """Write the texts of every message a run's cases send, in one call, committed (as
+        `remember_texts` says why), and return what each result's row names them by, by case
+        id (`core.store.requests`)."""
         refs = {case.case_id: self._request_texts.refs(case) for case in cases}
         rows = self._request_texts.rows(self._known_request_texts)
         if rows:
-            async with self.db.executemany(
-                "INSERT OR IGNORE INTO request_texts (hash, text) VALUES (?, ?)", rows
-            ):
-                pass
+            await on_database_thread(
+                self.db,
+                _insert_committed,
+                "INSERT OR IGNORE INTO request_texts (hash, text) VALUES (?, ?)",
+                rows,
+            )
             self._known_request_texts.update(h for h, _ in rows)
         return refs
 

@@ -9,7 +9,7 @@ number a server sent that cannot be true reads as None.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Required, TypedDict, cast
 
 
@@ -70,6 +70,12 @@ class ResultRow(TypedDict, total=False):
     prompt_name: str | None  # the run's, where a reader adds it (the report: exports carry it)
     code: str | None  # joined from case_texts
     description: str | None
+
+
+def originals_only(rows: Sequence[ResultRow]) -> list[ResultRow]:
+    """The rows of original cases: a run's accuracy never blends in its variants
+    (`--rewrites`), which have figures of their own (`results.robustness`)."""
+    return [r for r in rows if not isinstance(r.get("variant"), dict)]
 
 
 def column(row: ResultRow, name: str) -> Any:

@@ -27,7 +27,7 @@ def storable(value: Any) -> Any:
 
     A model's reply is untrusted input; one odd character must not cost the case.
     """
-    if isinstance(value, str):
+    if isinstance(value, str) and not value.isascii():  # ASCII (known at once) always is
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:

@@ -28,6 +28,7 @@ from secbench_tui.core.models import Case, ChatRequest, Completion, JSONObject
 from secbench_tui.core.run.http import async_client
 from secbench_tui.core.run.providers import shallow_json
 from secbench_tui.core.run.providers.base import RetryCallback, RetryNotice, RunAborted
+from secbench_tui.core.run.providers.json_body import BodyEncoder
 from secbench_tui.core.run.providers.retry import (
     BACKOFF_BASE,
     RETRYABLE_STATUS,
@@ -171,6 +172,7 @@ class OpenAICompatibleProvider:
         self.reports_cost = settings.is_openrouter  # usage.cost is OpenRouter's extension
         self._sleep = sleep
         self.endpoint = settings.base_url
+        self._bodies = BodyEncoder()
         self.policy = RetryPolicy(
             max_retries=settings.max_retries,
             backoff_base=settings.backoff_base,
@@ -191,9 +193,10 @@ class OpenAICompatibleProvider:
         return api_url(self.settings.base_url, "chat/completions")
 
     @cached_property
-    def _headers(self) -> dict[str, str]:
-        """`headers()`, built once (a key that cannot be sent raises at every attempt)."""
-        return self.headers()
+    def _headers(self) -> httpx.Headers:
+        """`headers()`, built and checked by httpx once, not for every request (a key that
+        cannot be sent raises at every attempt)."""
+        return httpx.Headers(self.headers())
 
     def headers(self) -> dict[str, str]:
         headers = {
@@ -248,16 +251,24 @@ class OpenAICompatibleProvider:
 
     async def attempt(self, case: Case) -> Completion:
         """One request: the reply, or a classified `Failure` (`RunAborted` for the run)."""
-        completion, usage = await self._attempt(self._url, self.payload(case))
+        body = self.payload(case)
+        completion, usage = await self._attempt(self._url, body, case.prompt_prefix)
         return _with_usage(completion, usage)
 
-    async def _attempt(self, url: str, body: ChatRequest) -> tuple[Completion, Usage]:
+    async def _attempt(
+        self, url: str, body: ChatRequest, shared: str = ""
+    ) -> tuple[Completion, Usage]:
+        """`shared`: the text the body's message starts with, which every case of its app
+        sends (`BodyEncoder`)."""
         limit = self.settings.timeout
         replied = False  # the reply's headers arrived: the endpoint is there, if slow
         try:
+            content = self._bodies.encode(body, shared)  # Content-Type is in the headers
             async with (
                 asyncio.timeout(limit),  # the whole attempt: httpx's timeouts are per read
-                self._client.stream("POST", url, json=body, headers=self._headers) as response,
+                self._client.stream(
+                    "POST", url, content=content, headers=self._headers
+                ) as response,
             ):
                 replied = True
                 await response.aread()
