@@ -8,7 +8,11 @@ from __future__ import annotations
 import threading
 import time
 
-from secbench_tui.core.suites.verify.sandbox import _Alarms
+import pytest
+
+pytest.importorskip("psycopg", reason="needs the verify extra (psycopg)")
+
+from secbench_tui.core.suites.verify.sandbox import _Alarms  # noqa: E402
 
 
 def test_alarms_run_when_due_in_order_and_cleared_ones_never() -> None:
