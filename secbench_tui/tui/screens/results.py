@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.events import DescendantFocus
+from textual.message import Message
 from textual.widgets import DataTable, Header, Input, Select, Static
 
 from secbench_tui.config import bundled_cases_dir
@@ -106,6 +107,16 @@ def run_cells(
     )
 
 
+class RunsTable(DataTable[Text | str]):
+    """The runs: says when its own width changes (a Resize is not sent to the screen)."""
+
+    class Resized(Message):
+        pass
+
+    def on_resize(self) -> None:
+        self.post_message(self.Resized())
+
+
 class ResultsScreen(BaseScreen):
     BINDINGS = [
         Binding("escape", "back", "Back", id="results.back"),
@@ -135,10 +146,11 @@ class ResultsScreen(BaseScreen):
         self.show_request = False  # the detail shows the result's request (`t`), not the result
         # each run's P-C, with the count of results it was computed from (kept while it holds)
         self.pair_scores: dict[int, tuple[int, float | None]] = {}
+        self._runs_width = -1  # the runs table's width when its rows were last drawn
 
     def compose(self) -> ComposeResult:
         yield Header()
-        runs: DataTable[Text | str] = DataTable(id="runs-table", cursor_type="row")
+        runs: DataTable[Text | str] = RunsTable(id="runs-table", cursor_type="row")
         runs.border_title = "Runs (Enter shows a run's results, space marks it for export)"
         yield runs
         with Horizontal(id="filters"):
@@ -206,6 +218,7 @@ class ResultsScreen(BaseScreen):
         row = table.cursor_row
         table.clear()
         width = table.size.width or self.size.width
+        self._runs_width = table.size.width
         columns = run_columns(width)
         if columns != self._run_columns:  # a narrow terminal leaves some out
             table.clear(columns=True)
@@ -350,6 +363,14 @@ class ResultsScreen(BaseScreen):
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._draw_runs)
+
+    @on(RunsTable.Resized)
+    def _runs_resized(self) -> None:
+        """The runs table laid out at another width than its rows were drawn for (they may
+        have been drawn before the layout gave it its width, when only the screen's own
+        resize redrew them, and the names stayed cut to a few letters)."""
+        if self.query_one("#runs-table", DataTable).size.width != self._runs_width:
+            self.call_after_refresh(self._draw_runs)
 
     def _draw_status(self) -> None:
         table = self.query_one(ResultsTable)
