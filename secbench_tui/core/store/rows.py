@@ -7,7 +7,8 @@ every key is optional. Values are the believable ones (`stored_values.evaluation
 number a server sent that cannot be true reads as None.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: the typed dicts below are made at every start,
+# and an annotation kept as text costs each of their fields a compile (issue 23).
 
 from collections.abc import Mapping, Sequence
 from typing import Any, Required, TypedDict, cast
