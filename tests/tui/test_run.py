@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
@@ -350,3 +351,19 @@ async def test_a_suite_with_no_usable_case_is_refused_and_no_run_recorded(
         notes = [n.message for n in app._notifications if n.severity == "error"]
     assert any(f"no usable case in {suite} (1 skipped: " in n for n in notes), notes
     assert not Path("results.db").exists() or run_status(Path("results.db")) == []
+
+
+async def test_the_app_closes_its_database_after_a_run_at_concurrency_four(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """Rows written together by the run's own event loop kept the store from closing: the
+    database's thread stayed up, and the app never exited on q."""
+    app = make_app(make_settings(model="baseline/random", concurrency=4), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        run = await start(pilot, app)
+        await settle(pilot)
+        assert run.state == "completed"
+        store = await app.store()
+    # out of run_test: the app has unmounted, and closed its store whatever the run left
+    with pytest.raises(ValueError):  # closed: aiosqlite refuses any further statement
+        await store.db.execute("SELECT 1")

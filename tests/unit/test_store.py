@@ -226,6 +226,27 @@ async def test_a_refused_first_row_takes_no_case_text_with_it(tmp_path: Path) ->
     await store.close()
 
 
+async def test_a_store_written_on_another_event_loop_still_closes(tmp_path: Path) -> None:
+    """The app runs the engine on an event loop of its own, in a worker's thread, and closes
+    the store from its own loop: rows written together there must not keep the store from
+    closing (the app then never exited on q: the database's thread was left running)."""
+    store = await Store.open(tmp_path / "r.db")
+    run_id = await new_run(store)
+
+    def engine_thread() -> None:
+        async def cases() -> None:
+            await asyncio.gather(*(record(store, run_id, i, Outcome.CORRECT) for i in range(20)))
+
+        asyncio.run(cases())
+
+    await asyncio.to_thread(engine_thread)
+    await asyncio.wait_for(store.close(), 5)
+    with pytest.raises(ValueError):  # closed: aiosqlite refuses any further statement
+        await store.db.execute("SELECT 1")
+    stored = sqlite3.connect(tmp_path / "r.db").execute("SELECT COUNT(*) FROM evaluations")
+    assert stored.fetchone()[0] == 20
+
+
 async def test_same_case_and_repeat_is_stored_once_per_run(tmp_path: Path) -> None:
     store = await Store.open(tmp_path / "r.db")
     run_id = await new_run(store)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -161,9 +162,23 @@ class GroupCommit:
             self._waiting = []
 
     async def drain(self) -> None:
-        """Wait for the rows still being written (before the database is closed)."""
-        if self._flusher is not None:
-            await asyncio.gather(self._flusher, return_exceptions=True)
+        """Wait for the rows still being written (before the database is closed). The rows
+        may have been written from another event loop (the app runs the engine on one of its
+        own, in a worker's thread): that loop's flusher is waited for on that loop while it
+        runs; one whose loop has ended has nothing left to wait for."""
+        flusher = self._flusher
+        if flusher is None or flusher.done():
+            return
+        loop = flusher.get_loop()
+        if loop is asyncio.get_running_loop():
+            await asyncio.gather(flusher, return_exceptions=True)
+        elif loop.is_running():
+
+            async def finished() -> None:
+                await asyncio.gather(flusher, return_exceptions=True)
+
+            with contextlib.suppress(Exception):
+                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(finished(), loop))
 
 
 def _variant_text(value: Any) -> str | None:
@@ -291,8 +306,10 @@ class ResultRecording(StoreConnection):
         return GroupCommit(self.db)
 
     async def close(self) -> None:
-        await self._commits.drain()
-        await super().close()
+        try:
+            await self._commits.drain()
+        finally:  # whatever happened to the rows in flight, the database's thread ends
+            await super().close()
 
     async def _model_of(self, evaluation: Evaluation) -> str:
         if evaluation.run_id not in self._run_models:
