@@ -488,3 +488,20 @@ async def test_version_2_file_gains_reasoning_columns_and_keeps_its_results(
     (lean,) = await store.run_results(run_id, with_text=False)
     assert lean["reasoning_tokens"] == 77
     await store.close()
+
+
+def test_a_refused_row_undoes_only_itself_not_a_write_waiting_for_its_commit() -> None:
+    """A refused row is undone to a savepoint taken before it: a write still waiting on the
+    connection for its commit stays, and is committed with the next row."""
+    from secbench_tui.core.store.recording import _write_committed
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE texts (hash TEXT PRIMARY KEY)")
+    conn.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
+    conn.commit()
+    conn.execute("INSERT INTO texts VALUES ('h1')")  # waiting for a commit
+    (refused,) = _write_committed(conn, [[("INSERT INTO rows (v) VALUES (?)", (None,))]])
+    assert isinstance(refused, sqlite3.IntegrityError)
+    assert _write_committed(conn, [[("INSERT INTO rows (v) VALUES (?)", (5,))]]) == [1]
+    assert not conn.in_transaction
+    assert conn.execute("SELECT hash FROM texts").fetchall() == [("h1",)]

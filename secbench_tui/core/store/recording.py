@@ -37,9 +37,11 @@ Statement = tuple[str, Sequence[Any]]
 
 def _write_rows(conn: sqlite3.Connection, rows: Sequence[Sequence[Statement]]) -> list[int]:
     """Each row's statements, then one commit; the id of each row's last statement. On a
-    failure nothing of them stays: the transaction is rolled back, not left for the next
-    commit to carry."""
+    failure nothing of them stays, and nothing else is lost: they are undone to a savepoint
+    taken before them (a rollback would also undo any write still waiting on this connection
+    for its commit), not left for the next commit to carry."""
     ids = []
+    conn.execute("SAVEPOINT result_rows")
     try:
         for statements in rows:
             row_id = None
@@ -51,10 +53,12 @@ def _write_rows(conn: sqlite3.Connection, rows: Sequence[Sequence[Statement]]) -
                     cursor.close()
             assert row_id is not None
             ids.append(row_id)
-        conn.commit()
     except BaseException:
-        conn.rollback()
+        conn.execute("ROLLBACK TO result_rows")
+        conn.execute("RELEASE result_rows")
         raise
+    conn.execute("RELEASE result_rows")
+    conn.commit()
     return ids
 
 
