@@ -118,6 +118,25 @@ async def test_escape_then_no_keeps_running(
     assert len(db_rows(Path("results.db"))) == 5
 
 
+async def test_the_stop_question_goes_when_the_run_ends_unanswered(
+    remote_settings: Settings, clean_suite: Path, server: LoopbackServer
+) -> None:
+    """A run that ends while "Stop the run?" is asked has nothing left to stop: the question
+    goes, and the finished run is in view."""
+    server.hold_after(1)
+    app = make_app(remote_settings, offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        run = await start(pilot, app)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        server.release()  # the run goes on to its end under the question
+        await wait_until(pilot, lambda: run.state == "completed")
+        await wait_until(pilot, lambda: app.screen is run)
+        await settle(pilot)
+        assert run.state == "completed"  # not stopped: the question was not answered
+    assert len(db_rows(Path("results.db"))) == 5
+
+
 async def test_waiting_on_a_rate_limit_is_shown(
     remote_settings: Settings, clean_suite: Path, server: LoopbackServer
 ) -> None:
