@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Self, Union, get_args, get_origin
@@ -197,10 +197,10 @@ class Declared:
                 if setting.required:
                     problems.append(Problem(name, "missing", "is required"))
                     continue
-                object.__setattr__(self, name, setting.default_value())
+                setattr(self, name, setting.default_value())
                 continue
             try:
-                object.__setattr__(self, name, setting.checked(value))
+                setattr(self, name, setting.checked(value))
             except _Invalid as exc:
                 problems.append(Problem(name, exc.kind, exc.message, value, exc.bounds))
         if problems:
@@ -231,9 +231,6 @@ class Declared:
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={v!r}" for k, v in self.values().items())
         return f"{type(self).__name__}({shown})"
-
-    def __iter__(self) -> Iterator[tuple[str, Any]]:
-        return iter(self.values().items())
 
 
 def _hints(cls: type) -> dict[str, Any]:

@@ -236,7 +236,8 @@ def format_matrix(finished: list[RunFinished]) -> str:
 async def print_plan(settings: Settings, out: TextIO) -> int:
     """`--dry-run`: the runs, their requests after reuse, tokens and cost; nothing is asked."""
     from secbench_tui.core.run.catalog import load_catalog
-    from secbench_tui.core.run.estimate import context_overflows, estimate, estimate_lines
+    from secbench_tui.core.run.context import context_overflows
+    from secbench_tui.core.run.estimate import estimate, estimate_lines
 
     try:
         cells = plan_settings(settings)  # bad flags are said before anything is fetched

@@ -22,7 +22,7 @@ from secbench_tui.core.store.database import Store
 from secbench_tui.planner import Plan, context_refusals, plan_matrix, resolve_matrix_defaults
 
 if TYPE_CHECKING:
-    from secbench_tui.core.run.estimate import Overflow
+    from secbench_tui.core.run.context import Overflow
 
 GIL_SWITCH = 0.0005  # seconds: sys.setswitchinterval while runs go on (see MatrixRun.events)
 

@@ -30,7 +30,7 @@ from secbench_tui.core.suites.prompts import (
 
 if TYPE_CHECKING:
     from secbench_tui.core.run.catalog import Catalog, ModelInfo
-    from secbench_tui.core.run.estimate import Overflow
+    from secbench_tui.core.run.context import Overflow
 
 REASONING_MAX_TOKENS = 32768
 
@@ -51,7 +51,7 @@ class LoadedSuite:
 
 def is_vuldetectbench(path: Path) -> bool:
     """A VulDetectBench test set: `task{N}_code.jsonl` files, as the benchmark ships them."""
-    from secbench_tui.core.vuldetectbench.loader import is_vuldetectbench_dir
+    from secbench_tui.core.vuldetectbench import is_vuldetectbench_dir
 
     return is_vuldetectbench_dir(path)
 
@@ -533,7 +533,7 @@ async def context_refusals(
     for the whole matrix at most (the defaults have usually just cached it); a model whose
     context is not known is never refused."""
     from secbench_tui.core.run.catalog import cache_path, load_cache, lookup_models
-    from secbench_tui.core.run.estimate import context_overflows
+    from secbench_tui.core.run.context import context_overflows
 
     models = list(dict.fromkeys(r.model for r in plan.runs if not is_baseline(r.model)))
     if not models:

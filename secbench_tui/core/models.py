@@ -10,7 +10,8 @@ again on every construction bought nothing but start-up time. The one that is re
 text, `ReasonScore`, is checked where it is read (`ReasonScore.from_json`).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: the typed dicts below are made at every start,
+# and an annotation kept as text costs each of their fields a compile (issue 23).
 
 import json
 import re
@@ -227,7 +228,7 @@ class ReasonScore:
         return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> ReasonScore:
+    def from_json(cls, text: str | bytes) -> "ReasonScore":
         """A stored `reasons` value read back and checked: ValueError (json's included) for
         anything that is not what `to_json` writes (a hostile or damaged file). Keys it does
         not know are ignored; keys it knows that are missing take their defaults."""
@@ -353,7 +354,7 @@ class RunStatus(StrEnum):
     UNKNOWN = "unknown"
 
     @classmethod
-    def of(cls, value: str | None) -> RunStatus:
+    def of(cls, value: str | None) -> "RunStatus":
         try:
             return cls(value or "")
         except ValueError:

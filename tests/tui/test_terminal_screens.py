@@ -177,7 +177,11 @@ def _verify(screen: Callable[..., str]) -> None:
         "the verify screen's outcome",
         seconds=180,
     )
-    shown = wait_until(screen, boxes_closed, "the verify table inside its box")
-    assert "Traceback" not in shown and "? Help" in footer(shown)
+    shown = wait_until(
+        screen,
+        lambda shown: boxes_closed(shown) and "? Help" in footer(shown),
+        "the verify table inside its box, ? Help in the footer",
+    )  # polled over whole frames, as above: a frame read half drawn has no footer yet
+    assert "Traceback" not in shown
     screen("Escape")
     wait_for(screen, "[x] default")

@@ -29,6 +29,7 @@ from pathlib import PurePosixPath
 from secbench_tui.core.results.metrics import _verdict, label, mcnemar_exact, wilson_interval
 from secbench_tui.core.results.reasons import stored_reason
 from secbench_tui.core.store.rows import ResultRow
+from secbench_tui.core.store.rows import originals_only as originals_only  # its readers' name
 
 Row = ResultRow
 
@@ -278,8 +279,3 @@ def _rule_figures(
     fig.rule_kept = _share(kept, compared)
     fig.right_rule = _share(right, scored)
     fig.right_rule_original = _share(right_base, scored)
-
-
-def originals_only(rows: Sequence[Row]) -> list[Row]:
-    """The rows of original cases: a run's accuracy never blends in its variants."""
-    return [r for r in rows if not isinstance(r.get("variant"), dict)]

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from secbench_tui.core import numbers
 from secbench_tui.core.models import JSONObject, RunStatus
-from secbench_tui.core.results.robustness import Robustness
 from secbench_tui.core.untrusted import inert_line
+
+if TYPE_CHECKING:  # a run with --rewrites makes one (engine, report): imported there
+    from secbench_tui.core.results.robustness import Robustness
 
 
 def worst_status(statuses: Sequence[RunStatus | str]) -> RunStatus:

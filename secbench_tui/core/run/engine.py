@@ -40,7 +40,6 @@ from secbench_tui.core.models import (
 )
 from secbench_tui.core.results.figures import run_figures
 from secbench_tui.core.results.metrics import summarize, usage_stats
-from secbench_tui.core.results.robustness import originals_only, robustness
 from secbench_tui.core.results.scoring import score_completion
 from secbench_tui.core.results.summary import RunSummary
 from secbench_tui.core.run.events import (
@@ -71,7 +70,7 @@ from secbench_tui.core.run.providers.retry import (
     unreachable_message,
 )
 from secbench_tui.core.store.database import Store
-from secbench_tui.core.store.rows import ResultRow
+from secbench_tui.core.store.rows import ResultRow, originals_only
 from secbench_tui.core.store.values import LEGACY_PROMPT_NAME, now_iso, prompt_keyed, text_hash
 from secbench_tui.core.suites import security_bench
 from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
@@ -589,6 +588,8 @@ class Engine:
         if len(originals) != len(rows) or rewrites:
             figures.update(usage_stats(rows))  # what the variants cost counts
             rewrites = rewrites if isinstance(rewrites, dict) else {}
+            from secbench_tui.core.results.robustness import robustness  # --rewrites only
+
             figures["robustness"] = robustness(
                 rows, rewrites.get("dropped"), rewrites.get("kinds"), self.spec.repeats
             )

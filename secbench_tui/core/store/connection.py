@@ -93,8 +93,6 @@ class StoreConnection:
     async def open(cls, path: Path | str, on_notice: Callable[[str], None] = _to_stderr) -> Self:
         """Open (and create or migrate) the database; `on_notice` hears what the user must
         know, such as where the copy of an original evaluator's file went."""
-        from secbench_tui.core.store import original
-
         path = Path(path)
         if path.parent and not path.parent.exists():
             raise StoreError(
@@ -120,12 +118,15 @@ class StoreConnection:
             if new:
                 await _use_wal(db)
                 await db.execute("PRAGMA synchronous=NORMAL")
-            await store._migrate()
+            created = await store._migrate()
             if not new:
                 await _use_wal(db)
                 await db.execute("PRAGMA synchronous=NORMAL")
             await db.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
-            store._adopted = await original.write_layout(db)
+            if not created:  # a file this open created holds no table of the original's
+                from secbench_tui.core.store import original
+
+                store._adopted = await original.write_layout(db)
         except Exception as exc:
             await db.close()
             if isinstance(exc, StoreError):
@@ -183,29 +184,44 @@ class StoreConnection:
             )
         return version
 
-    async def _migrate(self) -> None:
-        from secbench_tui.core.store import original
-
+    async def _migrate(self) -> bool:
+        """Create or bring the file up to the current schema; True when this open created
+        it (then it holds nothing of the original evaluator's, whose code is not loaded)."""
         version = await self._user_version()
-        if version == SCHEMA_VERSION and not await original.has_new_rows(self.db):
-            return  # nothing to write: opening needs the write lock only for work to do
+        if version == SCHEMA_VERSION:
+            from secbench_tui.core.store import original
+
+            if not await original.has_new_rows(self.db):
+                return False  # nothing to write: opening needs the write lock only for work
         # One transaction: a migration that fails leaves the file as it was.
         await self.db.execute("BEGIN IMMEDIATE")
         try:
             # Read again under the write lock: another process opening the same new file
             # at the same moment may have migrated it while this one waited for the lock.
             version = await self._user_version()
-            if await original.unadopted(self.db):  # decided under the lock: one copy, made first
-                self.backup = await self._back_up_original()
-            elif version == 0:  # a new file
+            created = version == 0 and not await self._has_results_table()
+            if created:  # a new file
                 await create_v1(self.db)
                 version = 1
+            else:
+                from secbench_tui.core.store import original
+
+                if await original.unadopted(self.db):  # decided under the lock: one copy
+                    self.backup = await self._back_up_original()
             while version < SCHEMA_VERSION:
                 await MIGRATIONS[version](self.db)
                 version += 1
             await self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            await original.import_new_rows(self.db)  # rows the original evaluator wrote
+            if not created:
+                await original.import_new_rows(self.db)  # rows the original evaluator wrote
             await self.db.commit()
         except BaseException:
             await self.db.rollback()
             raise
+        return created
+
+    async def _has_results_table(self) -> bool:
+        async with self.db.execute(  # closed on the database's thread
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='evaluations'"
+        ) as cursor:
+            return await cursor.fetchone() is not None

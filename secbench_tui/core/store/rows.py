@@ -7,9 +7,10 @@ every key is optional. Values are the believable ones (`stored_values.evaluation
 number a server sent that cannot be true reads as None.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: the typed dicts below are made at every start,
+# and an annotation kept as text costs each of their fields a compile (issue 23).
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Required, TypedDict, cast
 
 
@@ -68,8 +69,15 @@ class ResultRow(TypedDict, total=False):
     # None: recorded before they were kept (schema 9)
     messages: str | None
     prompt_name: str | None  # the run's, where a reader adds it (the report: exports carry it)
+    prompt_hash: str | None  # the run's prompt's words, where a reader adds it, as prompt_name
     code: str | None  # joined from case_texts
     description: str | None
+
+
+def originals_only(rows: Sequence[ResultRow]) -> list[ResultRow]:
+    """The rows of original cases: a run's accuracy never blends in its variants
+    (`--rewrites`), which have figures of their own (`results.robustness`)."""
+    return [r for r in rows if not isinstance(r.get("variant"), dict)]
 
 
 def column(row: ResultRow, name: str) -> Any:

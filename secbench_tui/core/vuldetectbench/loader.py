@@ -17,19 +17,18 @@ import random
 import re
 from collections.abc import Sequence
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import NotRequired, TypedDict, cast
 
 from secbench_tui.core.models import Case, CaseMeta, JSONObject, Message, SuiteKind
 from secbench_tui.core.paths import outside_reason
+from secbench_tui.core.vuldetectbench import is_vuldetectbench_dir as is_vuldetectbench_dir
 
 TASKS: tuple[int, ...] = (1, 2, 3, 4, 5)
 METHODS: tuple[str, ...] = ("cot", "few-shot")
 POLICIES: tuple[str, ...] = ("always-bad", "always-good", "random")
 NO_VULNERABILITIES = "No Vulnerabilities"
 
-_TASK_FILE = re.compile(r"^task(\d+)_code\.jsonl$")
 _OPTION = re.compile(r"^([A-E])\.(.*)$")
 _REQUIRED = ("idx", "code", "answer")
 
@@ -40,13 +39,6 @@ class VulDetectBenchError(ValueError):
 
 def task_file(path: Path, task: int) -> Path:
     return path / f"task{task}_code.jsonl"
-
-
-def is_vuldetectbench_dir(path: Path) -> bool:
-    """True for a folder holding at least one `task{N}_code.jsonl` file."""
-    if not path.is_dir():
-        return False
-    return any(_TASK_FILE.match(p.name) and p.is_file() for p in path.iterdir())
 
 
 class TaskTemplate(TypedDict):
@@ -79,11 +71,7 @@ class Record(TypedDict):
 def templates() -> Templates:
     """The prompt text of every task, as shipped with the package (our own file: its shape
     is checked by the tests that render every task's prompt)."""
-    text = (
-        resources.files("secbench_tui.core.vuldetectbench")
-        .joinpath("vuldetectbench_templates.json")
-        .read_text(encoding="utf-8")
-    )
+    text = Path(__file__).with_name("vuldetectbench_templates.json").read_text(encoding="utf-8")
     return cast(Templates, json.loads(text))
 
 

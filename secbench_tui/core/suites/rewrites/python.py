@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 import libcst as cst
 from libcst.metadata import FunctionScope, MetadataWrapper, ScopeProvider
@@ -24,9 +25,16 @@ MISLEADING_HANDLERS = (
 )
 
 
+@lru_cache(maxsize=512)
+def _parsed(code: str) -> cst.Module:
+    return cst.parse_module(code)
+
+
 def _module(code: str) -> cst.Module:
+    """The code's tree, parsed once for every relation that rewrites it: libcst's trees are
+    immutable (a transformer returns a new one), so they can be shared."""
     try:
-        return cst.parse_module(code)
+        return _parsed(code)
     except cst.ParserSyntaxError as exc:
         raise NotApplicable(f"libcst cannot parse it: {exc.message}") from exc
 
@@ -36,7 +44,9 @@ def comment_above(code: str, text: str) -> str:
     return "\n".join(lines) + "\n" + code
 
 
-def _names_in(module: cst.Module) -> set[str]:
+@lru_cache(maxsize=512)
+def _names_in(module: cst.Module) -> frozenset[str]:
+    """Every name the module uses (cached per tree, which `_module` shares)."""
     found: set[str] = set()
 
     class Collect(cst.CSTVisitor):
@@ -44,7 +54,7 @@ def _names_in(module: cst.Module) -> set[str]:
             found.add(node.value)
 
     module.visit(Collect())
-    return found
+    return frozenset(found)
 
 
 class _RenameNodes(cst.CSTTransformer):
