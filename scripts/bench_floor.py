@@ -11,7 +11,8 @@ script prints their median and their range over the rounds:
 - wall, concurrency 1 and 10: the run's own time (the tool's `wall_seconds`, from its first
   request to its last stored result; the floor's first request to its last commit);
 - start-up: the whole process, interpreter start to exit, for a suite of one case;
-- peak memory: the maximum resident set of the process, for the concurrency-10 run.
+- peak memory: the maximum resident set of the process, for the concurrency-10 run, as GNU
+  time (/usr/bin/time) reports it (a child's own ru_maxrss carries this script's memory in).
 
 The floor imports httpx as any program does, and httpx then imports its own command line
 (`httpx._main`, with click, pygments and rich) when those are installed, as they are beside
@@ -73,22 +74,35 @@ class Sample:
     cpu: float  # processor seconds of the whole process (user + system, all threads)
 
 
+# GNU time reports the peak resident set of the command alone. The child's own `ru_maxrss`
+# (from wait4) is not that: Linux carries the high-water mark of the process that forked it
+# into the child across exec, so every child of this script reported at least this script's
+# own ~50 MB (both tool and floor "51 MB"). GNU time, a 2 MB process, starts the command.
+GNU_TIME = shutil.which("time", path="/usr/bin:/bin")
+
+
 def _run(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, float, str]:
     """Run to the end; (elapsed seconds, peak RSS in MB, processor seconds, stdout). Output
     goes to files, so a process that writes more than a pipe holds never waits for this one
     to read."""
-    with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
+    with (
+        tempfile.TemporaryFile() as out_f,
+        tempfile.TemporaryFile() as err_f,
+        tempfile.NamedTemporaryFile("r") as peak_f,
+    ):
+        command = [GNU_TIME, "-f", "%M", "-o", peak_f.name, *args] if GNU_TIME else args
         started = time.perf_counter()
-        proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=out_f, stderr=err_f)
+        proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=out_f, stderr=err_f)
         _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - started
         out_f.seek(0)
         err_f.seek(0)
         out, err = out_f.read().decode(), err_f.read().decode()
+        peak_kb = float(peak_f.read().split()[-1]) if GNU_TIME else usage.ru_maxrss
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         raise RuntimeError(f"{args[1:3]} failed ({code}): {err[-2000:]}")
-    return elapsed, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime, out
+    return elapsed, peak_kb / 1024, usage.ru_utime + usage.ru_stime, out
 
 
 def run_tool(base_url: str, suite: Path, work: Path, concurrency: int) -> Sample:
@@ -181,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"secbench-tui against its floor: {cases} cases, {args.rounds} interleaved rounds,"
             f" loopback server at 0 ms in its own process, {os.cpu_count()} CPUs,"
-            f" Python {sys.version.split()[0]}\n",
+            f" Python {sys.version.split()[0]}; peak memory "
+            + ("by GNU time\n" if GNU_TIME else "NOT MEASURABLE HERE (no /usr/bin/time)\n"),
             flush=True,
         )
         ratios: dict[str, list[float]] = {name: [] for name in (*GOALS, *CPU_FIGURES)}

@@ -317,11 +317,18 @@ def _whole(value: Any) -> int:
         if value.is_integer():
             return int(value)
         raise _Invalid("int_from_float", "must be a whole number")
-    if isinstance(value, str):
+    if isinstance(value, str) and value.isascii():  # not `٣`, which int() takes for 3
         try:
             return int(value.strip())
         except ValueError:
             pass
+        try:  # `2.0`, as the command line took it before (pydantic's reading)
+            number = float(value.strip())
+        except ValueError:
+            pass
+        else:
+            if number.is_integer():
+                return int(number)
     raise _Invalid("int_parsing", "must be a whole number")
 
 
@@ -330,7 +337,7 @@ def _number(value: Any) -> float:
         raise _Invalid("float_type", "must be a number")
     if isinstance(value, int | float):
         number = float(value)
-    elif isinstance(value, str):
+    elif isinstance(value, str) and value.isascii():  # not `٣`, which float() takes for 3
         try:
             number = float(value.strip())
         except ValueError:

@@ -326,6 +326,20 @@ def test_rescore_changes_stored_scores_after_a_scoring_change_without_a_request(
     header, *lines = (tmp_path / "r.csv").read_text().splitlines()
     assert "rules_cited" in header.split(",") and "quotes" in header.split(",")
 
+    # A quote holding a lone surrogate (JSON's \ud800) is kept as U+FFFD: scored again by the
+    # same scoring, it is the same reason, and a rescore says nothing changed.
+    with closing(sqlite3.connect(db)) as conn:
+        quoting = conn.execute(
+            'UPDATE evaluations SET raw_reply = replace(raw_reply, \'"quote": "\','
+            ' \'"quote": "\\ud800\') WHERE raw_reply LIKE \'%"quote": "%\''
+        ).rowcount
+        conn.commit()
+    assert quoting > 0
+    first = run_cli(server.base_url, db, suite, "--rescore")
+    assert first.returncode == 0 and f"reason changed on {quoting}" in first.stdout, first.stdout
+    again = run_cli(server.base_url, db, suite, "--rescore")
+    assert again.returncode == 0 and "reason changed on 0" in again.stdout, again.stdout
+
 
 def test_baselines_land_on_the_chance_levels(server: LoopbackServer, tmp_path: Path) -> None:
     """On the bundled suite: always bad has P-V 100% and P-C 0; a coin flip has P-C near 25%

@@ -115,7 +115,7 @@ async def fill(path: Path, planned: list[Planned]) -> None:
             suite_kind="markdown",
             suite_path=evil(0, "/suite"),
             suite_hash="s",
-            prompt_hash="p",
+            prompt_hash=evil(1),  # the same prompt as the whole runs': a prompt is its words
             settings={"repeats": 1, "apps": [EVIL_APP], "limit": 1},
             fingerprint="narrowed",
             tool_version="0",

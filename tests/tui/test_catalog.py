@@ -154,3 +154,31 @@ async def test_models_that_reason_are_known_from_the_catalog_and_its_cache(
     assert "reasons before answering" in model_detail(r1).plain
     server.models = []  # the cache answers now; the network is not asked again
     assert await catalog.lookup_model(server.base_url, r1.id, tmp_path) == r1
+
+
+async def test_a_server_that_does_not_say_which_models_reason_is_asked_once(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    """A local server lists its models without `supported_parameters`; each run asked it for
+    the list again, since the cache could not say whether the model reasons."""
+    server.models = [
+        {k: v for k, v in m.items() if k != "supported_parameters"} for m in server.models
+    ]
+    model = "openai/gpt-4o-mini"
+    first = await catalog.lookup_models(server.base_url, [model], tmp_path)
+    assert first[model] is not None and first[model].reasoning is None
+    asked = server.catalog_requests
+    assert await catalog.lookup_models(server.base_url, [model], tmp_path) == first
+    assert server.catalog_requests == asked  # the cache answers
+    assert (await catalog.lookup_models(server.base_url, ["vendor/new"], tmp_path)) == {
+        "vendor/new": None
+    }
+    assert server.catalog_requests == asked + 1  # a model it does not list is asked about
+    # a cache written before every field was kept: asked again once, then rewritten
+    path = catalog.cache_path(server.base_url, tmp_path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    del data["format"]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    for _ in range(2):
+        assert await catalog.lookup_models(server.base_url, [model], tmp_path) == first
+    assert server.catalog_requests == asked + 2

@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
@@ -114,6 +115,25 @@ async def test_escape_then_no_keeps_running(
         server.release()
         await settle(pilot)
         assert run.state == "completed"
+    assert len(db_rows(Path("results.db"))) == 5
+
+
+async def test_the_stop_question_goes_when_the_run_ends_unanswered(
+    remote_settings: Settings, clean_suite: Path, server: LoopbackServer
+) -> None:
+    """A run that ends while "Stop the run?" is asked has nothing left to stop: the question
+    goes, and the finished run is in view."""
+    server.hold_after(1)
+    app = make_app(remote_settings, offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        run = await start(pilot, app)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        server.release()  # the run goes on to its end under the question
+        await wait_until(pilot, lambda: run.state == "completed")
+        await wait_until(pilot, lambda: app.screen is run)
+        await settle(pilot)
+        assert run.state == "completed"  # not stopped: the question was not answered
     assert len(db_rows(Path("results.db"))) == 5
 
 
@@ -350,3 +370,19 @@ async def test_a_suite_with_no_usable_case_is_refused_and_no_run_recorded(
         notes = [n.message for n in app._notifications if n.severity == "error"]
     assert any(f"no usable case in {suite} (1 skipped: " in n for n in notes), notes
     assert not Path("results.db").exists() or run_status(Path("results.db")) == []
+
+
+async def test_the_app_closes_its_database_after_a_run_at_concurrency_four(
+    make_settings: Callable[..., Settings],
+) -> None:
+    """Rows written together by the run's own event loop kept the store from closing: the
+    database's thread stayed up, and the app never exited on q."""
+    app = make_app(make_settings(model="baseline/random", concurrency=4), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        run = await start(pilot, app)
+        await settle(pilot)
+        assert run.state == "completed"
+        store = await app.store()
+    # out of run_test: the app has unmounted, and closed its store whatever the run left
+    with pytest.raises(ValueError):  # closed: aiosqlite refuses any further statement
+        await store.db.execute("SELECT 1")

@@ -24,6 +24,7 @@ def test_text_is_read_as_the_declared_type() -> None:
     assert settings.temperature == 0.5
     assert settings.db == Path("out/r.db") and settings.limit is None
     assert Settings(max_tokens=64.0).max_tokens == 64  # a whole float is a whole number
+    assert Settings(concurrency="2.0").concurrency == 2  # as the command line took it before
 
 
 @pytest.mark.parametrize(
@@ -31,6 +32,9 @@ def test_text_is_read_as_the_declared_type() -> None:
     [
         ({"concurrency": "many"}, "--concurrency: must be a whole number (got 'many')"),
         ({"concurrency": "2.5"}, "--concurrency: must be a whole number (got '2.5')"),
+        # int() and float() read other scripts' digits; a flag takes ASCII ones only
+        ({"concurrency": "\u0663"}, "--concurrency: must be a whole number"),
+        ({"timeout": "\u0663"}, "--timeout: must be a number"),
         ({"repeats": 1.5}, "--repeats: must be a whole number (got 1.5)"),
         ({"concurrency": True}, "--concurrency: must be a whole number"),
         ({"timeout": float("nan")}, "--timeout: must be a finite number (got nan)"),
@@ -42,6 +46,8 @@ def test_text_is_read_as_the_declared_type() -> None:
         ({"reasoning_effort": "extreme"}, "--reasoning-effort: must be 'none', 'minimal',"),
         ({"tasks": [6]}, "--tasks: takes numbers from 1 to 5, e.g. --tasks 1,3"),
         ({"base_url": "ftp://x"}, "--base-url: 'ftp://x' is not an http(s) URL"),
+        ({"base_url": "http://[::1"}, "--base-url: 'http://[::1' is not a URL the client can"),
+        ({"base_url": "http://u:pw@[::1"}, "--base-url: '***@[::1' is not a URL the client"),
         ({"api_key": "sk or"}, "OPENROUTER_API_KEY: holds spaces, line breaks"),
     ],
 )

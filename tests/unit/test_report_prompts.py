@@ -167,3 +167,10 @@ async def test_one_name_for_different_words_is_two_prompts(tmp_path: Path) -> No
     assert matrix.prompts == sorted([f"default [{old}]", f"default [{new}]"])
     assert matrix.cell("m/beta", f"default [{new}]") is not None
     assert f"default [{old}]" in render_html(data)
+    # a spreadsheet of the results tells the two texts apart too
+    rows = list(csv.DictReader(io.StringIO(to_csv(data))))
+    assert {(r["model_name"], r["prompt_name"], r["prompt_hash"]) for r in rows} == {
+        ("m/alpha", "default", text_hash("old words")),
+        ("m/alpha", "default", text_hash("new words")),
+        ("m/beta", "default", text_hash("new words")),
+    }

@@ -226,6 +226,27 @@ async def test_a_refused_first_row_takes_no_case_text_with_it(tmp_path: Path) ->
     await store.close()
 
 
+async def test_a_store_written_on_another_event_loop_still_closes(tmp_path: Path) -> None:
+    """The app runs the engine on an event loop of its own, in a worker's thread, and closes
+    the store from its own loop: rows written together there must not keep the store from
+    closing (the app then never exited on q: the database's thread was left running)."""
+    store = await Store.open(tmp_path / "r.db")
+    run_id = await new_run(store)
+
+    def engine_thread() -> None:
+        async def cases() -> None:
+            await asyncio.gather(*(record(store, run_id, i, Outcome.CORRECT) for i in range(20)))
+
+        asyncio.run(cases())
+
+    await asyncio.to_thread(engine_thread)
+    await asyncio.wait_for(store.close(), 5)
+    with pytest.raises(ValueError):  # closed: aiosqlite refuses any further statement
+        await store.db.execute("SELECT 1")
+    stored = sqlite3.connect(tmp_path / "r.db").execute("SELECT COUNT(*) FROM evaluations")
+    assert stored.fetchone()[0] == 20
+
+
 async def test_same_case_and_repeat_is_stored_once_per_run(tmp_path: Path) -> None:
     store = await Store.open(tmp_path / "r.db")
     run_id = await new_run(store)
@@ -467,3 +488,20 @@ async def test_version_2_file_gains_reasoning_columns_and_keeps_its_results(
     (lean,) = await store.run_results(run_id, with_text=False)
     assert lean["reasoning_tokens"] == 77
     await store.close()
+
+
+def test_a_refused_row_undoes_only_itself_not_a_write_waiting_for_its_commit() -> None:
+    """A refused row is undone to a savepoint taken before it: a write still waiting on the
+    connection for its commit stays, and is committed with the next row."""
+    from secbench_tui.core.store.recording import _write_committed
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE texts (hash TEXT PRIMARY KEY)")
+    conn.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
+    conn.commit()
+    conn.execute("INSERT INTO texts VALUES ('h1')")  # waiting for a commit
+    (refused,) = _write_committed(conn, [[("INSERT INTO rows (v) VALUES (?)", (None,))]])
+    assert isinstance(refused, sqlite3.IntegrityError)
+    assert _write_committed(conn, [[("INSERT INTO rows (v) VALUES (?)", (5,))]]) == [1]
+    assert not conn.in_transaction
+    assert conn.execute("SELECT hash FROM texts").fetchall() == [("h1",)]

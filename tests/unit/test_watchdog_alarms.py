@@ -5,6 +5,7 @@ terminate on a real PostgreSQL, are tested in tests/e2e/test_verify_sandbox.py."
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -43,3 +44,40 @@ def test_many_alarms_share_one_thread() -> None:
     for _ in range(1000):
         alarms.clear(alarms.set(60, lambda: None))
     assert threading.active_count() <= before + 1
+
+
+def test_threads_arming_the_first_alarm_together_lose_no_deadline() -> None:
+    """Eight threads setting the first alarms of new watchdogs at once: each alarm fires, with
+    no error, and each watchdog has one keeping thread."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch often: the race, if any, shows
+    try:
+        _arm_together(rounds=40)
+    finally:
+        sys.setswitchinterval(interval)
+
+
+def _arm_together(rounds: int) -> None:
+    for _ in range(rounds):
+        _one_round(_Alarms())
+
+
+def _one_round(alarms: _Alarms) -> None:
+    fired = threading.Semaphore(0)
+    errors: list[BaseException] = []
+    go = threading.Barrier(8)
+
+    def arm() -> None:
+        go.wait()
+        try:
+            alarms.set(0.01, fired.release)
+        except BaseException as exc:  # noqa: BLE001 - the test counts them
+            errors.append(exc)
+
+    threads = [threading.Thread(target=arm) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert all(fired.acquire(timeout=5) for _ in range(8))

@@ -37,6 +37,7 @@ RESULT_COLUMNS = (
     "run_id",
     "model_name",
     "prompt_name",
+    "prompt_hash",  # the prompt's words: one name may stand for different texts
     "suite_kind",
     "app",
     "case_id",

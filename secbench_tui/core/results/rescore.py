@@ -19,6 +19,7 @@ from secbench_tui.core.results.reasons import stored_gold
 from secbench_tui.core.results.scoring import SCORING_VERSION, score_markdown
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.rows import ResultRow
+from secbench_tui.core.store.values import storable
 from secbench_tui.core.suites.markdown import gold_from_file
 
 
@@ -83,7 +84,8 @@ async def rescore(store: Store, run_ids: Sequence[int] = ()) -> RescoreReport:
         for row in page:
             case, from_file = case_of(row)
             scored = score_markdown(case, row.get("raw_reply"))
-            reasons = scored.reason.to_json() if scored.reason is not None else None
+            # as the store keeps it (a lone surrogate made U+FFFD), so unchanged compares equal
+            reasons = storable(scored.reason.to_json()) if scored.reason is not None else None
             report.results += 1
             report.older += (row.get("scoring_version") or 0) < SCORING_VERSION
             report.gold_added += from_file

@@ -27,6 +27,10 @@ from secbench_tui.core.run.providers.openai_compat import api_url
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import redact_url
 
+# A cache file of this format lists each model with every field as the server gave it (None:
+# the server does not say), so a model it lists needs no new request to be known.
+CACHE_FORMAT = 2
+
 STRUCTURED_PARAMETERS = frozenset({"structured_outputs", "response_format"})
 REASONING_PARAMETERS = frozenset({"reasoning", "include_reasoning"})
 
@@ -187,7 +191,12 @@ def save_cache(path: Path, base_url: str, models: Sequence[ModelInfo]) -> str:
     fetched_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     path.parent.mkdir(parents=True, exist_ok=True)
     models_data = [asdict(m) for m in models]
-    data = {"base_url": redact_url(base_url), "fetched_at": fetched_at, "models": models_data}
+    data = {
+        "format": CACHE_FORMAT,
+        "base_url": redact_url(base_url),
+        "fetched_at": fetched_at,
+        "models": models_data,
+    }
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data), encoding="utf-8")
     tmp.replace(path)
@@ -221,6 +230,13 @@ def _cached_model(entry: Any) -> ModelInfo | None:
 
 def load_cache(path: Path) -> tuple[list[ModelInfo], str | None] | None:
     """The cached list and when it was fetched, or None when there is no usable cache."""
+    read = _read_cache(path)
+    return None if read is None else (read[0], read[1])
+
+
+def _read_cache(path: Path) -> tuple[list[ModelInfo], str | None, bool] | None:
+    """`load_cache`, and whether the file lists every field as the server gave it
+    (`CACHE_FORMAT`; files written before it may lack whether a model reasons)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -230,7 +246,8 @@ def load_cache(path: Path) -> tuple[list[ModelInfo], str | None] | None:
         return None
     models = [m for m in map(_cached_model, entries) if m is not None]
     fetched = data.get("fetched_at")
-    return models, fetched if isinstance(fetched, str) else None
+    whole = data.get("format") == CACHE_FORMAT
+    return models, fetched if isinstance(fetched, str) else None, whole
 
 
 def arrange(models: Iterable[ModelInfo], recent: Sequence[str]) -> list[ModelInfo]:
@@ -306,16 +323,18 @@ async def lookup_models(
     timeout: float = 10.0,
     fetch: bool = True,
 ) -> dict[str, ModelInfo | None]:
-    """Each model's entry: from the cache when it says whether the model reasons, else from
-    one `GET {base_url}/models` for all the others, which is then cached, so the next run
-    starts without asking. None for a model not listed, or when the list cannot be had:
-    callers then keep their defaults."""
+    """Each model's entry: from the cache when it lists the model (a cache written before
+    `CACHE_FORMAT` only when it says whether the model reasons), else from one
+    `GET {base_url}/models` for all the others, which is then cached, so the next run starts
+    without asking, also against a server that does not say which models reason. None for a
+    model not listed, or when the list cannot be had: callers then keep their defaults."""
     found: dict[str, ModelInfo | None] = dict.fromkeys(model_ids)
     path = cache_path(base_url, directory)
-    cached = load_cache(path)
+    cached = _read_cache(path)
     if cached is not None:
-        for model in cached[0]:
-            if model.id in found and model.reasoning is not None:
+        models, _, whole = cached
+        for model in models:
+            if model.id in found and (whole or model.reasoning is not None):
                 found[model.id] = model
     missing = [m for m, info in found.items() if info is None]
     if not missing or not fetch:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -36,9 +37,11 @@ Statement = tuple[str, Sequence[Any]]
 
 def _write_rows(conn: sqlite3.Connection, rows: Sequence[Sequence[Statement]]) -> list[int]:
     """Each row's statements, then one commit; the id of each row's last statement. On a
-    failure nothing of them stays: the transaction is rolled back, not left for the next
-    commit to carry."""
+    failure nothing of them stays, and nothing else is lost: they are undone to a savepoint
+    taken before them (a rollback would also undo any write still waiting on this connection
+    for its commit), not left for the next commit to carry."""
     ids = []
+    conn.execute("SAVEPOINT result_rows")
     try:
         for statements in rows:
             row_id = None
@@ -50,10 +53,12 @@ def _write_rows(conn: sqlite3.Connection, rows: Sequence[Sequence[Statement]]) -
                     cursor.close()
             assert row_id is not None
             ids.append(row_id)
-        conn.commit()
     except BaseException:
-        conn.rollback()
+        conn.execute("ROLLBACK TO result_rows")
+        conn.execute("RELEASE result_rows")
         raise
+    conn.execute("RELEASE result_rows")
+    conn.commit()
     return ids
 
 
@@ -161,9 +166,23 @@ class GroupCommit:
             self._waiting = []
 
     async def drain(self) -> None:
-        """Wait for the rows still being written (before the database is closed)."""
-        if self._flusher is not None:
-            await asyncio.gather(self._flusher, return_exceptions=True)
+        """Wait for the rows still being written (before the database is closed). The rows
+        may have been written from another event loop (the app runs the engine on one of its
+        own, in a worker's thread): that loop's flusher is waited for on that loop while it
+        runs; one whose loop has ended has nothing left to wait for."""
+        flusher = self._flusher
+        if flusher is None or flusher.done():
+            return
+        loop = flusher.get_loop()
+        if loop is asyncio.get_running_loop():
+            await asyncio.gather(flusher, return_exceptions=True)
+        elif loop.is_running():
+
+            async def finished() -> None:
+                await asyncio.gather(flusher, return_exceptions=True)
+
+            with contextlib.suppress(Exception):
+                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(finished(), loop))
 
 
 def _variant_text(value: Any) -> str | None:
@@ -291,8 +310,10 @@ class ResultRecording(StoreConnection):
         return GroupCommit(self.db)
 
     async def close(self) -> None:
-        await self._commits.drain()
-        await super().close()
+        try:
+            await self._commits.drain()
+        finally:  # whatever happened to the rows in flight, the database's thread ends
+            await super().close()
 
     async def _model_of(self, evaluation: Evaluation) -> str:
         if evaluation.run_id not in self._run_models:

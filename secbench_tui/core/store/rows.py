@@ -69,6 +69,7 @@ class ResultRow(TypedDict, total=False):
     # None: recorded before they were kept (schema 9)
     messages: str | None
     prompt_name: str | None  # the run's, where a reader adds it (the report: exports carry it)
+    prompt_hash: str | None  # the run's prompt's words, where a reader adds it, as prompt_name
     code: str | None  # joined from case_texts
     description: str | None
 

@@ -802,6 +802,11 @@ class RunScreen(BaseScreen):
         if self.is_mounted:
             self._redraw_stats()
             self.refresh_bindings()
+        question = self._stop_question
+        if question is not None and not self.active:  # ended meanwhile: nothing to stop
+            self._stop_question = None
+            if self.app.screen is question:
+                question.dismiss(False)
 
     # --- keys ---------------------------------------------------------------------------
 
@@ -833,6 +838,8 @@ class RunScreen(BaseScreen):
             self.app._unnotify(self._stopping_notice)  # Textual's own way to take one down
             self._stopping_notice = None
 
+    _stop_question: ConfirmScreen | None = None  # "Stop the run?", while it is asked
+
     def action_request_stop(self) -> None:
         if self.state == "stopping":
             self.notify_stopping("stopping: waiting for the cases in flight")
@@ -850,15 +857,13 @@ class RunScreen(BaseScreen):
                 )
 
         grace = self.settings.stop_grace
-        self.app.push_screen(
-            ConfirmScreen(
-                f"Stop the run?\n\nCases in flight get up to {grace:g}s to finish and are "
-                "saved; every finished case is kept: the same run started again reuses them.",
-                yes="Stop",
-                no="Keep running",
-            ),
-            answered,
+        self._stop_question = ConfirmScreen(
+            f"Stop the run?\n\nCases in flight get up to {grace:g}s to finish and are "
+            "saved; every finished case is kept: the same run started again reuses them.",
+            yes="Stop",
+            no="Keep running",
         )
+        self.app.push_screen(self._stop_question, answered)
 
     def action_maximize_pane(self) -> None:
         """The focused pane takes the screen; from the cases table in a narrow terminal,

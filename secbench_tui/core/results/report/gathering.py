@@ -48,6 +48,7 @@ async def gather(
         rows = await store.run_results(run.id)
         for row in rows:  # the prompt is the run's: exports carry it on every result
             row["prompt_name"] = run.prompt_name
+            row["prompt_hash"] = run.prompt_hash
         if run.suite_kind == vdb_kind:
             vdb.append(vdb_contender(len(vdb), run, labels[run.id], rows))
             vdb[-1].prompt_label = prompts[run.id]

@@ -56,7 +56,20 @@ def choose_runs(
         # ...unless it covers less (--apps, --limit, stopped) than the whole run held.
         if held is None or is_whole(run) or not is_whole(held):
             chosen[_suite_identity(run)] = run
-    return sorted(chosen.values(), key=lambda r: r.id)
+    # A run whose words are unknown (adopted from the original evaluator, which kept only the
+    # prompt's file name) is taken for the later run of the same name whose words are known.
+    worded: dict[tuple[str, ...], int] = {}  # the latest run with known words, by name
+    for r in chosen.values():
+        if r.prompt_hash:
+            worded[_suite_identity(r)[:4]] = max(r.id, worded.get(_suite_identity(r)[:4], 0))
+    return sorted(
+        (
+            r
+            for r in chosen.values()
+            if r.prompt_hash or worded.get(_suite_identity(r)[:4], 0) < r.id
+        ),
+        key=lambda r: r.id,
+    )
 
 
 def prompt_labels(runs: Sequence[RunRecord]) -> dict[int, str]:
@@ -65,9 +78,11 @@ def prompt_labels(runs: Sequence[RunRecord]) -> dict[int, str]:
     that two questions are never shown as one."""
     hashes: dict[str, set[str]] = {}
     for run in runs:
-        hashes.setdefault(run.prompt_name or "", set()).add(run.prompt_hash or "")
+        words = hashes.setdefault(run.prompt_name or "", set())
+        if run.prompt_hash:  # unknown words (an adopted run) are not another text
+            words.add(run.prompt_hash)
     return {
-        r.id: f"{r.prompt_name} [{(r.prompt_hash or '')[:8]}]"
+        r.id: f"{r.prompt_name} [{(r.prompt_hash or 'words unknown')[:8]}]"
         if r.prompt_name and len(hashes[r.prompt_name]) > 1
         else r.prompt_name or ""
         for r in runs

@@ -271,17 +271,17 @@ def _spend(spent: Completion, attempt: Completion) -> None:
 
 
 def _final(completion: Completion, spent: Completion, attempts: int, started: float) -> Completion:
-    return replace(
-        completion,
-        prompt_tokens=spent.prompt_tokens,
-        completion_tokens=spent.completion_tokens,
-        cost=spent.cost,
-        served_model=spent.served_model,
-        provider=spent.provider,
-        notes=spent.notes,  # what was not believed in any attempt
-        attempts=attempts,
-        latency_ms=(time.perf_counter() - started) * 1000,
-    )
+    """The last attempt's completion (its own, made for this case) with what every attempt
+    spent, filled in where it is."""
+    completion.prompt_tokens = spent.prompt_tokens
+    completion.completion_tokens = spent.completion_tokens
+    completion.cost = spent.cost
+    completion.served_model = spent.served_model
+    completion.provider = spent.provider
+    completion.notes = spent.notes  # what was not believed in any attempt
+    completion.attempts = attempts
+    completion.latency_ms = (time.perf_counter() - started) * 1000
+    return completion
 
 
 def _given_up(failure: Failure) -> Completion:

@@ -241,6 +241,19 @@ class _Alarm:
         return self.due < other.due
 
 
+# Taken by the first alarm of an `_Alarms` in a process; made anew in a forked child, where
+# a lock some other thread of the parent held would stay held for ever.
+_STARTING = threading.Lock()
+
+
+def _new_starting_lock() -> None:
+    global _STARTING
+    _STARTING = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_starting_lock)
+
+
 class _Alarms:
     """Actions due after a delay, kept by one daemon thread (started at the first alarm, and
     again in a forked process, which inherits the list but not the thread). A cleared alarm
@@ -250,14 +263,16 @@ class _Alarms:
         self._owner = -1
 
     def _start(self) -> None:
-        self._owner = os.getpid()
         self._due: list[_Alarm] = []
         self._changed = threading.Condition()
         threading.Thread(target=self._keep, name="secbench-watchdog", daemon=True).start()
+        self._owner = os.getpid()  # last: another thread sees it only once all is ready
 
     def set(self, delay: float, action: Callable[[], None]) -> _Alarm:
         if self._owner != os.getpid():
-            self._start()
+            with _STARTING:  # threads arming the first alarm at once start one keeper
+                if self._owner != os.getpid():
+                    self._start()
         alarm = _Alarm(time.monotonic() + delay, action)
         with self._changed:
             heapq.heappush(self._due, alarm)
