@@ -15,20 +15,29 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input
 
 from secbench_tui.config import Settings
+from secbench_tui.tui import format as fmt
 from secbench_tui.tui.app import make_app
 from secbench_tui.tui.widgets.case_tables import CaseTable
+from secbench_tui.tui.widgets.results_table import CASE_WIDTH, ResultsTable
 from tests.tui.conftest import SIZE, record_run, search_palette, settle, wait_until
 
 
 def _fitted(app: Any) -> bool:
     """Every case table shown is drawn at its width: the case column takes what a resize
     leaves, redrawn when the resize is handled, which comes a refresh after the layout (on a
-    loaded machine, after the snapshot was taken: the compare grid's ids cut to two letters)."""
-    return all(
+    loaded machine, after the snapshot was taken: the compare grid's and the results' case
+    ids cut to their app's name)."""
+    cases = all(
         table.case_width == table._fit()
         for table in app.screen.query(CaseTable)
         if table.display and table.items and table.size.width
     )
+    results = all(
+        table.case_width == fmt.fitting(table.size.width, table._others, CASE_WIDTH)
+        for table in app.screen.query(ResultsTable)
+        if table.display and table._rows and table.size.width
+    )
+    return cases and results
 
 
 async def _still(pilot: Pilot[Any]) -> None:
