@@ -6,11 +6,15 @@ so the loopback server can be scripted per case and can count the requests made 
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from contextlib import closing
@@ -100,6 +104,14 @@ def write_hostile_suite(root: Path) -> dict[str, str]:
     return markers
 
 
+@functools.cache
+def _scratch_cache() -> str:
+    """A cache folder for this process's commands, removed when it ends: never `~/.cache`."""
+    folder = tempfile.mkdtemp(prefix="secbench-cache-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 def cli_env(key: str | None = None, **extra: str) -> dict[str, str]:
     """The environment for the command: this work tree importable, no stray key or proxy."""
     env = {
@@ -112,6 +124,8 @@ def cli_env(key: str | None = None, **extra: str) -> dict[str, str]:
         [str(REPO_ROOT), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
     )
     env["PYTHONUNBUFFERED"] = "1"
+    # tests set their own (tests/conftest.py); a benchmark script gets one folder of its own
+    env.setdefault("XDG_CACHE_HOME", _scratch_cache())
     if key is not None:
         env["OPENROUTER_API_KEY"] = key
     env.update(extra)
