@@ -116,6 +116,9 @@ async def test_an_error_in_a_timer_is_a_notification(
         assert isinstance(screen, run_screen.RunScreen)
         await wait_until(pilot, lambda: screen.state == "completed")
         assert screen.query_one("#run-table", DataTable).row_count == 5
+        # the clock mended before the app closes: a tick raising while it shuts down (after
+        # its error handling has stopped) is raised by run_test, not shown
+        monkeypatch.setattr(run_screen.RunScreen, "_tick", lambda self: None)
 
 
 async def test_an_unusable_database_is_named_with_its_fix_on_every_screen(
