@@ -42,6 +42,32 @@ class Answers:
         return None
 
 
+async def ask(
+    store: Store,
+    model: str,
+    name: str,
+    words: str,
+    n: int = 4,
+    right: Callable[[int], bool] = lambda i: True,
+) -> None:
+    """One run of `model` asked with the prompt `name` whose text is `words`; the words are
+    in what each case sends, as they are in a real suite's."""
+    asked = [
+        replace(c, **{"messages": (Message(role="user", content=f"{words}: {c.code}"),)})
+        for c in cases(n)
+    ]
+    spec = RunSpec(
+        model=model,
+        cases=asked,
+        suite_kind="markdown",
+        suite_path="/s",
+        prompt_hash=text_hash(words),
+        prompt_name=name,
+    )
+    async for _ in Engine(spec, Answers(model, right), store).events():
+        pass
+
+
 async def fill(db: Path) -> None:
     store = await Store.open(db)
     plan = {
@@ -51,21 +77,7 @@ async def fill(db: Path) -> None:
         ("m/beta", "attacker"): lambda i: i % 2 == 0 or i == 1,  # 11 of 20
     }
     for (model, prompt), right in plan.items():
-        # the prompt's words are in what each case sends, as they are in a real suite's
-        asked = [
-            replace(c, **{"messages": (Message(role="user", content=f"{prompt}: {c.code}"),)})
-            for c in cases(N)
-        ]
-        spec = RunSpec(
-            model=model,
-            cases=asked,
-            suite_kind="markdown",
-            suite_path="/s",
-            prompt_hash=text_hash(prompt),
-            prompt_name=prompt,
-        )
-        async for _ in Engine(spec, Answers(model, right), store).events():
-            pass
+        await ask(store, model, prompt, prompt, N, right)
     await store.close()
 
 
@@ -129,31 +141,14 @@ async def test_one_prompt_per_model_keeps_plain_labels(tmp_path: Path) -> None:
     assert data.prompt_matrices == []
 
 
-async def _ask(store: Store, model: str, name: str, words: str, n: int = 4) -> None:
-    asked = [
-        replace(c, **{"messages": (Message(role="user", content=f"{words}: {c.code}"),)})
-        for c in cases(n)
-    ]
-    spec = RunSpec(
-        model=model,
-        cases=asked,
-        suite_kind="markdown",
-        suite_path="/s",
-        prompt_hash=text_hash(words),
-        prompt_name=name,
-    )
-    async for _ in Engine(spec, Answers(model, lambda i: True), store).events():
-        pass
-
-
 async def test_one_name_for_different_words_is_two_prompts(tmp_path: Path) -> None:
     """A prompt file edited between runs asks another question: the default report keeps
     both runs and tells them apart by their words' hash; the same words again replace."""
     store = await Store.open(tmp_path / "r.db")
-    await _ask(store, "m/alpha", "default", "old words")
-    await _ask(store, "m/alpha", "default", "new words")
-    await _ask(store, "m/alpha", "default", "new words")  # the same question again
-    await _ask(store, "m/beta", "default", "new words")
+    await ask(store, "m/alpha", "default", "old words")
+    await ask(store, "m/alpha", "default", "new words")
+    await ask(store, "m/alpha", "default", "new words")  # the same question again
+    await ask(store, "m/beta", "default", "new words")
     data = await gather(store)
     await store.close()
     old, new = text_hash("old words")[:8], text_hash("new words")[:8]
