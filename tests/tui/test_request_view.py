@@ -17,6 +17,7 @@ from secbench_tui.tui.screens.results import ResultsScreen
 from secbench_tui.tui.widgets.results_table import ResultsTable
 from tests.e2e.server import LoopbackServer
 from tests.tui.conftest import record_run, settle
+from tests.tui.test_results import open_results
 
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J [bold red]loud[/]"
 
@@ -28,11 +29,7 @@ def detail_text(screen: ResultsScreen, width: int = 300) -> str:
 
 
 async def open_first_result(pilot: object, app: object) -> ResultsScreen:
-    await settle(pilot)  # type: ignore[arg-type]
-    await pilot.press("r")  # type: ignore[attr-defined]
-    await settle(pilot)  # type: ignore[arg-type]
-    screen = app.screen  # type: ignore[attr-defined]
-    assert isinstance(screen, ResultsScreen)
+    screen = await open_results(pilot, app)
     screen.query_one(ResultsTable).focus()
     await settle(pilot)  # type: ignore[arg-type]
     return screen

@@ -98,14 +98,7 @@ def wait_for(screen: Callable[..., str], *texts: str, seconds: float = 120) -> s
     Bounded by time rather than by a count of reads, so a loaded machine (where each read and
     the app itself are slow) gets the same allowance as an idle one.
     """
-    deadline = time.monotonic() + seconds
-    while True:
-        shown = screen()
-        if all(text in shown for text in texts):
-            return shown
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{texts!r} never appeared; the terminal shows:\n{shown}")
-        time.sleep(0.05)
+    return wait_until(screen, lambda shown: all(t in shown for t in texts), repr(texts), seconds)
 
 
 def wait_until(
