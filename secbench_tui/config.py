@@ -151,9 +151,8 @@ def _http_url(value: str) -> str:
     try:
         parsed = urlparse(value.strip())
     except ValueError as exc:  # `http://[::1`: urlparse's own words would name no fix
-        shown = "***@" + value.rsplit("@", 1)[1] if "@" in value else value  # no credentials
         raise ValueError(
-            f"{shown!r} is not a URL the client can use ({exc}); give the API root, "
+            f"{redact_url(value)!r} is not a URL the client can use ({exc}); give the API root, "
             "e.g. http://127.0.0.1:11434/v1"
         ) from exc
     if parsed.scheme not in ("http", "https") or not parsed.hostname:

@@ -92,8 +92,8 @@ def redact_url(url: str | None) -> str:
         return url or ""
     try:
         parts = urlsplit(url)
-    except ValueError:
-        return _REDACTED
+    except ValueError:  # unreadable: shown only when it has no place a secret could be in
+        return _REDACTED if any(c in url for c in "@?#") else url
     netloc = parts.netloc
     if "@" in netloc:
         netloc = _REDACTED + "@" + netloc.rsplit("@", 1)[1]

@@ -47,7 +47,8 @@ def test_text_is_read_as_the_declared_type() -> None:
         ({"tasks": [6]}, "--tasks: takes numbers from 1 to 5, e.g. --tasks 1,3"),
         ({"base_url": "ftp://x"}, "--base-url: 'ftp://x' is not an http(s) URL"),
         ({"base_url": "http://[::1"}, "--base-url: 'http://[::1' is not a URL the client can"),
-        ({"base_url": "http://u:pw@[::1"}, "--base-url: '***@[::1' is not a URL the client"),
+        ({"base_url": "http://u:pw@[::1"}, "--base-url: '***' is not a URL the client"),
+        ({"base_url": "http://[::1?key=pw"}, "--base-url: '***' is not a URL the client"),
         ({"api_key": "sk or"}, "OPENROUTER_API_KEY: holds spaces, line breaks"),
     ],
 )

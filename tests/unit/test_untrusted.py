@@ -65,6 +65,9 @@ def test_csv_cell(cell: object, expected: object) -> None:
         ("https://host/v1?api_key=sekrit&x=1", "https://host/v1?api_key=***&x=***"),
         ("https://openrouter.ai/api/v1", "https://openrouter.ai/api/v1"),
         ("http://127.0.0.1:9/api/v1#tok", "http://127.0.0.1:9/api/v1#***"),
+        ("http://[::1", "http://[::1"),  # unreadable, but holds no secret
+        ("http://user:pass@[::1", "***"),  # unreadable: what could be a secret is not shown
+        ("http://[::1?k=sekrit", "***"),
         ("", ""),
     ],
 )
