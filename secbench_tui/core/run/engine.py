@@ -23,7 +23,7 @@ import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, cast
 
 from secbench_tui import __version__
@@ -393,6 +393,7 @@ class Engine:
         self._todo: deque[_Work] = deque()  # cases not handed out yet
         self._started = 0  # cases handed out
         self._messages: dict[str, str] = {}  # what each result's row names its messages by
+        self._writing: set[asyncio.Future[int]] = set()  # rows handed over, not yet committed
 
     def stop(self, message: str | None = None, grace: bool = True) -> None:
         """Start no new case; requests in flight get `stop_grace` seconds to finish (for ever
@@ -648,6 +649,7 @@ class Engine:
             for task in list(cases):
                 task.cancel()
             await asyncio.gather(dispatcher, *cases, return_exceptions=True)
+            await self._rows_written()  # every answer in: the summary is taken from the rows
 
     def _finished(self, run_id: int, evaluation: Evaluation, done: int, total: int) -> CaseFinished:
         position = evaluation.index * self.spec.repeats + evaluation.repeat
@@ -729,21 +731,45 @@ class Engine:
         back or a fault ended the case (then the worker ends)."""
         try:
             try:
-                evaluation = await self._ask(run_id, work, slot)
+                evaluation, written = await self._ask(run_id, work, slot)
             except _Abandoned:
                 self._queue.put_nowait(_Done(work.seq, None))
                 return False
-            self._queue.put_nowait(_Done(work.seq, evaluation))
+            self._writing.add(written)
+            written.add_done_callback(partial(self._written, work.seq, evaluation))
             if evaluation.completion.cost:
                 self._cost += evaluation.completion.cost
                 self._check_budget()
             return evaluation.scored.outcome is not Outcome.ERROR
         except BaseException as exc:  # noqa: B036 - handed to the consumer, which re-raises
             if not isinstance(exc, asyncio.CancelledError):
+                handed = list(self._writing)  # the cases stored before it are reported first
+                if handed:
+                    await asyncio.wait(handed)
                 self._queue.put_nowait(exc)
                 await slot.give_back()
                 return False
             raise
+
+    def _written(self, seq: int, evaluation: Evaluation, written: asyncio.Future[int]) -> None:
+        """A case's row is committed: the case is reported (a row that could not be written
+        is a fault of the run, as it was when the case waited for it)."""
+        self._writing.discard(written)
+        if written.cancelled():  # only when its event loop is closing
+            self._queue.put_nowait(
+                RuntimeError(f"the result of {evaluation.case.case_id} was not written")
+            )
+        elif (exc := written.exception()) is not None:
+            self._queue.put_nowait(exc)
+        else:
+            self._queue.put_nowait(_Done(seq, evaluation))
+
+    async def _rows_written(self) -> None:
+        """Wait until every row handed to the store is committed and its case reported.
+        `asyncio.wait` never cancels what it waits for: a stop of this task leaves the rows
+        to be written all the same."""
+        while self._writing:
+            await asyncio.wait(list(self._writing))
 
     async def _request(self, ask: Awaitable[Completion]) -> Completion:
         """One request to the provider, cancelled (as `_Abandoned`) when a stop's grace ends.
@@ -800,8 +826,14 @@ class Engine:
 
         return on_retry
 
-    async def _ask(self, run_id: int, work: _Work, slot: _Slot) -> Evaluation:
-        """Ask one case and record the result (`_Abandoned` when a stop drops it unanswered)."""
+    async def _ask(
+        self, run_id: int, work: _Work, slot: _Slot
+    ) -> tuple[Evaluation, asyncio.Future[int]]:
+        """Ask one case and hand its result to the store: the evaluation, and the future of
+        its row, set once the row is committed (`_Abandoned` when a stop drops the case
+        unanswered). The case's slot goes on to the next case while the row is written: the
+        write happens beside the next request, not before it, and the case is reported only
+        once its row is in (`_written`)."""
         case = work.case
         try:
             completion = await self._complete(run_id, case, slot)
@@ -820,10 +852,10 @@ class Engine:
             scored=scored,
             timestamp=now_iso(),
         )
-        await self.store.record(
+        written = await self.store.record_soon(
             evaluation, work.request_hash, messages=self._messages.get(work.case.case_id)
         )
-        return evaluation
+        return evaluation, written
 
 
 def request_body(spec: RunSpec, provider: object, case: Case) -> ChatRequest | None:

@@ -8,7 +8,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from functools import cached_property
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -25,11 +25,27 @@ async def on_database_thread(db: aiosqlite.Connection, job: Callable[..., T], /,
 
     aiosqlite runs each of its calls (`execute`, the cursor's `close`, `commit`) as one such
     hop, and a hop costs a wake-up of each thread (about 0.1 ms here): writing a result as
-    three of them was most of what a case cost beyond its request. `Connection._execute` is
-    how aiosqlite's own methods make their hop (in every version since 0.16); should it go
-    away, every test that records a result fails.
+    three of them was most of what a case cost beyond its request. The hop is made as
+    aiosqlite's own methods make theirs (`to_database_thread`).
     """
-    return cast(T, await db._execute(lambda: job(db._conn, *args)))  # type: ignore[no-untyped-call]
+    return await to_database_thread(db, job, *args)
+
+
+def to_database_thread(
+    db: aiosqlite.Connection, job: Callable[..., T], /, *args: Any
+) -> asyncio.Future[T]:
+    """`on_database_thread` without waiting: `job(connection, *args)` is queued for the
+    database's thread now, and the future it returns is set when it has run (on the loop it
+    was made on: the thread answers `future.get_loop()`). It is queued as
+    `Connection._execute` queues aiosqlite's own calls, a future and a function on its `_tx`
+    queue, in every version since 0.20 (the oldest this project allows); should that change,
+    every test that records a result fails."""
+    if not db._running or db._connection is None:
+        raise ValueError("Connection closed")
+    done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+    conn = db._conn
+    db._tx.put_nowait((done, lambda: job(conn, *args)))
+    return done
 
 
 Statement = tuple[str, Sequence[Any]]
@@ -104,85 +120,80 @@ class _Waiting:
 class GroupCommit:
     """Rows committed as they come, those that come together in one transaction.
 
-    A row that comes while no write is under way is written and committed at once, in one
-    hop to the database's thread (at concurrency 1, every row). Rows that come while one is
-    under way wait for it, then go together: one hop and one commit for all of them, by a
-    task of the store's own, so that a run that cancels its cases (an abort) never leaves
-    another run's rows waiting. Either way a row is committed before `commit` returns it.
+    A row that comes while no write is under way goes to the database's thread at once, in
+    one hop (at concurrency 1, every row). Rows that come while one is under way wait for it,
+    then go together: one hop and one commit for all of them. The hops are chained by
+    callbacks, not by a task, so that nothing here waits on any caller: a run that cancels
+    its cases (an abort) never leaves another run's rows waiting, and a row handed over with
+    `submit` is written whether or not anyone awaits it. Either way a row's future is set
+    only once it is committed.
     """
 
     def __init__(self, db: aiosqlite.Connection) -> None:
         self.db = db
-        self._busy = False
         self._waiting: list[_Waiting] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._hop: asyncio.Future[list[int | Exception]] | None = None  # the write under way
+
+    def submit(self, statements: Sequence[Statement]) -> asyncio.Future[int]:
+        """Hand one row's statements over to be written and committed; its future gives the
+        id of the last, once committed (or why the row could not be written)."""
+        written: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._waiting.append(_Waiting(statements, written))
+        if self._hop is None:
+            self._send()
+        return written
 
     async def commit(self, statements: Sequence[Statement]) -> int:
         """Write one row's statements and commit them; the id of the last."""
-        if self._busy:
-            waiting = _Waiting(statements, asyncio.get_running_loop().create_future())
-            self._waiting.append(waiting)
-            return await waiting.written
-        self._busy = True
-        try:
-            (written,) = await on_database_thread(self.db, _write_committed, [statements])
-        finally:
-            self._done()
-        if isinstance(written, Exception):
-            raise written
-        return written
+        return await self.submit(statements)
 
-    def _done(self) -> None:
-        """A write ended: the rows that came meanwhile go next, together."""
-        if self._waiting:
-            self._flusher = asyncio.create_task(self._flush())
-        else:
-            self._busy = False
-
-    async def _flush(self) -> None:
+    def _send(self) -> None:
+        batch, self._waiting = self._waiting, []
         try:
-            while self._waiting:
-                batch, self._waiting = self._waiting, []
-                try:
-                    ids = await on_database_thread(
-                        self.db, _write_committed, [w.statements for w in batch]
-                    )
-                except Exception as exc:
-                    for w in batch:
-                        if not w.written.done():
-                            w.written.set_exception(exc)
-                    continue
-                for w, written in zip(batch, ids, strict=True):
-                    if w.written.done():
-                        continue
-                    if isinstance(written, Exception):
-                        w.written.set_exception(written)
-                    else:
-                        w.written.set_result(written)
-        finally:
-            self._busy = False
-            for w in self._waiting:  # only when cancelled: the loop is ending
+            hop = to_database_thread(self.db, _write_committed, [w.statements for w in batch])
+        except Exception as exc:  # the connection is closed
+            for w in batch:
+                if not w.written.done():
+                    w.written.set_exception(exc)
+            return
+        self._hop = hop
+        hop.add_done_callback(lambda done: self._sent(batch, done))
+
+    def _sent(self, batch: list[_Waiting], hop: asyncio.Future[list[int | Exception]]) -> None:
+        """A write ended: tell its rows, then send the rows that came meanwhile, together."""
+        self._hop = None
+        failure = None if hop.cancelled() else hop.exception()
+        results = [failure] * len(batch) if hop.cancelled() or failure else hop.result()
+        for w, written in zip(batch, results, strict=True):
+            if w.written.done():  # the caller gave up on it: the row is written all the same
+                continue
+            if written is None:  # the hop was cancelled: only when its loop is closing
                 w.written.cancel()
-            self._waiting = []
+            elif isinstance(written, BaseException):
+                w.written.set_exception(written)
+            else:
+                w.written.set_result(written)
+        if self._waiting:
+            self._send()
 
     async def drain(self) -> None:
         """Wait for the rows still being written (before the database is closed). The rows
-        may have been written from another event loop (the app runs the engine on one of its
-        own, in a worker's thread): that loop's flusher is waited for on that loop while it
-        runs; one whose loop has ended has nothing left to wait for."""
-        flusher = self._flusher
-        if flusher is None or flusher.done():
+        may have been handed over on another event loop (the app runs the engine on one of
+        its own, in a worker's thread): they are waited for on that loop while it runs; one
+        whose loop has ended has nothing left to wait for."""
+        hop = self._hop
+        if hop is None:
             return
-        loop = flusher.get_loop()
+        loop = hop.get_loop()
         if loop is asyncio.get_running_loop():
-            await asyncio.gather(flusher, return_exceptions=True)
+            await self._idle()
         elif loop.is_running():
-
-            async def finished() -> None:
-                await asyncio.gather(flusher, return_exceptions=True)
-
             with contextlib.suppress(Exception):
-                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(finished(), loop))
+                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._idle(), loop))
+
+    async def _idle(self) -> None:
+        while (hop := self._hop) is not None:
+            await asyncio.wait([hop])  # its own callback runs first and may send the next
 
 
 def _variant_text(value: Any) -> str | None:
@@ -240,6 +251,19 @@ class ResultRecording(StoreConnection):
     ) -> int:
         """Write one result and commit it before returning; `messages`: its request's, as
         `remember_requests` named them."""
+        return await (await self.record_soon(evaluation, request_hash, reused_from, messages))
+
+    async def record_soon(
+        self,
+        evaluation: Evaluation,
+        request_hash: str,
+        reused_from: int | None = None,
+        messages: str | None = None,
+    ) -> asyncio.Future[int]:
+        """`record` without waiting for the write: the row is handed to the database's
+        thread, and the future returned gives its id once it is committed (or why it could
+        not be written). The row is written whether or not the future is awaited; `close`
+        waits for every row handed over."""
         case, completion, scored = evaluation.case, evaluation.completion, evaluation.scored
         case_hash = text_hash(case.code, case.description)
         statements: list[Statement] = []
@@ -301,9 +325,15 @@ class ResultRecording(StoreConnection):
             f" VALUES ({', '.join('?' * len(columns))})"
         )
         statements.append((sql, values))
-        row_id = await self._commits.commit(statements)
-        self._known_texts.add(case_hash)
-        return row_id
+        written = self._commits.submit(statements)
+        if statements[0][1] is not values:  # the text goes with this row: known once it is in
+
+            def known(done: asyncio.Future[int]) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    self._known_texts.add(case_hash)
+
+            written.add_done_callback(known)
+        return written
 
     @cached_property
     def _commits(self) -> GroupCommit:
