@@ -101,7 +101,8 @@ def print_event(event: Event, out: TextIO, err: TextIO, prefix: str = "") -> Non
         for skipped in event.skipped:
             print(f"warning: {inert_line(skipped)}", file=err, flush=True)
     elif isinstance(event, CaseFinished):
-        print(prefix + format_case_line(event), file=out, flush=True)
+        out.write(f"{prefix}{format_case_line(event)}\n")  # one write a line, as print's
+        out.flush()
         ev = event.evaluation
         if ev.scored.outcome is Outcome.ERROR:
             case_id, error = inert_line(ev.case.case_id), inert_line(ev.completion.error)

@@ -67,7 +67,7 @@ def test_the_prefix_is_escaped_once_and_kept() -> None:
     prefix = "x" * SHARED_AT_LEAST
     encoder = BodyEncoder()
     encoder.encode(body("m", prefix + "a"), prefix)  # type: ignore[arg-type]
-    encoder._strings._escaped[prefix] = '"' + "y" * SHARED_AT_LEAST  # what it kept, it writes
+    encoder._heads[prefix] = b'"' + b"y" * SHARED_AT_LEAST  # what it kept, it writes
     assert b"y" * SHARED_AT_LEAST in encoder.encode(body("m", prefix + "b"), prefix)  # type: ignore[arg-type]
 
 

@@ -505,3 +505,20 @@ def test_a_refused_row_undoes_only_itself_not_a_write_waiting_for_its_commit() -
     assert _write_committed(conn, [[("INSERT INTO rows (v) VALUES (?)", (5,))]]) == [1]
     assert not conn.in_transaction
     assert conn.execute("SELECT hash FROM texts").fetchall() == [("h1",)]
+
+
+def test_a_refused_row_with_no_other_write_waiting_is_rolled_back_and_its_batch_kept() -> None:
+    """With nothing else waiting on the connection, a refused row is rolled back (no
+    savepoint is taken); the rows that came with it are written again on their own."""
+    from secbench_tui.core.store.recording import _write_committed
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
+    conn.commit()
+    insert = "INSERT INTO rows (v) VALUES (?)"
+    first, refused, third = _write_committed(
+        conn, [[(insert, (1,))], [(insert, (None,))], [(insert, (3,))]]
+    )
+    assert isinstance(refused, sqlite3.IntegrityError)
+    assert not conn.in_transaction
+    assert conn.execute("SELECT id, v FROM rows ORDER BY id").fetchall() == [(first, 1), (third, 3)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -53,11 +54,14 @@ Statement = tuple[str, Sequence[Any]]
 
 def _write_rows(conn: sqlite3.Connection, rows: Sequence[Sequence[Statement]]) -> list[int]:
     """Each row's statements, then one commit; the id of each row's last statement. On a
-    failure nothing of them stays, and nothing else is lost: they are undone to a savepoint
-    taken before them (a rollback would also undo any write still waiting on this connection
-    for its commit), not left for the next commit to carry."""
+    failure nothing of them stays, and nothing else is lost: when some other write is still
+    waiting on this connection for its commit, they are undone to a savepoint taken before
+    them (a rollback would undo that write too), never left for the next commit to carry;
+    when none is, a rollback undoes them (two statements fewer for every row)."""
     ids = []
-    conn.execute("SAVEPOINT result_rows")
+    shared = conn.in_transaction  # another write waits for its commit
+    if shared:
+        conn.execute("SAVEPOINT result_rows")
     try:
         for statements in rows:
             row_id = None
@@ -70,10 +74,14 @@ def _write_rows(conn: sqlite3.Connection, rows: Sequence[Sequence[Statement]]) -
             assert row_id is not None
             ids.append(row_id)
     except BaseException:
-        conn.execute("ROLLBACK TO result_rows")
-        conn.execute("RELEASE result_rows")
+        if shared:
+            conn.execute("ROLLBACK TO result_rows")
+            conn.execute("RELEASE result_rows")
+        else:
+            conn.rollback()
         raise
-    conn.execute("RELEASE result_rows")
+    if shared:
+        conn.execute("RELEASE result_rows")
     conn.commit()
     return ids
 
@@ -196,6 +204,24 @@ class GroupCommit:
             await asyncio.wait([hop])  # its own callback runs first and may send the next
 
 
+def _insert_result(columns: Sequence[str]) -> str:
+    return (
+        f"INSERT OR REPLACE INTO evaluations ({', '.join(columns)})"
+        f" VALUES ({', '.join('?' * len(columns))})"
+    )
+
+
+_INSERT_RESULT = _insert_result(EVAL_COLUMNS)
+
+
+@functools.lru_cache(maxsize=4096)
+def case_text_hash(code: str, description: str) -> str:
+    """`text_hash` of a case's texts, kept for the cases of the runs under way: a case's row
+    names them by it, and a run writes its cases' rows one after another (a text's own
+    `hash()`, which the lookup takes, is kept by the text)."""
+    return text_hash(code, description)
+
+
 def _variant_text(value: Any) -> str | None:
     return json.dumps(value, sort_keys=True) if isinstance(value, dict) else None
 
@@ -214,7 +240,7 @@ class ResultRecording(StoreConnection):
         """
         rows: dict[str, tuple[str, Any, Any]] = {}
         for case in cases:
-            case_hash = text_hash(case.code, case.description)
+            case_hash = case_text_hash(case.code, case.description)
             if case_hash not in self._known_texts:
                 rows[case_hash] = (case_hash, storable(case.code), storable(case.description))
         if rows:
@@ -265,7 +291,7 @@ class ResultRecording(StoreConnection):
         not be written). The row is written whether or not the future is awaited; `close`
         waits for every row handed over."""
         case, completion, scored = evaluation.case, evaluation.completion, evaluation.scored
-        case_hash = text_hash(case.code, case.description)
+        case_hash = case_text_hash(case.code, case.description)
         statements: list[Statement] = []
         if case_hash not in self._known_texts:
             statements.append(
@@ -274,8 +300,8 @@ class ResultRecording(StoreConnection):
                     (case_hash, storable(case.code), storable(case.description)),
                 )
             )
-        values: Sequence[Any] = tuple(
-            storable(value)
+        values: Sequence[Any] = [
+            value if value.__class__ is not str or value.isascii() else storable(value)
             for value in (
                 evaluation.timestamp or now_iso(),
                 case.test_file,
@@ -314,16 +340,13 @@ class ResultRecording(StoreConnection):
                 _variant_text(case.meta.get("variant")),
                 messages,
             )
-        )
-        columns: Sequence[str] = EVAL_COLUMNS
+        ]
+        sql = _INSERT_RESULT
         if self._adopted is not None:  # the original evaluator's table: fill what it requires
             columns, values = self._adopted.row(
-                columns, values, self._run_prompts.get(evaluation.run_id)
+                EVAL_COLUMNS, values, self._run_prompts.get(evaluation.run_id)
             )
-        sql = (
-            f"INSERT OR REPLACE INTO evaluations ({', '.join(columns)})"
-            f" VALUES ({', '.join('?' * len(columns))})"
-        )
+            sql = _insert_result(columns)
         statements.append((sql, values))
         written = self._commits.submit(statements)
         if statements[0][1] is not values:  # the text goes with this row: known once it is in

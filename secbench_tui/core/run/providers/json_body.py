@@ -47,10 +47,12 @@ class SharedPrefixes:
 
 
 class BodyEncoder:
-    """Bodies whose message starts with a known long prefix, the prefix escaped once."""
+    """Bodies whose message starts with a known long prefix, the prefix escaped and encoded
+    once: a body is the small rest of it, encoded, around the prefix's bytes."""
 
     def __init__(self) -> None:
-        self._strings = SharedPrefixes(ensure_ascii=False)
+        self._heads: dict[str, bytes] = {}  # prefix -> its JSON string's UTF-8, closing quote cut
+        self._mark = encode_json(_MARK)
 
     def encode(self, body: ChatRequest, prefix: str = "") -> bytes:
         """The body's bytes; the first message starting with `prefix` goes the short way."""
@@ -72,7 +74,14 @@ class BodyEncoder:
     ) -> bytes:
         marked = [*messages[:i], {**messages[i], "content": _MARK}, *messages[i + 1 :]]
         out = encode_json({**body, "messages": marked})
-        mark = encode_json(_MARK)
-        if out.count(mark) != 1:  # the mark's text was in the body already: no short way
+        mark = self._mark
+        at = out.find(mark)
+        if at < 0 or out.find(mark, at + 1) >= 0:  # the mark's text was in the body already
             return encode_json(body).encode("utf-8")
-        return out.replace(mark, self._strings.string(text, prefix)).encode("utf-8")
+        head = self._heads.get(prefix)
+        if head is None:
+            head = self._heads[prefix] = encode_json(prefix)[:-1].encode("utf-8")
+        rest = encode_json(text[len(prefix) :])[1:]  # the JSON string's rest, opening quote cut
+        return b"".join(
+            (out[:at].encode("utf-8"), head, rest.encode("utf-8"), out[at + len(mark) :].encode())
+        )
