@@ -179,9 +179,62 @@ async def test_run_level_fault_aborts_and_keeps_finished_cases(store: Store) -> 
     assert isinstance(last, RunFinished) and last.status == "aborted"
     assert "OPENROUTER_API_KEY" in (last.message or "")
     assert await store.finished_keys(last.run_id) == {(f"c00{i}.md", 0) for i in range(3)}
+    # the rows handed over before the fault are reported before the run ends
+    assert [e.evaluation.case.case_id for e in events if isinstance(e, CaseFinished)] == [
+        f"c00{i}.md" for i in range(3)
+    ]
     (record,) = await store.runs()
     assert record.status == "aborted"
     assert "c004.md" not in provider.asked
+
+
+async def test_the_next_request_goes_while_a_row_is_written_and_a_case_is_reported_once_in(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At concurrency 1 the next case is asked while the last one's row is still being
+    written (the write is held on the database's thread here); a case is reported only once
+    its row is committed, as another connection to the file sees it."""
+    import threading
+
+    from secbench_tui.core.store import recording
+
+    gate = threading.Event()
+    write = recording._write_committed
+    timed_out: list[object] = []
+
+    def held(conn: sqlite3.Connection, rows: object) -> object:
+        if not gate.wait(5):  # a run that waited for its row would wait here in vain
+            timed_out.append(rows)
+        return write(conn, rows)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(recording, "_write_committed", held)
+    asked_while_held: list[int] = []
+
+    def behave(case: Case, n: int) -> None:
+        if not gate.is_set():
+            asked_while_held.append(len(provider.asked))
+            if len(provider.asked) == 3:
+                gate.set()  # three cases asked, none written yet: let the writes go
+
+    provider = Scripted(behave)
+    spec = RunSpec(model="m", cases=cases(6), suite_kind="markdown", suite_path="/s")
+    engine = Engine(spec, provider, store)
+    other = sqlite3.connect(tmp_path / "r.db")
+    reported = []
+    async for event in engine.events():
+        if isinstance(event, CaseFinished):
+            case_id = event.evaluation.case.case_id
+            (committed,) = other.execute(
+                "SELECT COUNT(*) FROM evaluations WHERE case_id = ?", (case_id,)
+            ).fetchone()
+            reported.append((case_id, committed))
+        last = event
+    other.close()
+    assert not timed_out
+    assert asked_while_held == [1, 2, 3]  # cases 2 and 3 were asked before row 1 was in
+    assert reported == [(f"c00{i}.md", 1) for i in range(6)]
+    assert isinstance(last, RunFinished) and last.status == "completed"
+    assert (last.summary.cases, last.summary.correct) == (6, 6)  # taken from every row
 
 
 async def test_stop_finishes_in_flight_and_keeps_them(store: Store) -> None:
