@@ -255,6 +255,44 @@ async def test_stop_finishes_in_flight_and_keeps_them(store: Store) -> None:
     assert len(stored) == len(provider.asked) == seen < 40
 
 
+async def test_a_database_slower_than_the_endpoint_holds_the_cases_back(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows are written beside the next requests, but no more than `WRITE_AHEAD` of them
+    wait for their commit: then the run waits for the database."""
+    import threading
+
+    from secbench_tui.core.run.engine import WRITE_AHEAD
+    from secbench_tui.core.store import recording
+
+    gate = threading.Event()
+    write = recording._write_committed
+
+    def held(conn: sqlite3.Connection, rows: object) -> object:
+        gate.wait(10)
+        return write(conn, rows)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(recording, "_write_committed", held)
+    provider = Scripted()
+    spec = RunSpec(model="m", cases=cases(WRITE_AHEAD + 6), suite_kind="markdown", suite_path="/s")
+    engine = Engine(spec, provider, store)
+    task = asyncio.create_task(_all_events(engine))
+    for _ in range(500):  # until the run waits for its rows
+        if len(engine._writing) > WRITE_AHEAD:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.2)  # time enough to ask more, were it to
+    assert len(provider.asked) == len(engine._writing) == WRITE_AHEAD + 1
+    gate.set()
+    events = await task
+    assert len(provider.asked) == WRITE_AHEAD + 6
+    assert sum(isinstance(e, CaseFinished) for e in events) == WRITE_AHEAD + 6
+
+
+async def _all_events(engine: Engine) -> list[object]:
+    return [event async for event in engine.events()]
+
+
 async def test_resume_asks_only_what_is_missing(store: Store) -> None:
     provider = Scripted(lambda c, n: RunAborted("402") if c.case_id == "c006.md" else None)
     await run(store, provider, cases(10))

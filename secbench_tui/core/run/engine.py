@@ -355,6 +355,11 @@ class _Slot:
         self.held = True
 
 
+# Rows a run may have handed to the store and not yet seen committed, beyond twice its
+# concurrency: a case's slot goes on while its row is written, but not endlessly ahead.
+WRITE_AHEAD = 8
+
+
 class Engine:
     """One run. Iterate `events()` once; call `stop()` to finish in-flight cases and end."""
 
@@ -394,6 +399,7 @@ class Engine:
         self._started = 0  # cases handed out
         self._messages: dict[str, str] = {}  # what each result's row names its messages by
         self._writing: set[asyncio.Future[int]] = set()  # rows handed over, not yet committed
+        self._write_ahead = max(WRITE_AHEAD, 2 * self.limit.maximum)  # at most that many
 
     def stop(self, message: str | None = None, grace: bool = True) -> None:
         """Start no new case; requests in flight get `stop_grace` seconds to finish (for ever
@@ -740,6 +746,9 @@ class Engine:
             if evaluation.completion.cost:
                 self._cost += evaluation.completion.cost
                 self._check_budget()
+            while len(self._writing) > self._write_ahead:  # a database slower than the
+                # endpoint holds the cases back, rather than rows piling up in memory
+                await asyncio.wait(list(self._writing), return_when=asyncio.FIRST_COMPLETED)
             return evaluation.scored.outcome is not Outcome.ERROR
         except BaseException as exc:  # noqa: B036 - handed to the consumer, which re-raises
             if not isinstance(exc, asyncio.CancelledError):
