@@ -125,6 +125,8 @@ async def test_local_server_gets_no_openrouter_fields_and_no_key() -> None:
     body = json.loads(requests[0].content)
     assert "provider" not in body and "usage" not in body and "max_tokens" in body
     assert "authorization" not in requests[0].headers
+    assert "http-referer" not in requests[0].headers and "x-title" not in requests[0].headers
+    assert requests[0].headers["user-agent"].startswith("secbench-tui/")
     assert str(requests[0].url) == "http://127.0.0.1:11434/v1/chat/completions"
 
 

@@ -199,12 +199,15 @@ class OpenAICompatibleProvider:
         return httpx.Headers(self.headers())
 
     def headers(self) -> dict[str, str]:
-        headers = {
-            "Content-Type": "application/json",
-            "HTTP-Referer": REFERER,
-            "X-Title": TITLE,
-            "User-Agent": f"secbench-tui/{__version__}",
-        }
+        """What every request sends besides httpx's own. `HTTP-Referer` and `X-Title` are
+        OpenRouter's attribution of requests to an app: they go to OpenRouter only (another
+        server reads neither, and each header is work on both ends of every request), as its
+        `usage` and `provider` fields do; the original evaluator's style sends its own wherever
+        it goes, as the original does."""
+        headers = {"Content-Type": "application/json"}
+        if self.settings.is_openrouter:
+            headers.update({"HTTP-Referer": REFERER, "X-Title": TITLE})
+        headers["User-Agent"] = f"secbench-tui/{__version__}"
         if self.settings.request_style == security_bench.STYLE:
             headers.update(security_bench.HEADERS)  # how the original names itself
         if self.settings.api_key:
