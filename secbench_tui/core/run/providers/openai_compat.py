@@ -169,7 +169,8 @@ class OpenAICompatibleProvider:
     ) -> None:
         self.settings = settings
         self.name = settings.model
-        self.reports_cost = settings.is_openrouter  # usage.cost is OpenRouter's extension
+        self._openrouter = settings.is_openrouter  # parsed once, not for every request
+        self.reports_cost = self._openrouter  # usage.cost is OpenRouter's extension
         self._sleep = sleep
         self.endpoint = settings.base_url
         self._bodies = BodyEncoder()
@@ -205,7 +206,7 @@ class OpenAICompatibleProvider:
         `usage` and `provider` fields do; the original evaluator's style sends its own wherever
         it goes, as the original does."""
         headers = {"Content-Type": "application/json"}
-        if self.settings.is_openrouter:
+        if self._openrouter:
             headers.update({"HTTP-Referer": REFERER, "X-Title": TITLE})
         headers["User-Agent"] = f"secbench-tui/{__version__}"
         if self.settings.request_style == security_bench.STYLE:
@@ -235,7 +236,7 @@ class OpenAICompatibleProvider:
             body["response_format"] = fmt
         if s.reasoning_effort is not None:
             body["reasoning"] = {"effort": s.reasoning_effort}
-        if s.is_openrouter:
+        if self._openrouter:
             body["usage"] = {"include": True}
             if fmt is not None:
                 body["provider"] = {"require_parameters": True}
