@@ -356,8 +356,9 @@ class _Slot:
 
 
 # Rows a run may have handed to the store and not yet seen committed, beyond twice its
-# concurrency: a case's slot goes on while its row is written, but not endlessly ahead.
-WRITE_AHEAD = 8
+# concurrency: a case's slot goes on while its row is written, but not endlessly ahead (twice
+# what the store gathers into one commit, `recording.GATHER_ROWS`).
+WRITE_AHEAD = 32
 
 
 class Engine:

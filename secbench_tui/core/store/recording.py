@@ -125,37 +125,61 @@ class _Waiting:
         self.written = written
 
 
-class GroupCommit:
-    """Rows committed as they come, those that come together in one transaction.
+# A row handed over without waiting (`submit`) waits this long for others to share its commit,
+# unless this many are ready before: a commit writes every page its rows touched (the table's
+# and one per index, about 40 KB for one row), so rows committed together cost a fraction
+# each (measured here, with the tool's indexes: 119 us a row alone, 40 us in fours, 30 us in
+# eights). The row is still committed before anyone is told of it; a row awaited (`commit`)
+# goes at once.
+GATHER_SECONDS = 0.004
+GATHER_ROWS = 16
 
-    A row that comes while no write is under way goes to the database's thread at once, in
-    one hop (at concurrency 1, every row). Rows that come while one is under way wait for it,
-    then go together: one hop and one commit for all of them. The hops are chained by
-    callbacks, not by a task, so that nothing here waits on any caller: a run that cancels
-    its cases (an abort) never leaves another run's rows waiting, and a row handed over with
-    `submit` is written whether or not anyone awaits it. Either way a row's future is set
-    only once it is committed.
+
+class GroupCommit:
+    """Rows committed in groups, each row committed before its future says so.
+
+    A row handed over with `submit` waits up to `GATHER_SECONDS` for others (or until
+    `GATHER_ROWS` are ready), then they go to the database's thread together: one hop and
+    one commit. Rows that come while a write is under way go together when it ends. The hops
+    are chained by callbacks and a timer, not by a task, so that nothing here waits on any
+    caller: a run that cancels its cases (an abort) never leaves another run's rows waiting,
+    and a row handed over is written whether or not anyone awaits it.
     """
 
     def __init__(self, db: aiosqlite.Connection) -> None:
         self.db = db
         self._waiting: list[_Waiting] = []
         self._hop: asyncio.Future[list[int | Exception]] | None = None  # the write under way
+        self._timer: asyncio.TimerHandle | None = None  # the gathering's end
+        self._loop: asyncio.AbstractEventLoop | None = None  # where the rows were handed over
 
-    def submit(self, statements: Sequence[Statement]) -> asyncio.Future[int]:
+    def submit(self, statements: Sequence[Statement], gather: bool = True) -> asyncio.Future[int]:
         """Hand one row's statements over to be written and committed; its future gives the
-        id of the last, once committed (or why the row could not be written)."""
-        written: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        id of the last, once committed (or why the row could not be written). `gather`:
+        the row may wait a little for others to share its commit."""
+        loop = self._loop = asyncio.get_running_loop()
+        written: asyncio.Future[int] = loop.create_future()
         self._waiting.append(_Waiting(statements, written))
         if self._hop is None:
-            self._send()
+            if not gather or len(self._waiting) >= GATHER_ROWS:
+                self._send()
+            elif self._timer is None:
+                self._timer = loop.call_later(GATHER_SECONDS, self._gathered)
         return written
 
     async def commit(self, statements: Sequence[Statement]) -> int:
-        """Write one row's statements and commit them; the id of the last."""
-        return await self.submit(statements)
+        """Write one row's statements and commit them, at once; the id of the last."""
+        return await self.submit(statements, gather=False)
+
+    def _gathered(self) -> None:
+        self._timer = None
+        if self._hop is None and self._waiting:
+            self._send()
 
     def _send(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         batch, self._waiting = self._waiting, []
         try:
             hop = to_database_thread(self.db, _write_committed, [w.statements for w in batch])
@@ -185,14 +209,13 @@ class GroupCommit:
             self._send()
 
     async def drain(self) -> None:
-        """Wait for the rows still being written (before the database is closed). The rows
-        may have been handed over on another event loop (the app runs the engine on one of
-        its own, in a worker's thread): they are waited for on that loop while it runs; one
-        whose loop has ended has nothing left to wait for."""
-        hop = self._hop
-        if hop is None:
+        """Write and wait for the rows still handed over (before the database is closed).
+        The rows may have been handed over on another event loop (the app runs the engine on
+        one of its own, in a worker's thread): they are waited for on that loop while it
+        runs; one whose loop has ended has nothing left to wait for."""
+        loop = self._loop
+        if loop is None or (self._hop is None and not self._waiting):
             return
-        loop = hop.get_loop()
         if loop is asyncio.get_running_loop():
             await self._idle()
         elif loop.is_running():
@@ -200,6 +223,9 @@ class GroupCommit:
                 await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._idle(), loop))
 
     async def _idle(self) -> None:
+        """Every row handed over written: those still gathering go now."""
+        if self._hop is None and self._waiting:
+            self._send()
         while (hop := self._hop) is not None:
             await asyncio.wait([hop])  # its own callback runs first and may send the next
 
