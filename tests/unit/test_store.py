@@ -522,3 +522,75 @@ def test_a_refused_row_with_no_other_write_waiting_is_rolled_back_and_its_batch_
     assert isinstance(refused, sqlite3.IntegrityError)
     assert not conn.in_transaction
     assert conn.execute("SELECT id, v FROM rows ORDER BY id").fetchall() == [(first, 1), (third, 3)]
+
+
+def test_a_full_disk_under_another_write_raises_its_own_error() -> None:
+    """SQLite rolls the whole transaction back on an I/O error: the row then fails with that
+    error (not "no such savepoint"), in a child process whose files may not grow."""
+    import subprocess
+    import sys
+
+    script = """
+import resource, signal, sqlite3, sys, tempfile
+from pathlib import Path
+from secbench_tui.core.store.recording import _write_committed
+db = Path(tempfile.mkdtemp()) / "t.db"
+con = sqlite3.connect(db)
+con.execute("PRAGMA journal_mode=WAL"); con.execute("PRAGMA cache_size=-64")
+con.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
+con.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, status TEXT)")
+con.execute("INSERT INTO runs VALUES (1, 'running')"); con.commit()
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+for _ in range(200):
+    con.execute("UPDATE runs SET status='started' WHERE id=1")  # waits for its commit
+    (out,) = _write_committed(con, [[("INSERT INTO t (v) VALUES (?)", ("x" * 600_000,))]])
+    if isinstance(out, Exception):
+        print(repr(out)); sys.exit(0)
+print("no failure")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "disk I/O error" in done.stdout and "savepoint" not in done.stdout, done.stdout
+
+
+async def test_a_write_under_way_when_its_loop_closes_leaves_the_store_usable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app runs each matrix on a loop of its own: rows handed over there, one of them
+    being written when that loop closes, are still written, the database's thread lives on,
+    a later row is committed and the store closes."""
+    import threading
+
+    from secbench_tui.core.store import recording
+
+    gate = threading.Event()
+    write = recording._write_committed
+
+    def held(conn: sqlite3.Connection, rows: object) -> object:
+        gate.wait(10)
+        return write(conn, rows)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(recording, "_write_committed", held)
+    store = await Store.open(tmp_path / "r.db")
+    commits = store._commits
+    insert = "INSERT INTO case_texts (hash, code, description) VALUES (?, 'c', '')"
+
+    def engine_loop() -> None:
+        async def hand_over() -> None:
+            commits.submit([(insert, ("under way",))], gather=False)  # being written
+            commits.submit([(insert, ("gathering",))])  # waits for the first
+
+        asyncio.run(hand_over())  # ends, and closes, with both in flight
+
+    await asyncio.to_thread(engine_loop)
+    gate.set()
+    later = await asyncio.wait_for(commits.commit([(insert, ("later",))]), 10)
+    assert later
+    await asyncio.wait_for(store.close(), 10)
+    assert store.db._thread.is_alive() is False  # closed, not dead on the closed loop
+    conn = sqlite3.connect(tmp_path / "r.db")
+    kept = {row[0] for row in conn.execute("SELECT hash FROM case_texts")}
+    assert {"under way", "gathering", "later"} <= kept

@@ -9,7 +9,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import aiosqlite
 
@@ -36,17 +36,61 @@ def to_database_thread(
     db: aiosqlite.Connection, job: Callable[..., T], /, *args: Any
 ) -> asyncio.Future[T]:
     """`on_database_thread` without waiting: `job(connection, *args)` is queued for the
-    database's thread now, and the future it returns is set when it has run (on the loop it
-    was made on: the thread answers `future.get_loop()`). It is queued as
-    `Connection._execute` queues aiosqlite's own calls, a future and a function on its `_tx`
-    queue, in every version since 0.20 (the oldest this project allows); should that change,
-    every test that records a result fails."""
+    database's thread now, and the future it returns is set when it has run.
+
+    It is queued as `Connection._execute` queues aiosqlite's own calls, a future and a
+    function on its `_tx` queue, in every version since 0.20 (the oldest this project
+    allows); should that change, every test that records a result fails. The job answers its
+    own future, and aiosqlite's thread is handed one that needs no answer (`_Answered`):
+    should the future's event loop have closed meanwhile (the app's engine loop, ended while
+    a write was under way), nobody is waiting, and the thread goes on rather than dying on
+    the closed loop (which left every later call of the connection, its close too, waiting
+    for ever).
+    """
     if not db._running or db._connection is None:
         raise ValueError("Connection closed")
-    done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
     conn = db._conn
-    db._tx.put_nowait((done, lambda: job(conn, *args)))
+
+    def run() -> None:
+        try:
+            result: Any = job(conn, *args)
+            answer: Callable[[asyncio.Future[T], Any], None] = _set_result
+        except BaseException as exc:  # noqa: B036 - handed to whoever waits
+            result, answer = exc, _set_exception
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+            loop.call_soon_threadsafe(answer, done, result)
+
+    db._tx.put_nowait((cast("asyncio.Future[Any]", _ANSWERED), run))  # it is answered by `run`
     return done
+
+
+def _set_result(future: asyncio.Future[T], result: T) -> None:
+    if not future.done():
+        future.set_result(result)
+
+
+def _set_exception(future: asyncio.Future[T], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+class _Answered:
+    """The future aiosqlite's thread is given for a job that answers its own: it takes the
+    thread's answer (`get_loop().call_soon_threadsafe(...)`) and drops it."""
+
+    def get_loop(self) -> _Answered:
+        return self
+
+    def call_soon_threadsafe(self, *_: object) -> None:
+        return None
+
+    def done(self) -> bool:
+        return True
+
+
+_ANSWERED = _Answered()
 
 
 Statement = tuple[str, Sequence[Any]]
@@ -74,11 +118,14 @@ def _write_rows(conn: sqlite3.Connection, rows: Sequence[Sequence[Statement]]) -
             assert row_id is not None
             ids.append(row_id)
     except BaseException:
-        if shared:
-            conn.execute("ROLLBACK TO result_rows")
-            conn.execute("RELEASE result_rows")
-        else:
-            conn.rollback()
+        # undone, when SQLite has not already rolled the whole transaction back (it does on
+        # a full disk or an I/O error); the error raised is always the row's own
+        with contextlib.suppress(sqlite3.Error):
+            if shared and conn.in_transaction:
+                conn.execute("ROLLBACK TO result_rows")
+                conn.execute("RELEASE result_rows")
+            elif conn.in_transaction:
+                conn.rollback()
         raise
     if shared:
         conn.execute("RELEASE result_rows")
@@ -157,7 +204,9 @@ class GroupCommit:
         """Hand one row's statements over to be written and committed; its future gives the
         id of the last, once committed (or why the row could not be written). `gather`:
         the row may wait a little for others to share its commit."""
-        loop = self._loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._adopt(loop)
         written: asyncio.Future[int] = loop.create_future()
         self._waiting.append(_Waiting(statements, written))
         if self._hop is None:
@@ -170,6 +219,22 @@ class GroupCommit:
     async def commit(self, statements: Sequence[Statement]) -> int:
         """Write one row's statements and commit them, at once; the id of the last."""
         return await self.submit(statements, gather=False)
+
+    def _adopt(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Rows now come from `loop`. Those handed over on an earlier loop that has ended
+        (the app runs each matrix on a loop of its own) are never answered there: a write it
+        left under way is forgotten (it was written, or failed, on the database's thread; a
+        closed loop cannot be told) and its rows still gathering go with this loop's first
+        write, with nobody left to tell."""
+        old = self._loop
+        self._loop = loop
+        if old is None or old.is_running():
+            return  # two loops at once (tests): each row is answered on its own loop
+        self._hop = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._waiting = [_Waiting(w.statements, loop.create_future()) for w in self._waiting]
 
     def _gathered(self) -> None:
         self._timer = None
@@ -211,16 +276,19 @@ class GroupCommit:
     async def drain(self) -> None:
         """Write and wait for the rows still handed over (before the database is closed).
         The rows may have been handed over on another event loop (the app runs the engine on
-        one of its own, in a worker's thread): they are waited for on that loop while it
-        runs; one whose loop has ended has nothing left to wait for."""
+        one of its own, in a worker's thread): while that loop runs, they are read and waited
+        for there; once it has ended, what it left is written from here (`_adopt`)."""
         loop = self._loop
-        if loop is None or (self._hop is None and not self._waiting):
+        if loop is None:
             return
-        if loop is asyncio.get_running_loop():
-            await self._idle()
-        elif loop.is_running():
+        current = asyncio.get_running_loop()
+        if loop is not current and loop.is_running():
             with contextlib.suppress(Exception):
                 await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._idle(), loop))
+            return
+        if loop is not current:
+            self._adopt(current)
+        await self._idle()
 
     async def _idle(self) -> None:
         """Every row handed over written: those still gathering go now."""
