@@ -22,6 +22,7 @@ from secbench_tui.core.run.events import (
 )
 from secbench_tui.core.run.providers.base import RetryCallback, RetryNotice, RunAborted
 from secbench_tui.core.store.database import Store
+from tests.unit.conftest import HeldWrites
 
 
 def cases(n: int) -> list[Case]:
@@ -189,25 +190,12 @@ async def test_run_level_fault_aborts_and_keeps_finished_cases(store: Store) -> 
 
 
 async def test_the_next_request_goes_while_a_row_is_written_and_a_case_is_reported_once_in(
-    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: Store, tmp_path: Path, held_writes: HeldWrites
 ) -> None:
     """At concurrency 1 the next case is asked while the last one's row is still being
     written (the write is held on the database's thread here); a case is reported only once
     its row is committed, as another connection to the file sees it."""
-    import threading
-
-    from secbench_tui.core.store import recording
-
-    gate = threading.Event()
-    write = recording._write_committed
-    timed_out: list[object] = []
-
-    def held(conn: sqlite3.Connection, rows: object) -> object:
-        if not gate.wait(5):  # a run that waited for its row would wait here in vain
-            timed_out.append(rows)
-        return write(conn, rows)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(recording, "_write_committed", held)
+    gate = held_writes.gate
     asked_while_held: list[int] = []
 
     def behave(case: Case, n: int) -> None:
@@ -230,7 +218,7 @@ async def test_the_next_request_goes_while_a_row_is_written_and_a_case_is_report
             reported.append((case_id, committed))
         last = event
     other.close()
-    assert not timed_out
+    assert not held_writes.timed_out
     assert asked_while_held == [1, 2, 3]  # cases 2 and 3 were asked before row 1 was in
     assert reported == [(f"c00{i}.md", 1) for i in range(6)]
     assert isinstance(last, RunFinished) and last.status == "completed"
@@ -256,23 +244,12 @@ async def test_stop_finishes_in_flight_and_keeps_them(store: Store) -> None:
 
 
 async def test_a_database_slower_than_the_endpoint_holds_the_cases_back(
-    store: Store, monkeypatch: pytest.MonkeyPatch
+    store: Store, held_writes: HeldWrites
 ) -> None:
     """Rows are written beside the next requests, but no more than `WRITE_AHEAD` of them
     wait for their commit: then the run waits for the database."""
-    import threading
-
     from secbench_tui.core.run.engine import WRITE_AHEAD
-    from secbench_tui.core.store import recording
 
-    gate = threading.Event()
-    write = recording._write_committed
-
-    def held(conn: sqlite3.Connection, rows: object) -> object:
-        gate.wait(10)
-        return write(conn, rows)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(recording, "_write_committed", held)
     provider = Scripted()
     spec = RunSpec(model="m", cases=cases(WRITE_AHEAD + 6), suite_kind="markdown", suite_path="/s")
     engine = Engine(spec, provider, store)
@@ -283,7 +260,7 @@ async def test_a_database_slower_than_the_endpoint_holds_the_cases_back(
         await asyncio.sleep(0.01)
     await asyncio.sleep(0.2)  # time enough to ask more, were it to
     assert len(provider.asked) == len(engine._writing) == WRITE_AHEAD + 1
-    gate.set()
+    held_writes.gate.set()
     events = await task
     assert len(provider.asked) == WRITE_AHEAD + 6
     assert sum(isinstance(e, CaseFinished) for e in events) == WRITE_AHEAD + 6

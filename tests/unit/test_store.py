@@ -22,6 +22,7 @@ from secbench_tui.core.store.connection import StoreError
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.queries import ResultFilter
 from secbench_tui.core.store.schema import SCHEMA_VERSION
+from tests.unit.conftest import HeldWrites
 
 SPEC_COLUMNS = [
     "id",
@@ -557,23 +558,11 @@ print("no failure")
 
 
 async def test_a_write_under_way_when_its_loop_closes_leaves_the_store_usable(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, held_writes: HeldWrites
 ) -> None:
     """The app runs each matrix on a loop of its own: rows handed over there, one of them
     being written when that loop closes, are still written, the database's thread lives on,
     a later row is committed and the store closes."""
-    import threading
-
-    from secbench_tui.core.store import recording
-
-    gate = threading.Event()
-    write = recording._write_committed
-
-    def held(conn: sqlite3.Connection, rows: object) -> object:
-        gate.wait(10)
-        return write(conn, rows)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(recording, "_write_committed", held)
     store = await Store.open(tmp_path / "r.db")
     commits = store._commits
     insert = "INSERT INTO case_texts (hash, code, description) VALUES (?, 'c', '')"
@@ -586,7 +575,7 @@ async def test_a_write_under_way_when_its_loop_closes_leaves_the_store_usable(
         asyncio.run(hand_over())  # ends, and closes, with both in flight
 
     await asyncio.to_thread(engine_loop)
-    gate.set()
+    held_writes.gate.set()
     later = await asyncio.wait_for(commits.commit([(insert, ("later",))]), 10)
     assert later
     await asyncio.wait_for(store.close(), 10)  # the thread lived to close the file
