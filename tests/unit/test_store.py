@@ -582,3 +582,18 @@ async def test_a_write_under_way_when_its_loop_closes_leaves_the_store_usable(
     conn = sqlite3.connect(tmp_path / "r.db")
     kept = {row[0] for row in conn.execute("SELECT hash FROM case_texts")}
     assert {"under way", "gathering", "later"} <= kept
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+async def test_the_store_closes_when_the_database_thread_died(tmp_path: Path) -> None:
+    """aiosqlite's thread dies when one of its own calls was made on an event loop that has
+    closed since (it answers that loop, which raises, twice); closing the store must not wait
+    for ever for it (the app's exit did)."""
+    store = await Store.open(tmp_path / "r.db")
+    gone = asyncio.new_event_loop()
+    future = gone.create_future()
+    gone.close()
+    store.db._tx.put_nowait((future, lambda: None))  # as `Connection._execute` queues a call
+    await asyncio.to_thread(store.db._thread.join, 10)
+    assert not store.db._thread.is_alive()
+    await asyncio.wait_for(store.close(), 5)

@@ -159,6 +159,13 @@ class StoreConnection:
         return await cls.open(path, on_notice)
 
     async def close(self) -> None:
+        thread = getattr(self.db, "_thread", None)  # aiosqlite's, in every version since 0.20
+        if thread is not None and thread.ident is not None and not thread.is_alive():
+            # It died answering a call of an event loop that had closed (aiosqlite's own
+            # calls, unlike this store's writes, `recording.to_database_thread`): nothing
+            # would ever answer the close, and the app's exit would wait for ever. What was
+            # committed is in the file; the connection goes with the process.
+            return
         await self.db.close()
 
     async def _back_up_original(self) -> Path:
