@@ -597,3 +597,120 @@ async def test_the_store_closes_when_the_database_thread_died(tmp_path: Path) ->
     await asyncio.to_thread(store.db._thread.join, 10)
     assert not store.db._thread.is_alive()
     await asyncio.wait_for(store.close(), 5)
+
+
+async def test_reused_answers_are_written_at_once_not_gathered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`record` (awaited: every reused answer, one after another) goes at once; were it
+    gathered like the rows of asked cases, each would wait out the window (made 60 s here)."""
+    from secbench_tui.core.run.engine import Engine, RunSpec
+    from secbench_tui.core.run.events import RunStarted
+    from secbench_tui.core.store import recording
+    from tests.unit.test_engine import Scripted, cases
+
+    store = await Store.open(tmp_path / "r.db")
+    spec = RunSpec(model="m", cases=cases(6), suite_kind="markdown", suite_path="/s")
+    assert len([e async for e in Engine(spec, Scripted(), store).events()]) > 6  # paid for
+    monkeypatch.setattr(recording, "GATHER_SECONDS", 60.0)
+
+    async def again() -> list[object]:
+        return [e async for e in Engine(spec, Scripted(), store).events()]
+
+    events = await asyncio.wait_for(again(), 10)
+    assert next(e for e in events if isinstance(e, RunStarted)).reused == 6
+    await store.close()
+
+
+INSERT_TEXT = "INSERT INTO case_texts (hash, code, description) VALUES (?, 'c', '')"
+
+
+@pytest.mark.parametrize("then", ["close", "next_loop_submit", "next_loop_commit"])
+async def test_rows_gathering_when_their_loop_ends_are_written(tmp_path: Path, then: str) -> None:
+    """A loop ends with rows gathering behind its timer and no write under way: they are
+    written by the store's close, or with the next loop's first row."""
+    store = await Store.open(tmp_path / "r.db")
+    commits = store._commits
+
+    def engine_loop(rows: list[str]) -> None:
+        async def hand_over() -> None:
+            for row in rows:
+                commits.submit([(INSERT_TEXT, (row,))])
+
+        asyncio.run(hand_over())
+
+    await asyncio.to_thread(engine_loop, ["g1", "g2", "g3"])
+    assert commits._timer is not None and commits._hop is None
+    expected = {"g1", "g2", "g3"}
+    if then == "next_loop_submit":
+        await asyncio.to_thread(engine_loop, ["n1"])
+        expected.add("n1")
+    elif then == "next_loop_commit":
+        assert await asyncio.wait_for(commits.commit([(INSERT_TEXT, ("n1",))]), 5)
+        expected.add("n1")
+    await asyncio.wait_for(store.close(), 5)
+    conn = sqlite3.connect(tmp_path / "r.db")
+    assert expected <= {row[0] for row in conn.execute("SELECT hash FROM case_texts")}
+
+
+async def test_a_row_of_another_live_loop_is_answered_on_its_own_loop(
+    tmp_path: Path, held_writes: HeldWrites
+) -> None:
+    """Two loops at once: a row this loop awaits, sent with the other loop's write, is
+    answered through this loop (set from the other's thread, it would not wake it)."""
+    import threading
+    import time
+
+    store = await Store.open(tmp_path / "r.db")
+    commits = store._commits
+    handed, finish = threading.Event(), threading.Event()
+
+    def other_loop() -> None:
+        async def main() -> None:
+            written = commits.submit([(INSERT_TEXT, ("other",))], gather=False)  # held
+            handed.set()
+            await written
+            await asyncio.to_thread(finish.wait, 10)  # the loop stays alive meanwhile
+
+        asyncio.run(main())
+
+    thread = threading.Thread(target=other_loop, daemon=True)
+    thread.start()
+    await asyncio.to_thread(handed.wait, 10)
+    mine = asyncio.ensure_future(commits.commit([(INSERT_TEXT, ("mine",))]))  # waits for it
+    await asyncio.sleep(0)
+    threading.Timer(0.1, held_writes.gate.set).start()
+    started = time.perf_counter()
+    done, _ = await asyncio.wait([mine], timeout=5)  # nothing else would wake this loop
+    woke_after = time.perf_counter() - started
+    finish.set()
+    await asyncio.to_thread(thread.join, 10)
+    await store.close()
+    assert done and woke_after < 2.5  # answered at about 0.1 s, not at the 5 s timeout
+
+
+async def test_a_call_under_way_when_its_loop_closes_leaves_the_connection_usable(
+    tmp_path: Path,
+) -> None:
+    """The app quits while its engine's loop awaits one of aiosqlite's own calls: the call
+    answers its own future (`answer_own_calls`), so the closed loop does not end the
+    database's thread, and the store goes on and closes."""
+    import threading
+
+    store = await Store.open(tmp_path / "r.db")
+    gate = threading.Event()
+
+    def engine_loop() -> None:
+        async def main() -> None:
+            asyncio.ensure_future(store.db._execute(gate.wait, 10))  # under way, never awaited
+
+        asyncio.run(main())  # cancels it and closes with the call under way
+
+    await asyncio.to_thread(engine_loop)
+    gate.set()
+    try:
+        cursor = await asyncio.wait_for(store.db.execute("SELECT 1"), 5)
+        assert tuple(await cursor.fetchone() or ()) == (1,)
+        assert store.db._thread.is_alive()
+    finally:
+        await asyncio.wait_for(store.close(), 5)

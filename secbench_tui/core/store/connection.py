@@ -10,16 +10,20 @@ written under a write lock the busy timeout waits for, and the switch to WAL is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 import aiosqlite
 
 from secbench_tui.core.store import requests
 from secbench_tui.core.store.migrations import MIGRATIONS
 from secbench_tui.core.store.schema import SCHEMA_VERSION, create_v1
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from secbench_tui.core.store.original import WriteLayout
@@ -65,6 +69,75 @@ def _is_new(path: Path) -> bool:
         return True
 
 
+def queue_call(db: aiosqlite.Connection, call: Callable[[], T]) -> asyncio.Future[T]:
+    """`call()` queued for the database's thread now; the future returned is set when it has
+    run.
+
+    It is queued as `Connection._execute` queues aiosqlite's own calls, a future and a
+    function on its `_tx` queue, in every version since 0.20 (the oldest this project
+    allows); should that change, every test that records a result fails. The call answers
+    its own future, through its loop, and aiosqlite's thread is handed one that needs no
+    answer (`_Answered`): should the loop have closed meanwhile (the app's engine loop, ended
+    while a call was under way), nobody is waiting, and the thread goes on. aiosqlite's own
+    answer would raise on the closed loop, twice, and end its thread: every later call of the
+    connection, its close too, then waited for ever. `answer_own_calls` makes every call of
+    a store's connection go this way.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def run() -> None:
+        try:
+            result: Any = call()
+            answer: Callable[[asyncio.Future[T], Any], None] = _set_result
+        except BaseException as exc:  # noqa: B036 - handed to whoever waits
+            result, answer = exc, _set_exception
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+            loop.call_soon_threadsafe(answer, done, result)
+
+    db._tx.put_nowait((cast("asyncio.Future[Any]", _ANSWERED), run))  # it is answered by `run`
+    return done
+
+
+def answer_own_calls(db: aiosqlite.Connection) -> None:
+    """Every call of `db` (execute, commit, a cursor's, close) answers its own future
+    (`queue_call`): `Connection._execute`, which they all go through, replaced for `db`."""
+
+    async def _execute(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        if not db._running or not db._connection:
+            raise ValueError("Connection closed")
+        return await queue_call(db, functools.partial(fn, *args, **kwargs))
+
+    db._execute = _execute  # type: ignore[method-assign]
+
+
+def _set_result(future: asyncio.Future[T], result: T) -> None:
+    if not future.done():
+        future.set_result(result)
+
+
+def _set_exception(future: asyncio.Future[T], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+class _Answered:
+    """The future aiosqlite's thread is given for a call that answers its own: it takes the
+    thread's answer (`get_loop().call_soon_threadsafe(...)`) and drops it."""
+
+    def get_loop(self) -> _Answered:
+        return self
+
+    def call_soon_threadsafe(self, *_: object) -> None:
+        return None
+
+    def done(self) -> bool:
+        return True
+
+
+_ANSWERED = _Answered()
+
+
 class StoreError(Exception):
     """The database cannot be used; the message names the file and what to do."""
 
@@ -103,6 +176,7 @@ class StoreConnection:
             db = await aiosqlite.connect(str(path))
         except Exception as exc:  # aiosqlite re-raises sqlite3 errors of any kind
             raise StoreError(f"--db {path}: cannot open the database ({exc})") from exc
+        answer_own_calls(db)
         store = cls(db, path)
         try:
             db.row_factory = aiosqlite.Row

@@ -9,12 +9,12 @@ import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from functools import cached_property
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import aiosqlite
 
 from secbench_tui.core.models import Case, Evaluation
-from secbench_tui.core.store.connection import StoreConnection, StoreError
+from secbench_tui.core.store.connection import StoreConnection, StoreError, queue_call
 from secbench_tui.core.store.schema import EVAL_COLUMNS
 from secbench_tui.core.store.values import gold_json, now_iso, storable, text_hash
 
@@ -36,61 +36,12 @@ def to_database_thread(
     db: aiosqlite.Connection, job: Callable[..., T], /, *args: Any
 ) -> asyncio.Future[T]:
     """`on_database_thread` without waiting: `job(connection, *args)` is queued for the
-    database's thread now, and the future it returns is set when it has run.
-
-    It is queued as `Connection._execute` queues aiosqlite's own calls, a future and a
-    function on its `_tx` queue, in every version since 0.20 (the oldest this project
-    allows); should that change, every test that records a result fails. The job answers its
-    own future, and aiosqlite's thread is handed one that needs no answer (`_Answered`):
-    should the future's event loop have closed meanwhile (the app's engine loop, ended while
-    a write was under way), nobody is waiting, and the thread goes on rather than dying on
-    the closed loop (which left every later call of the connection, its close too, waiting
-    for ever).
-    """
+    database's thread now, and the future it returns is set when it has run (`queue_call`,
+    which also says why it answers its own future)."""
     if not db._running or db._connection is None:
         raise ValueError("Connection closed")
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[T] = loop.create_future()
     conn = db._conn
-
-    def run() -> None:
-        try:
-            result: Any = job(conn, *args)
-            answer: Callable[[asyncio.Future[T], Any], None] = _set_result
-        except BaseException as exc:  # noqa: B036 - handed to whoever waits
-            result, answer = exc, _set_exception
-        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
-            loop.call_soon_threadsafe(answer, done, result)
-
-    db._tx.put_nowait((cast("asyncio.Future[Any]", _ANSWERED), run))  # it is answered by `run`
-    return done
-
-
-def _set_result(future: asyncio.Future[T], result: T) -> None:
-    if not future.done():
-        future.set_result(result)
-
-
-def _set_exception(future: asyncio.Future[T], exc: BaseException) -> None:
-    if not future.done():
-        future.set_exception(exc)
-
-
-class _Answered:
-    """The future aiosqlite's thread is given for a job that answers its own: it takes the
-    thread's answer (`get_loop().call_soon_threadsafe(...)`) and drops it."""
-
-    def get_loop(self) -> _Answered:
-        return self
-
-    def call_soon_threadsafe(self, *_: object) -> None:
-        return None
-
-    def done(self) -> bool:
-        return True
-
-
-_ANSWERED = _Answered()
+    return queue_call(db, lambda: job(conn, *args))
 
 
 Statement = tuple[str, Sequence[Any]]
@@ -229,7 +180,7 @@ class GroupCommit:
         old = self._loop
         self._loop = loop
         if old is None or old.is_running():
-            return  # two loops at once (tests): each row is answered on its own loop
+            return  # two loops at once: each row is answered on its own loop (`_sent`)
         self._hop = None
         if self._timer is not None:
             self._timer.cancel()
@@ -261,15 +212,13 @@ class GroupCommit:
         self._hop = None
         failure = None if hop.cancelled() else hop.exception()
         results = [failure] * len(batch) if hop.cancelled() or failure else hop.result()
+        here = hop.get_loop()
         for w, written in zip(batch, results, strict=True):
-            if w.written.done():  # the caller gave up on it: the row is written all the same
-                continue
-            if written is None:  # the hop was cancelled: only when its loop is closing
-                w.written.cancel()
-            elif isinstance(written, BaseException):
-                w.written.set_exception(written)
+            if w.written.get_loop() is not here:  # a row of another loop (two at once)
+                with contextlib.suppress(RuntimeError):  # that loop has closed
+                    w.written.get_loop().call_soon_threadsafe(_answer, w.written, written)
             else:
-                w.written.set_result(written)
+                _answer(w.written, written)
         if self._waiting:
             self._send()
 
@@ -277,16 +226,21 @@ class GroupCommit:
         """Write and wait for the rows still handed over (before the database is closed).
         The rows may have been handed over on another event loop (the app runs the engine on
         one of its own, in a worker's thread): while that loop runs, they are read and waited
-        for there; once it has ended, what it left is written from here (`_adopt`)."""
+        for there; should it end first, or before, what it left is written from here
+        (`_adopt`)."""
         loop = self._loop
         if loop is None:
             return
         current = asyncio.get_running_loop()
         if loop is not current and loop.is_running():
-            with contextlib.suppress(Exception):
-                await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._idle(), loop))
-            return
-        if loop is not current:
+            there = asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self._idle(), loop))
+            while loop.is_running():
+                done, _ = await asyncio.wait([there], timeout=0.05)
+                if done and not there.cancelled() and there.exception() is None:
+                    return
+                if done:
+                    break  # cancelled with its loop's end, or failed: written from here
+        if self._loop is not current:
             self._adopt(current)
         await self._idle()
 
@@ -296,6 +250,19 @@ class GroupCommit:
             self._send()
         while (hop := self._hop) is not None:
             await asyncio.wait([hop])  # its own callback runs first and may send the next
+
+
+def _answer(written: asyncio.Future[int], result: int | BaseException | None) -> None:
+    """Tell a row's future how its write went (None: the write was cancelled, only when its
+    loop is closing); one its caller gave up on was written all the same."""
+    if written.done():
+        return
+    if result is None:
+        written.cancel()
+    elif isinstance(result, BaseException):
+        written.set_exception(result)
+    else:
+        written.set_result(result)
 
 
 def _insert_result(columns: Sequence[str]) -> str:
@@ -371,7 +338,8 @@ class ResultRecording(StoreConnection):
     ) -> int:
         """Write one result and commit it before returning; `messages`: its request's, as
         `remember_requests` named them."""
-        return await (await self.record_soon(evaluation, request_hash, reused_from, messages))
+        written = await self.record_soon(evaluation, request_hash, reused_from, messages, False)
+        return await written
 
     async def record_soon(
         self,
@@ -379,6 +347,7 @@ class ResultRecording(StoreConnection):
         request_hash: str,
         reused_from: int | None = None,
         messages: str | None = None,
+        gather: bool = True,
     ) -> asyncio.Future[int]:
         """`record` without waiting for the write: the row is handed to the database's
         thread, and the future returned gives its id once it is committed (or why it could
@@ -442,7 +411,7 @@ class ResultRecording(StoreConnection):
             )
             sql = _insert_result(columns)
         statements.append((sql, values))
-        written = self._commits.submit(statements)
+        written = self._commits.submit(statements, gather)
         if statements[0][1] is not values:  # the text goes with this row: known once it is in
 
             def known(done: asyncio.Future[int]) -> None:
