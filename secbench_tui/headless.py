@@ -160,9 +160,7 @@ class InCaseOrder:
 
     def _numbered(self, event: CaseFinished) -> CaseFinished:
         self.shown += 1
-        return CaseFinished(
-            event.run_id, event.evaluation, self.shown, event.total, event.position
-        )  # `replace` would look every field up by name, for every line
+        return replace(event, done=self.shown)
 
 
 async def consume(engine: Engine, out: TextIO, err: TextIO) -> RunFinished | None:

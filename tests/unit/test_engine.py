@@ -254,11 +254,12 @@ async def test_a_database_slower_than_the_endpoint_holds_the_cases_back(
     spec = RunSpec(model="m", cases=cases(WRITE_AHEAD + 6), suite_kind="markdown", suite_path="/s")
     engine = Engine(spec, provider, store)
     task = asyncio.create_task(_all_events(engine))
-    for _ in range(500):  # until the run waits for its rows
+    for _ in range(10_000):  # until the run waits for its rows (the answers come at once)
         if len(engine._writing) > WRITE_AHEAD:
             break
-        await asyncio.sleep(0.01)
-    await asyncio.sleep(0.2)  # time enough to ask more, were it to
+        await asyncio.sleep(0)
+    for _ in range(200):  # turns enough of the loop to ask many more cases, were it to
+        await asyncio.sleep(0)
     assert len(provider.asked) == len(engine._writing) == WRITE_AHEAD + 1
     held_writes.gate.set()
     events = await task

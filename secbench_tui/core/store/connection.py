@@ -235,10 +235,10 @@ class StoreConnection:
     async def close(self) -> None:
         thread = getattr(self.db, "_thread", None)  # aiosqlite's, in every version since 0.20
         if thread is not None and thread.ident is not None and not thread.is_alive():
-            # It died answering a call of an event loop that had closed (aiosqlite's own
-            # calls, unlike this store's writes, `recording.to_database_thread`): nothing
-            # would ever answer the close, and the app's exit would wait for ever. What was
-            # committed is in the file; the connection goes with the process.
+            # It died answering a call of an event loop that had closed (a call queued
+            # around `answer_own_calls`, as aiosqlite's own `stop` is): nothing would ever
+            # answer the close, and the app's exit would wait for ever. What was committed
+            # is in the file; the connection goes with the process.
             return
         await self.db.close()
 

@@ -40,10 +40,18 @@ class SharedPrefixes:
         """`json.dumps(text)` (with this `ensure_ascii`)."""
         if len(prefix) < SHARED_AT_LEAST or not text.startswith(prefix):
             return json.dumps(text, ensure_ascii=self.ensure_ascii)
+        return self.head(prefix) + self.rest(text, prefix)
+
+    def head(self, prefix: str) -> str:
+        """`json.dumps(prefix)` without its closing quote, escaped once and kept."""
         head = self._escaped.get(prefix)
         if head is None:
             head = self._escaped[prefix] = json.dumps(prefix, ensure_ascii=self.ensure_ascii)[:-1]
-        return head + json.dumps(text[len(prefix) :], ensure_ascii=self.ensure_ascii)[1:]
+        return head
+
+    def rest(self, text: str, prefix: str) -> str:
+        """What follows `head(prefix)` in `json.dumps(text)`, for a text that starts with it."""
+        return json.dumps(text[len(prefix) :], ensure_ascii=self.ensure_ascii)[1:]
 
 
 class BodyEncoder:
@@ -51,7 +59,8 @@ class BodyEncoder:
     once: a body is the small rest of it, encoded, around the prefix's bytes."""
 
     def __init__(self) -> None:
-        self._heads: dict[str, bytes] = {}  # prefix -> its JSON string's UTF-8, closing quote cut
+        self._strings = SharedPrefixes(ensure_ascii=False)  # as httpx writes bodies
+        self._heads: dict[str, bytes] = {}  # prefix -> `_strings.head(prefix)` as UTF-8
         self._mark = encode_json(_MARK)
 
     def encode(self, body: ChatRequest, prefix: str = "") -> bytes:
@@ -80,8 +89,6 @@ class BodyEncoder:
             return encode_json(body).encode("utf-8")
         head = self._heads.get(prefix)
         if head is None:
-            head = self._heads[prefix] = encode_json(prefix)[:-1].encode("utf-8")
-        rest = encode_json(text[len(prefix) :])[1:]  # the JSON string's rest, opening quote cut
-        return b"".join(
-            (out[:at].encode("utf-8"), head, rest.encode("utf-8"), out[at + len(mark) :].encode())
-        )
+            head = self._heads[prefix] = self._strings.head(prefix).encode("utf-8")
+        rest = self._strings.rest(text, prefix).encode("utf-8")
+        return b"".join((out[:at].encode("utf-8"), head, rest, out[at + len(mark) :].encode()))
