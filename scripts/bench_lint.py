@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from secbench_tui.core.suites.lint import lint_suite  # noqa: E402
+from secbench_tui.core.lint.suite import lint_suite  # noqa: E402
 from secbench_tui.core.suites.markdown import parse_case_file  # noqa: E402
 
 SQL_BLOCK = """\

@@ -25,8 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from secbench_tui.config import bundled_cases_dir  # noqa: E402
-from secbench_tui.core.suites.verify.models import Proof  # noqa: E402
-from secbench_tui.core.suites.verify.runner import verify_suite  # noqa: E402
+from secbench_tui.core.verify.models import Proof  # noqa: E402
+from secbench_tui.core.verify.runner import verify_suite  # noqa: E402
 from secbench_tui.verifying import mutation_lines  # noqa: E402
 
 TARGET_S = 120.0

@@ -125,7 +125,7 @@ def _numbers(what: str, example: str) -> Callable[[str], list[int]]:
 
 def _relations(value: str) -> list[str]:
     """`--rewrites a,b` or `all`, checked (sqlglot and libcst load only when it is given)."""
-    from secbench_tui.core.suites.rewrites.relations import parse_relations
+    from secbench_tui.core.rewrites.relations import parse_relations
 
     return list(parse_relations(value))
 

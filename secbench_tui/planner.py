@@ -299,7 +299,7 @@ class Rewrites:
 
     def recorded(self) -> RewritesRecord:
         """What a run records of them (its settings' `rewrites`), for the figures."""
-        from secbench_tui.core.suites.rewrites.relations import BY_NAME
+        from secbench_tui.core.rewrites.relations import BY_NAME
 
         return {
             "relations": list(self.relations),
@@ -333,14 +333,14 @@ class Rewrites:
 
 def prepare_rewrites(settings: Settings, cases: list[Case], root: Path) -> Rewrites:
     """Make the variants of `--rewrites` and prove each before it may be sent."""
-    from secbench_tui.core.suites.rewrites.relations import make_variants
+    from secbench_tui.core.rewrites.relations import make_variants
 
     seed = settings.seed or 0
     variants, skipped = make_variants(cases, settings.rewrites, seed)
     outcome = Rewrites(tuple(settings.rewrites), seed, len(variants), len(skipped))
     try:
-        from secbench_tui.core.suites.rewrites.gate import prove_variants, unproven_report
-        from secbench_tui.core.suites.verify.server import ServerError
+        from secbench_tui.core.rewrites.gate import prove_variants, unproven_report
+        from secbench_tui.core.verify.server import ServerError
     except ImportError as exc:
         if not settings.unproven_rewrites:
             raise UsageError(
@@ -379,7 +379,7 @@ def prepare_rewrites(settings: Settings, cases: list[Case], root: Path) -> Rewri
 
 def with_variants(cases: list[Case], rewrites: Rewrites) -> list[Case]:
     """The originals, then each one's variants (the original's prompt around new code)."""
-    from secbench_tui.core.suites.rewrites.relations import Variant
+    from secbench_tui.core.rewrites.relations import Variant
 
     added: list[Case] = []
     for case in cases:

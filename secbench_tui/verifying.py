@@ -11,16 +11,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from secbench_tui.config import is_bundled_suite
-from secbench_tui.core.suites.verify import SUITE_CODE_NOTICE
-from secbench_tui.core.suites.verify.judge import witness_line
-from secbench_tui.core.suites.verify.models import (
+from secbench_tui.core.untrusted import inert_line
+from secbench_tui.core.verify import SUITE_CODE_NOTICE
+from secbench_tui.core.verify.judge import witness_line
+from secbench_tui.core.verify.models import (
     CaseProof,
     MutantOutcome,
     MutantResult,
     Proof,
     VerifyReport,
 )
-from secbench_tui.core.untrusted import inert_line
 from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import (
     EXIT_FAILED,
@@ -163,11 +163,11 @@ def verify_main(
     from secbench_tui.core.suites.markdown import SuiteError
 
     try:
-        from secbench_tui.core.suites.verify.runner import verify_suite
-        from secbench_tui.core.suites.verify.sandbox import Limits
-        from secbench_tui.core.suites.verify.server import Redactor, ServerError
+        from secbench_tui.core.verify.runner import verify_suite
+        from secbench_tui.core.verify.sandbox import Limits
+        from secbench_tui.core.verify.server import Redactor, ServerError
     except ImportError as exc:
-        from secbench_tui.core.suites.verify.extra import missing
+        from secbench_tui.core.verify.extra import missing
 
         say_error(missing(exc))
         return EXIT_USAGE

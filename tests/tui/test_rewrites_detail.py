@@ -10,8 +10,8 @@ from pathlib import Path
 from rich.console import Console
 
 from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, Scored, SuiteKind
+from secbench_tui.core.rewrites.relations import Variant
 from secbench_tui.core.store.database import Store
-from secbench_tui.core.suites.rewrites.relations import Variant
 from secbench_tui.tui.widgets.case_detail import render_result
 
 CODE = "SELECT u.id FROM users u WHERE u.org_id = :org;"

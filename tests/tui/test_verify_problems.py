@@ -14,7 +14,7 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from secbench_tui.config import Settings
-from secbench_tui.core.suites.verify.extra import INSTALL
+from secbench_tui.core.verify.extra import INSTALL
 from secbench_tui.tui.app import make_app
 from tests.tui.conftest import SIZE, settle, wait_until
 
@@ -36,7 +36,7 @@ async def test_without_the_verify_extra_the_screen_names_the_install(
     make_settings: Callable[..., Settings], clean_suite: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # as on a machine without the extra: the driver cannot be imported
-    for name in [m for m in sys.modules if m.startswith("secbench_tui.core.suites.verify.")]:
+    for name in [m for m in sys.modules if m.startswith("secbench_tui.core.verify.")]:
         if name.rsplit(".", 1)[-1] in ("runner", "server", "sql", "python_app", "execution"):
             monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "psycopg", None)
@@ -57,7 +57,7 @@ async def test_a_verification_that_breaks_says_so_and_how_to_go_back(
     make_settings: Callable[..., Settings], clean_suite: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("psycopg", reason="needs the verify extra (psycopg)")
-    from secbench_tui.core.suites.verify import runner
+    from secbench_tui.core.verify import runner
 
     def broken(*args: object, **kwargs: object) -> None:
         raise OSError("disk full while starting PostgreSQL")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from secbench_tui.core.suites.verify.python_child import _execution
+from secbench_tui.core.verify.python_child import _execution
 
 NONSENSE = "the Python child process answered nonsense"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from secbench_tui.core.suites.lint import (
+from secbench_tui.core.lint.suite import (
     LintReport,
     comment_classifier_accuracy,
     find_comments,

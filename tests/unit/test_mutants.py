@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("pglast", reason="needs the verify extra (pglast)")
 
-from secbench_tui.core.suites.verify.mutants import Mutant, MutantKind, mutants_of  # noqa: E402
+from secbench_tui.core.verify.mutants import Mutant, MutantKind, mutants_of  # noqa: E402
 
 
 def _kinds(mutants: list[Mutant], kind: MutantKind) -> list[Mutant]:

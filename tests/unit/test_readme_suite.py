@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from secbench_tui.core.suites.lint import lint_suite
+from secbench_tui.core.lint.suite import lint_suite
 from secbench_tui.core.suites.markdown import discover_apps
 
 README = Path(__file__).resolve().parents[2] / "README.md"

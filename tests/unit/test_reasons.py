@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from secbench_tui.core.lint.suite import lint_suite
 from secbench_tui.core.models import Case, SuiteKind, scenario_of
 from secbench_tui.core.results.pairwise import (
     PairTally,
@@ -26,7 +27,6 @@ from secbench_tui.core.results.reasons import (
 )
 from secbench_tui.core.results.scoring import score_markdown
 from secbench_tui.core.suites.gold import changed_lines, derived_lines, parse_lines, spec_rules
-from secbench_tui.core.suites.lint import lint_suite
 from secbench_tui.core.suites.markdown import load_markdown_suite
 
 BUNDLED = Path(__file__).resolve().parents[2] / "secbench_tui" / "cases"

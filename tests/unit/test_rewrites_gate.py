@@ -18,23 +18,23 @@ import pytest
 
 from secbench_tui.config import bundled_cases_dir
 from secbench_tui.core.models import Case
-from secbench_tui.core.suites.markdown import load_markdown_suite
-from secbench_tui.core.suites.rewrites import sql
-from secbench_tui.core.suites.rewrites.relations import (
+from secbench_tui.core.rewrites import sql
+from secbench_tui.core.rewrites.relations import (
     RELATIONS,
     Variant,
     language_of,
     make_variants,
     rewrite,
 )
-from secbench_tui.core.suites.rewrites.sql import NotApplicable
+from secbench_tui.core.rewrites.sql import NotApplicable
+from secbench_tui.core.suites.markdown import load_markdown_suite
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     pytest.importorskip("pgserver", reason="needs the verify extra (pgserver)")
 pytest.importorskip("fastapi", reason="needs the verify extra (fastapi)")
 
-from secbench_tui.core.suites.rewrites.gate import GateReport, prove_variants  # noqa: E402
+from secbench_tui.core.rewrites.gate import GateReport, prove_variants  # noqa: E402
 
 SCENARIOS = (
     "purchase-order/approval-queue",  # aliases, conjuncts, IN, a join

@@ -11,10 +11,9 @@ import sqlglot
 from sqlglot import exp
 
 from secbench_tui.config import bundled_cases_dir
-from secbench_tui.core.suites.markdown import load_markdown_suite
-from secbench_tui.core.suites.rewrites import python as py
-from secbench_tui.core.suites.rewrites import sql
-from secbench_tui.core.suites.rewrites.relations import (
+from secbench_tui.core.rewrites import python as py
+from secbench_tui.core.rewrites import sql
+from secbench_tui.core.rewrites.relations import (
     RELATIONS,
     RelationError,
     language_of,
@@ -22,7 +21,8 @@ from secbench_tui.core.suites.rewrites.relations import (
     parse_relations,
     rewrite,
 )
-from secbench_tui.core.suites.rewrites.sql import NotApplicable
+from secbench_tui.core.rewrites.sql import NotApplicable
+from secbench_tui.core.suites.markdown import load_markdown_suite
 
 ROW_REFERENCE = """
 SELECT to_jsonb(u) - 'password_hash' AS profile, u.id

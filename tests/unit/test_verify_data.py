@@ -9,11 +9,11 @@ import pytest
 pytest.importorskip("psycopg", reason="needs the verify extra: pip install -e '.[verify]'")
 
 from secbench_tui.core.suites.markdown import load_markdown_suite  # noqa: E402
-from secbench_tui.core.suites.verify.data import DataError, load_app_data, parse_scenario  # noqa: E402
-from secbench_tui.core.suites.verify.execution import Execution  # noqa: E402
-from secbench_tui.core.suites.verify.judge import CaseRun, judge  # noqa: E402
-from secbench_tui.core.suites.verify.models import Proof  # noqa: E402
-from secbench_tui.core.suites.verify.sql import bind  # noqa: E402
+from secbench_tui.core.verify.data import DataError, load_app_data, parse_scenario  # noqa: E402
+from secbench_tui.core.verify.execution import Execution  # noqa: E402
+from secbench_tui.core.verify.judge import CaseRun, judge  # noqa: E402
+from secbench_tui.core.verify.models import Proof  # noqa: E402
+from secbench_tui.core.verify.sql import bind  # noqa: E402
 
 SCENARIO = """# Description
 What the rules demand.

@@ -35,7 +35,7 @@ Row = ResultRow
 
 INVARIANCE = "invariance"
 SENSITIVITY = "sensitivity"
-# The verdict a sensitivity relation's hint pushes towards (mirrors suites.rewrites.relations,
+# The verdict a sensitivity relation's hint pushes towards (mirrors rewrites.relations,
 # which results may not import: the relation's kind and claim are stored with the run).
 CLAIMS = {
     "comment-safe": "good",

@@ -363,7 +363,7 @@ class SetupScreen(BaseScreen):
             self.notify("choose at least one app", severity="warning")
             return
         from secbench_tui.config import is_bundled_suite
-        from secbench_tui.core.suites.verify import SUITE_CODE_NOTICE
+        from secbench_tui.core.verify import SUITE_CODE_NOTICE
         from secbench_tui.tui.screens.verify import VerifyScreen
 
         root, apps = picker.choice.root, list(picker.selected)

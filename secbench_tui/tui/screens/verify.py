@@ -21,10 +21,10 @@ from textual.widgets import DataTable, Header, Static
 from textual.widgets.data_table import ColumnKey, RowKey
 from textual.worker import get_current_worker
 
-from secbench_tui.core.suites.verify.extra import missing
-from secbench_tui.core.suites.verify.judge import proof_text, witness_line
-from secbench_tui.core.suites.verify.models import CaseProof, Proof, VerifyReport
 from secbench_tui.core.untrusted import inert, inert_line
+from secbench_tui.core.verify.extra import missing
+from secbench_tui.core.verify.judge import proof_text, witness_line
+from secbench_tui.core.verify.models import CaseProof, Proof, VerifyReport
 from secbench_tui.tui.screens.base import BaseScreen, describe_error
 from secbench_tui.tui.widgets.footer import KeyFooter
 
@@ -89,8 +89,8 @@ class VerifyScreen(BaseScreen):
         from secbench_tui.core.suites.markdown import SuiteError
 
         try:
-            from secbench_tui.core.suites.verify.runner import verify_suite
-            from secbench_tui.core.suites.verify.server import ServerError
+            from secbench_tui.core.verify.runner import verify_suite
+            from secbench_tui.core.verify.server import ServerError
         except ImportError as exc:  # the verify extra is not installed: say how to get it
             self.app.call_from_thread(self.show_problem, missing(exc))
             return

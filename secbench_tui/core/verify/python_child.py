@@ -1,6 +1,6 @@
 """The child process a Python app's suite code runs in: never the tool's own process.
 
-`python -m secbench_tui.core.suites.verify.python_child` is started once per app, with an
+`python -m secbench_tui.core.verify.python_child` is started once per app, with an
 environment stripped of the user's secrets (no API keys) and a temporary working folder. It
 imports FastAPI and SQLAlchemy once, then for each case the parent sends (one JSON line on
 stdin) it forks a fresh process that loads the harness (`verify/app.py`) and the case's code,
@@ -33,7 +33,7 @@ from types import ModuleType
 from typing import Any, TypedDict, TypeGuard
 
 from secbench_tui.core.models import JSONObject
-from secbench_tui.core.suites.verify.execution import Execution, ResultSetRow, json_value
+from secbench_tui.core.verify.execution import Execution, ResultSetRow, json_value
 
 
 class CaseJob(TypedDict):
@@ -92,7 +92,7 @@ def _warm(harness: ModuleType, conninfo: str) -> None:
     set up the dialect, configure the harness's mappers, build an app, make a request)."""
     from sqlalchemy.orm import configure_mappers
 
-    from secbench_tui.core.suites.verify import python_app
+    from secbench_tui.core.verify import python_app
 
     _CONNINFO[0] = conninfo
     try:
@@ -112,9 +112,9 @@ def _warm(harness: ModuleType, conninfo: str) -> None:
 def _run_job(harness: ModuleType, job: Job, out_fd: int) -> None:
     """In the fork: run one case on every parameter set, one JSON line each."""
 
-    from secbench_tui.core.suites.verify import python_app
-    from secbench_tui.core.suites.verify.data import parse_scenario
-    from secbench_tui.core.suites.verify.sandbox import Limits, Watchdog
+    from secbench_tui.core.verify import python_app
+    from secbench_tui.core.verify.data import parse_scenario
+    from secbench_tui.core.verify.sandbox import Limits, Watchdog
 
     scenario = parse_scenario(Path(job["scenario"]))
     limits = Limits(deadline=job["deadline"], rows=job["rows"])
@@ -214,7 +214,7 @@ def main() -> None:
     except ImportError as exc:
         _say({"ready": False, "missing": str(exc)})
         return
-    from secbench_tui.core.suites.verify import python_app
+    from secbench_tui.core.verify import python_app
 
     try:
         harness = python_app.load_harness(Path(sys.argv[1]))

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from secbench_tui.core.models import Case
 from secbench_tui.core.suites.markdown import split_sections
-from secbench_tui.core.suites.verify.data import Scenario
-from secbench_tui.core.suites.verify.execution import Execution, ResultSetRow, dumps
-from secbench_tui.core.suites.verify.models import CaseProof, Proof, Witness
+from secbench_tui.core.verify.data import Scenario
+from secbench_tui.core.verify.execution import Execution, ResultSetRow, dumps
+from secbench_tui.core.verify.models import CaseProof, Proof, Witness
 
 SHOWN_ROWS = 3
 WITNESS_ROWS = 20  # rows kept in a proof's witness (the app shows them all)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from secbench_tui.core.suites.markdown import extract_code, is_parameter_file, split_sections
-from secbench_tui.core.suites.verify.execution import Parameters
+from secbench_tui.core.verify.execution import Parameters
 
 CASE_NAME = re.compile(r"^(?P<scenario>.+)-\d{2}-(?:good|bad)\.md$")
 VERIFY_DIR = "verify"

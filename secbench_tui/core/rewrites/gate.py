@@ -27,21 +27,21 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from secbench_tui.core.models import Case, JSONObject
-from secbench_tui.core.suites.rewrites import sql as sql_relations
-from secbench_tui.core.suites.rewrites.relations import Variant, language_of
-from secbench_tui.core.suites.verify.data import (
+from secbench_tui.core.rewrites import sql as sql_relations
+from secbench_tui.core.rewrites.relations import Variant, language_of
+from secbench_tui.core.verify.data import (
     AppData,
     Scenario,
     load_app_data,
     parse_scenario,
     scenario_of,
 )
-from secbench_tui.core.suites.verify.execution import Execution, dumps
-from secbench_tui.core.suites.verify.judge import CaseRun, case_rule, judge
-from secbench_tui.core.suites.verify.models import Proof
-from secbench_tui.core.suites.verify.runner import Executor, Unverifiable, app_session
-from secbench_tui.core.suites.verify.sandbox import Limits, Roles, Watchdog, sandbox_roles
-from secbench_tui.core.suites.verify.server import postgres
+from secbench_tui.core.verify.execution import Execution, dumps
+from secbench_tui.core.verify.judge import CaseRun, case_rule, judge
+from secbench_tui.core.verify.models import Proof
+from secbench_tui.core.verify.runner import Executor, Unverifiable, app_session
+from secbench_tui.core.verify.sandbox import Limits, Roles, Watchdog, sandbox_roles
+from secbench_tui.core.verify.server import postgres
 
 # Tables a case's executor fills for the property to read, besides the app's own.
 SQL_RESULT_TABLES = ("result",)

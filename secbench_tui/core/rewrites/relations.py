@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from secbench_tui.core.models import Case, CaseMeta, SuiteKind
-from secbench_tui.core.suites.rewrites import python as py_relations
-from secbench_tui.core.suites.rewrites import sql as sql_relations
-from secbench_tui.core.suites.rewrites.sql import NotApplicable
+from secbench_tui.core.rewrites import python as py_relations
+from secbench_tui.core.rewrites import sql as sql_relations
+from secbench_tui.core.rewrites.sql import NotApplicable
 
 Kind = Literal["invariance", "sensitivity"]
 Language = Literal["sql", "python"]

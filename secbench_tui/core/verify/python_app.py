@@ -25,16 +25,16 @@ from typing import Any
 
 import psycopg
 
-from secbench_tui.core.suites.verify.data import Scenario
-from secbench_tui.core.suites.verify.execution import (
+from secbench_tui.core.verify.data import Scenario
+from secbench_tui.core.verify.execution import (
     Execution,
     Parameters,
     ResultSetRow,
     dumps,
     json_value,
 )
-from secbench_tui.core.suites.verify.sandbox import Watchdog
-from secbench_tui.core.suites.verify.sql import Checker, CodeError, RowCapExceeded
+from secbench_tui.core.verify.sandbox import Watchdog
+from secbench_tui.core.verify.sql import Checker, CodeError, RowCapExceeded
 
 
 @dataclass

@@ -34,7 +34,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from secbench_tui.core.suites.verify.server import ServerError
+from secbench_tui.core.verify.server import ServerError
 
 CASE_SCHEMA = "case_code"
 GATE_EXEC = "secbench_gate_exec"

@@ -26,15 +26,15 @@ import psycopg
 from psycopg import pq
 from psycopg.types.json import Jsonb
 
-from secbench_tui.core.suites.verify.data import Scenario
-from secbench_tui.core.suites.verify.execution import (
+from secbench_tui.core.verify.data import Scenario
+from secbench_tui.core.verify.execution import (
     Execution,
     Parameters,
     ResultSetRow,
     dumps,
     json_value,
 )
-from secbench_tui.core.suites.verify.sandbox import (
+from secbench_tui.core.verify.sandbox import (
     GATE_EXEC,
     GATE_QUERY,
     AppDatabase,

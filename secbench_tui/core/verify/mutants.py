@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from secbench_tui.core.models import Case
-from secbench_tui.core.suites.verify.data import Scenario
-from secbench_tui.core.suites.verify.execution import Execution
-from secbench_tui.core.suites.verify.judge import CaseRun, judge
-from secbench_tui.core.suites.verify.models import MutantOutcome, MutantResult, Proof
+from secbench_tui.core.verify.data import Scenario
+from secbench_tui.core.verify.execution import Execution
+from secbench_tui.core.verify.judge import CaseRun, judge
+from secbench_tui.core.verify.models import MutantOutcome, MutantResult, Proof
 
 
 class MutantKind(StrEnum):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from secbench_tui.core.suites.verify.execution import Parameters, ResultSetRow
+from secbench_tui.core.verify.execution import Parameters, ResultSetRow
 
 
 class Proof(StrEnum):

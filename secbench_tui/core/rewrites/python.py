@@ -15,7 +15,7 @@ from functools import lru_cache
 import libcst as cst
 from libcst.metadata import FunctionScope, MetadataWrapper, ScopeProvider
 
-from secbench_tui.core.suites.rewrites.sql import NotApplicable
+from secbench_tui.core.rewrites.sql import NotApplicable
 
 NEUTRAL = ("value", "item", "found", "current_row", "record", "entry", "obj", "data_row")
 MISLEADING_HANDLERS = (

@@ -21,8 +21,8 @@ from urllib.parse import unquote
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from secbench_tui.core.suites.verify import extra
 from secbench_tui.core.untrusted import redact_url
+from secbench_tui.core.verify import extra
 
 _HIDDEN = "***"
 

@@ -650,7 +650,7 @@ def _app_findings(app: AppReport, limit: float) -> list[Finding]:
 
 def _verification_findings(app: str, folder: Path, cases: Sequence[LintCase]) -> list[Finding]:
     """Warnings for scenarios whose labels `--verify` cannot prove (no data to run them on)."""
-    from secbench_tui.core.suites.verify.data import FIXTURES, VERIFY_DIR, load_app_data
+    from secbench_tui.core.verify.data import FIXTURES, VERIFY_DIR, load_app_data
 
     data, problems = load_app_data(app, folder)
     findings = [Finding("verify", str(p), app=app, fails=False) for p in problems]
