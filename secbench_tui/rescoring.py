@@ -1,7 +1,7 @@
 """`secbench-tui --rescore`: score the stored replies again after a change to scoring.
 
 No request is sent and no key is read: every figure is recomputed from the raw replies in the
-database (`core/results/rescore.py`), then the counts of what changed are printed.
+database (`core/results/regrading.py`), then the counts of what changed are printed.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
-from secbench_tui.core.results.rescore import rescore
+from secbench_tui.core.results.regrading import rescore
 from secbench_tui.core.store.connection import StoreError
 from secbench_tui.core.store.database import Store
 from secbench_tui.errors import say_error

@@ -49,7 +49,7 @@ from secbench_tui.core.vuldetectbench.loader import (
     task_file,
     templates,
 )
-from secbench_tui.core.vuldetectbench.scoring import aggregate_vuldetectbench, check_scoring
+from secbench_tui.core.vuldetectbench.task_scores import aggregate_vuldetectbench, check_scoring
 
 __all__ = ["Agent", "Tasks", "VulDetectBench_Engine"]
 

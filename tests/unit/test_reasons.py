@@ -10,6 +10,7 @@ import pytest
 
 from secbench_tui.core.lint.suite import lint_suite
 from secbench_tui.core.models import Case, SuiteKind, scenario_of
+from secbench_tui.core.results.grading import score_markdown
 from secbench_tui.core.results.pairwise import (
     PairTally,
     compare_scenarios,
@@ -25,7 +26,6 @@ from secbench_tui.core.results.reasons import (
     reason_figures,
     rule_text,
 )
-from secbench_tui.core.results.scoring import score_markdown
 from secbench_tui.core.suites.gold import changed_lines, derived_lines, parse_lines, spec_rules
 from secbench_tui.core.suites.markdown import load_markdown_suite
 

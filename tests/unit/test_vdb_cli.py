@@ -21,7 +21,7 @@ from vdb_fixtures import SHARED_VDB, library_results, outputs
 
 from secbench_tui.core.models import Case
 from secbench_tui.core.vuldetectbench.loader import load_vuldetectbench
-from secbench_tui.core.vuldetectbench.scoring import METRIC_KEYS
+from secbench_tui.core.vuldetectbench.task_scores import METRIC_KEYS
 from tests.e2e.harness import FAKE_KEY, run_cli
 from tests.e2e.server import LoopbackServer, ReceivedRequest, reply
 

@@ -15,7 +15,10 @@ import pytest
 from vdb_fixtures import case_for, library_results, outputs
 
 from secbench_tui.core.models import Outcome, Scored
-from secbench_tui.core.vuldetectbench.scoring import aggregate_vuldetectbench, score_vuldetectbench
+from secbench_tui.core.vuldetectbench.task_scores import (
+    aggregate_vuldetectbench,
+    score_vuldetectbench,
+)
 
 TASKS = [1, 2, 3, 4, 5]
 REPORT_KEYS = {

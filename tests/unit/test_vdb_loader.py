@@ -19,7 +19,10 @@ from secbench_tui.core.vuldetectbench.loader import (
     is_vuldetectbench_dir,
     load_vuldetectbench,
 )
-from secbench_tui.core.vuldetectbench.scoring import aggregate_vuldetectbench, score_vuldetectbench
+from secbench_tui.core.vuldetectbench.task_scores import (
+    aggregate_vuldetectbench,
+    score_vuldetectbench,
+)
 
 TEST_SET = SHARED_VDB / "test"
 DIGESTS = SHARED_VDB / "prompt-digests.jsonl"
@@ -210,7 +213,8 @@ def test_all_prompts_match_the_library_digests() -> None:
 def test_core_modules_do_not_import_textual_or_rich() -> None:
     code = (
         "import sys\n"
-        "import secbench_tui.core.vuldetectbench.loader, secbench_tui.core.vuldetectbench.scoring\n"
+        "import secbench_tui.core.vuldetectbench.loader\n"
+        "import secbench_tui.core.vuldetectbench.task_scores\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

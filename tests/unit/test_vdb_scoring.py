@@ -13,7 +13,7 @@ import pytest
 from vdb_fixtures import case_for, library_results, make_case, outputs
 
 from secbench_tui.core.models import Outcome, Scored
-from secbench_tui.core.vuldetectbench.scoring import (
+from secbench_tui.core.vuldetectbench.task_scores import (
     METRIC_KEYS,
     aggregate_vuldetectbench,
     crash_note,

@@ -396,7 +396,7 @@ def robustness_lines(r: Robustness | None) -> list[Line]:
 def _vuldetectbench_lines(s: RunSummary) -> list[Line]:
     if not s.vuldetectbench:
         return []
-    from secbench_tui.core.vuldetectbench.scoring import crash_note
+    from secbench_tui.core.vuldetectbench.task_scores import crash_note
 
     lines = [_line(f"  VulDetectBench, {s.vdb_scoring or 'correct'} scoring:")]
     counts = s.vuldetectbench_counts or {}

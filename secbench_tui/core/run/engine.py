@@ -39,8 +39,8 @@ from secbench_tui.core.models import (
     SuiteKind,
 )
 from secbench_tui.core.results.figures import run_figures
+from secbench_tui.core.results.grading import score_completion
 from secbench_tui.core.results.metrics import summarize, usage_stats
-from secbench_tui.core.results.scoring import score_completion
 from secbench_tui.core.results.summary import RunSummary
 from secbench_tui.core.run.events import (
     CaseFinished,
@@ -603,7 +603,7 @@ class Engine:
             )
         vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
         if vdb_rows:
-            from secbench_tui.core.vuldetectbench.scoring import (
+            from secbench_tui.core.vuldetectbench.task_scores import (
                 aggregate_rows,
                 summary_counts,
                 summary_metrics,

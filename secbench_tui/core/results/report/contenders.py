@@ -41,7 +41,7 @@ from secbench_tui.core.store.runs import RunRecord
 from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 
 if TYPE_CHECKING:
-    from secbench_tui.core.vuldetectbench.scoring import TaskMetrics
+    from secbench_tui.core.vuldetectbench.task_scores import TaskMetrics
 
 # VulDetectBench's documented metrics per task, shown as percentages in this order.
 VDB_METRICS = ("accuracy", "f1", "se", "me", "mar", "mir", "urs", "ors")
@@ -114,7 +114,7 @@ def markdown_contender(index: int, run: RunRecord, label: str, rows: list[Row]) 
 
 def vuldetectbench_metrics(rows: Sequence[Row], scoring: str) -> TaskMetrics:
     """Task metrics of a VulDetectBench run, by the run's own scoring."""
-    from secbench_tui.core.vuldetectbench.scoring import aggregate_rows
+    from secbench_tui.core.vuldetectbench.task_scores import aggregate_rows
 
     return dict(aggregate_rows(rows, scoring))
 

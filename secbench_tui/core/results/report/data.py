@@ -31,7 +31,7 @@ from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.runs import RunRecord
 
 if TYPE_CHECKING:
-    from secbench_tui.core.vuldetectbench.scoring import TaskMetrics
+    from secbench_tui.core.vuldetectbench.task_scores import TaskMetrics
 
 
 BASELINE_PREFIX = "baseline/"

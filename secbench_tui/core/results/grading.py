@@ -44,7 +44,7 @@ def score_completion(
     aggregate metrics need of a sample that scored nothing (task 1's gold class).
     """
     if case.kind is SuiteKind.VULDETECTBENCH:
-        from secbench_tui.core.vuldetectbench.scoring import score_vuldetectbench
+        from secbench_tui.core.vuldetectbench.task_scores import score_vuldetectbench
 
         reply = None if completion.error is not None else completion.text or ""
         if completion.unreadable is not None:

@@ -1,7 +1,7 @@
 """Which scorer a case gets, and how errors are kept apart from verdicts."""
 
 from secbench_tui.core.models import Case, Completion, Message, Outcome, SuiteKind
-from secbench_tui.core.results.scoring import score_completion
+from secbench_tui.core.results.grading import score_completion
 
 
 def markdown_case(expected: str = "bad") -> Case:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from secbench_tui.core.models import Case, SuiteKind
+from secbench_tui.core.results.grading import SCORING_VERSION, score_markdown
 from secbench_tui.core.results.reasons import stored_gold
-from secbench_tui.core.results.scoring import SCORING_VERSION, score_markdown
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.values import storable
