@@ -5,6 +5,16 @@ duplicate cases by their code with the comments taken out; all three read the co
 found here. Each language's comment syntax is read by one small scanner that skips string
 literals (so a `--` inside a string is no comment) and reads SQL comments inside SQL-looking
 strings of other languages, since a model reads those all the same.
+
+Why not the languages' own tokenizers: a case's code is often a fragment, and the lint must
+read all of it and say on which line each comment is. sqlglot's tokenizer keeps a comment
+only as text attached to a neighbouring token (no position, `--` or `/* */` stripped), drops
+the comments of a text that has no other token, and raises on an unterminated string; no
+dialect reads `#` as this lint does (PostgreSQL: an operator, so a `# it's` line raises;
+MySQL: a comment anywhere). Python's `tokenize` stops at the first error (a dedent that
+matches no outer level, an unterminated triple-quoted string) and loses every comment after
+it, and it reads the same text differently from Python 3.12 (an unclosed one-line string
+raises; f-strings come in parts). C-like code and shell have no tokenizer in our stack.
 """
 
 from __future__ import annotations
