@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from secbench_tui.core.lint.suite import format_report, lint_suite
+from secbench_tui.core.lint.formatting import format_report
+from secbench_tui.core.lint.suite import lint_suite
 from secbench_tui.core.suites.markdown import SuiteError, discover_apps
 from secbench_tui.core.untrusted import inert
 from secbench_tui.core.vuldetectbench.loader import is_vuldetectbench_dir

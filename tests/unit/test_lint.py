@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from secbench_tui.core.lint.suite import (
-    LintReport,
+from secbench_tui.core.lint.classifiers import (
     comment_classifier_accuracy,
-    find_comments,
     length_classifier_accuracy,
-    lint_suite,
 )
+from secbench_tui.core.lint.comments import find_comments
+from secbench_tui.core.lint.report import LintReport
+from secbench_tui.core.lint.suite import lint_suite
 from secbench_tui.linting import lint_main as main
 
 SPEC = "# Prompt\nSchema: orders(id, org_id, total). Rule 1: scope every query to :org_id.\n"

@@ -13,14 +13,16 @@ import pytest
 from vdb_fixtures import case_for, library_results, make_case, outputs
 
 from secbench_tui.core.models import Outcome, Scored
+from secbench_tui.core.vuldetectbench.replies import (
+    extract_options,
+    extract_yes_no,
+    snippet_lines,
+)
 from secbench_tui.core.vuldetectbench.task_scores import (
     METRIC_KEYS,
     aggregate_vuldetectbench,
     crash_note,
-    extract_options,
-    extract_yes_no,
     score_vuldetectbench,
-    snippet_lines,
     summary_counts,
     summary_metrics,
 )

@@ -1,0 +1,81 @@
+"""What the suite lint found, as data: findings, each app's figures, and the whole report.
+
+Every other part of the lint makes or reads these; none of them knows how they are printed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MAX_TRIVIAL_ACCURACY = 0.60
+"""A trivial classifier with a higher leave-one-out balanced accuracy fails the lint."""
+
+LABELS = ("good", "bad")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing wrong with the suite. `fails` findings make the lint exit non-zero."""
+
+    check: str  # parse | duplicate | balance | name | comment | classifier | description | verify
+    # | equivalent (a mutant the suite declares no real flaw) | rule (# Rule of a case)
+    message: str
+    path: Path | None = None
+    app: str | None = None
+    line: int | None = None
+    fails: bool = True
+
+    def __str__(self) -> str:
+        where = str(self.path) if self.path else (self.app or "")
+        if self.path and self.line:
+            where += f":{self.line}"
+        return f"{self.check:<11} {where}: {self.message}" if where else self.message
+
+
+@dataclass(frozen=True)
+class LengthStats:
+    label: str
+    count: int
+    mean: float
+    median: float
+
+
+@dataclass(frozen=True)
+class ClassifierScore:
+    """A trivial classifier's held-out balanced accuracy on one app.
+
+    features: "comment-words" or "code-length"; holdout: "case" (leave-one-out) or
+    "scenario" (leave-one-scenario-out, which removes the bias leave-one-out has against
+    the held-out case's class when good and bad variants mirror each other).
+    """
+
+    features: str
+    holdout: str
+    accuracy: float
+
+
+@dataclass(frozen=True)
+class AppReport:
+    app: str
+    counts: dict[str, int]
+    lengths: tuple[LengthStats, ...]
+    classifiers: tuple[ClassifierScore, ...]
+
+    def accuracy(self, features: str, holdout: str = "case") -> float | None:
+        for score in self.classifiers:
+            if score.features == features and score.holdout == holdout:
+                return score.accuracy
+        return None
+
+
+@dataclass
+class LintReport:
+    root: Path
+    apps: list[AppReport] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    cases: int = 0
+
+    @property
+    def failed(self) -> bool:
+        return any(f.fails for f in self.findings)
