@@ -13,7 +13,7 @@ EXIT_INTERRUPTED = 130  # Ctrl+C (128 + SIGINT)
 EXIT_BROKEN_PIPE = 141  # the output's reader went away, `| head` (128 + SIGPIPE), quietly
 EXIT_TERMINATED = 143  # SIGTERM (128 + 15)
 
-# What `--help` and the README list, in this order.
+# What `--help`, the README and docs/running.md list, in this order.
 EXIT_CODES: tuple[tuple[int, str], ...] = (
     (EXIT_OK, "the run completed (whatever the model scored), or stopped at --max-cost"),
     (

@@ -73,7 +73,7 @@ def summary_lines(report: VerifyReport, allow_unverified: bool = False) -> list[
             f"FAIL: {len(failed)} cases failed: " + inert_line(", ".join(c.case_id for c in failed))
         )
     elif report.count(Proof.PROVEN) == 0:
-        lines.append("FAIL: no case carries verification data (see README, Verifying labels)")
+        lines.append("FAIL: no case carries verification data (see docs/verify.md)")
     elif unverified and not allow_unverified:
         lines.append(
             f"FAIL: {unverified} cases are not verifiable (each line above says why); "

@@ -38,7 +38,8 @@ def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """`-n auto` starts one worker more than there are processors: much of the tests' time
     is spent waiting (on PostgreSQL, the program run as a subprocess, tmux, chromium), and a
-    third worker on 2 cores fills that time (README, "How long they take", has the figures).
+    third worker on 2 cores fills that time (docs/development.md, "How long they take", has
+    the figures).
     The environment's `PYTEST_XDIST_AUTO_NUM_WORKERS` still decides when it is set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None

@@ -218,7 +218,7 @@ def test_an_abort_shows_the_server_message_inert_and_the_url_redacted(tmp_path: 
 def test_a_server_messages_line_break_is_shown_as_backslash_n_on_its_one_line(
     tmp_path: Path,
 ) -> None:
-    """README ("Untrusted text"): one-line places show newlines as `\\n`; a retry line
+    """docs/data.md ("Untrusted text"): one-line places show newlines as `\\n`; a retry line
     and the error line (and the stored error) keep the server's line break visible."""
     (case,) = write_suite(tmp_path / "suite", {"app": ["bad"]})
     db = tmp_path / "r.db"

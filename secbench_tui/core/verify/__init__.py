@@ -9,5 +9,5 @@ execute cases, `judge` decides proven / failed / not verifiable, `runner` ties t
 SUITE_CODE_NOTICE = (
     "verify executes this suite's SQL (as an unprivileged PostgreSQL role, under a deadline) "
     "and its Python (in a child process, as you, with your network access): run it only on "
-    "suites you are willing to execute (README: Verifying labels, The sandbox)"
+    "suites you are willing to execute (docs/verify.md: The sandbox)"
 )

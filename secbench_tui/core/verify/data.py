@@ -1,6 +1,6 @@
 """Verification data: the plain files a suite author keeps beside the cases.
 
-Per app folder (see the README, "Verifying labels"):
+Per app folder (see docs/verify.md, "Verification data"):
 
 - `verify/fixtures.sql` (or `fixtures.sql` beside the cases): schema and seed rows;
 - `verify/app.py`: for a Python app, the harness that maps the SPEC's models (its presence

@@ -13,7 +13,7 @@ The fork is not a security boundary against its own results: code that runs in i
 forge them. What it cannot do is run in the tool's process, outlive its deadline, or reach
 the database as anything but the case role (the checker's gate needs this database's token,
 which a hostile harness could read from the fork's memory, so the property of a Python app
-is only as trustworthy as the suite's Python code: see the README).
+is only as trustworthy as the suite's Python code: see docs/verify.md, "The sandbox").
 """
 
 from __future__ import annotations

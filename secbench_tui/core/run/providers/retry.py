@@ -98,7 +98,7 @@ class Unreachable(Exception):
 
 def one_line(text: str, limit: int = 500) -> str:
     """A message on one line, at most `limit` characters: server text may hold line breaks,
-    shown as `\\n` as every one-line place shows them (README, "Untrusted text"); runs of
+    shown as `\\n` as every one-line place shows them (docs/data.md, "Untrusted text"); runs of
     spaces and tabs become one space."""
     breaks = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     lines = (" ".join(line.split()) for line in breaks)

@@ -1,4 +1,4 @@
-"""The README's example suite, as printed there, passes `--lint` and runs."""
+"""The example suite of docs/suites.md, as printed there, passes `--lint` and runs."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 from secbench_tui.core.lint.suite import lint_suite
 from secbench_tui.core.suites.markdown import discover_apps
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SUITES_DOC = Path(__file__).resolve().parents[2] / "docs" / "suites.md"
 
 
-def write_readme_suite(root: Path) -> Path:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Writing a suite", 1)[1].split("\n## ", 1)[0]
+def write_example_suite(root: Path) -> Path:
+    text = SUITES_DOC.read_text(encoding="utf-8")
+    section = text.split("## A complete example", 1)[1].split("\n## ", 1)[0]
     spec, good = re.findall(r"````markdown\n(.*?)````", section, re.S)
     others = section.split("The other three cases' code", 1)[1]
     sql = re.search(r"```sql\n(.*?)```", others, re.S)
@@ -33,8 +33,8 @@ def write_readme_suite(root: Path) -> Path:
     return root / "my-suite"
 
 
-def test_the_readme_suite_passes_lint(tmp_path: Path) -> None:
-    suite = write_readme_suite(tmp_path)
+def test_the_documented_suite_passes_lint(tmp_path: Path) -> None:
+    suite = write_example_suite(tmp_path)
     report = lint_suite(suite)
     assert not report.failed, [str(f) for f in report.findings if f.fails]
     assert report.cases == 4
