@@ -148,7 +148,7 @@ def check_suite_flags(
     if not vuldetectbench:
         for flag, given in (
             ("--method", any(m is not None for m in methods)),
-            ("--vdb-scoring", settings.vdb_scoring != Options.FIELDS["vdb_scoring"].default),
+            ("--vdb-scoring", settings.vdb_scoring != Options.model_fields["vdb_scoring"].default),
         ):
             if given:
                 raise UsageError(

@@ -3,10 +3,10 @@
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from secbench_tui.config import RunSettings, Settings
 from secbench_tui.core.models import Case, Message, SuiteKind
-from secbench_tui.declaration import SecretStr
 from secbench_tui.planner import (
     UsageError,
     build_spec,
@@ -87,13 +87,13 @@ def test_flags_for_the_other_kind_of_suite_are_errors(tmp_path: Path) -> None:
 
 
 def test_key_and_base_url_are_checked_and_tidied() -> None:
-    from secbench_tui.declaration import SettingsError
+    from pydantic import ValidationError
 
     settings = Settings(api_key=SecretStr(" sk-or-abc\n"), base_url="http://127.0.0.1:8/v1/")
     assert settings.key == "sk-or-abc" and settings.base_url == "http://127.0.0.1:8/v1"
-    with pytest.raises(SettingsError, match="spaces, line breaks"):
+    with pytest.raises(ValidationError, match="spaces, line breaks"):
         Settings(api_key=SecretStr("sk or abc"))
-    with pytest.raises(SettingsError, match="not an http"):
+    with pytest.raises(ValidationError, match="not an http"):
         Settings(base_url="localhost:8000/v1")
 
 
