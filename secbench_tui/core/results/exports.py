@@ -25,7 +25,6 @@ from typing import Any, TypedDict
 from secbench_tui.core.models import JSONObject, Outcome
 from secbench_tui.core.results.reasons import stored_gold, stored_reason
 from secbench_tui.core.results.report.data import Contender, ReportData, VdbContender
-from secbench_tui.core.results.summary import json_data
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.schema import ASKING_COLUMNS, REPLY_COLUMNS
 from secbench_tui.core.untrusted import csv_cell, inert
@@ -147,7 +146,7 @@ def _run_summary(c: Contender | VdbContender) -> JSONObject:
         ("scenarios", figures.get("scenarios")),
     ):
         if model is not None:
-            summary[key] = json_data(model)
+            summary[key] = model.model_dump()
     return {
         "id": run.id,
         "model": run.model_name,
