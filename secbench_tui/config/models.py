@@ -13,7 +13,7 @@ Front ends receive a `Settings` and never read the environment themselves. The A
 """
 
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self, cast, get_args
+from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
     BaseModel,
@@ -380,7 +380,7 @@ class RunSettings(Options):
                 recorded[name] = getattr(self, record.sent or name)
         if "base_url" in recorded:
             recorded["base_url"] = redact_url(recorded["base_url"])
-        return cast(RecordedSettings, recorded)
+        return RecordedSettings.model_validate(recorded)
 
 
 class Command(DeclaredSettings):

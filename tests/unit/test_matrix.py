@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from secbench_tui.core.models import Case, Completion
+from secbench_tui.core.models import Case, Completion, RecordedSettings
 from secbench_tui.core.results.summary import worst_status
 from secbench_tui.core.run.engine import Engine, RunSpec, latest_run
 from secbench_tui.core.run.events import CaseFinished, RunFinished
@@ -64,7 +64,7 @@ def spec(model: str, prompt: str, n: int = 8, concurrency: int = 2) -> RunSpec:
         cases=cases(n),
         suite_kind="markdown",
         suite_path="/s",
-        settings={"seed": 1},
+        settings=RecordedSettings(seed=1),
         prompt_hash=text_hash(prompt),
         prompt_name=prompt,
         concurrency=concurrency,

@@ -45,8 +45,8 @@ def test_a_changed_default_reaches_the_cli_and_the_recorded_settings(
     assert (settings.max_retries, settings.concurrency, settings.timeout) == (3, 4, 42.0)
     plan = plan_matrix(settings, with_providers=False)
     recorded = plan.runs[0].spec.settings
-    assert recorded["max_retries"] == 3
-    assert recorded["timeout"] == 42.0
+    assert recorded.max_retries == 3
+    assert recorded.timeout == 42.0
     assert plan.runs[0].spec.concurrency == 4
     help_text = build_parser().format_help()
     assert "(default: 3)" in " ".join(help_text.split())  # --max-retries says so too
@@ -136,10 +136,10 @@ def test_every_recorded_setting_has_a_typed_key() -> None:
     from secbench_tui.config import RECORDED
     from secbench_tui.core.models import RecordedSettings
 
-    assert set(RECORDED) <= set(RecordedSettings.__annotations__)
+    assert set(RECORDED) <= set(RecordedSettings.model_fields)
     run = Settings(cases=FIXTURE, base_url=LOCAL).run("vendor/m")
-    assert set(run.recorded()) <= set(RecordedSettings.__annotations__)
-    assert set(run.recorded(vuldetectbench=True)) <= set(RecordedSettings.__annotations__)
+    assert set(run.recorded().as_dict()) <= set(RecordedSettings.model_fields)
+    assert set(run.recorded(vuldetectbench=True).as_dict()) <= set(RecordedSettings.model_fields)
 
 
 def test_help_shows_examples_and_says_truly_when_the_app_opens() -> None:

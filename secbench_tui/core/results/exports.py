@@ -126,7 +126,7 @@ def exported_run(c: Contender | VdbContender) -> ExportedRun:
         started_at=run.started_at,
         finished_at=run.finished_at,
         total_cases=run.total_cases,
-        settings=dict(run.settings),
+        settings=run.settings.as_dict(),
         summary=_figures(c),
     )
 
