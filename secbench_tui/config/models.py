@@ -54,7 +54,9 @@ class DeclaredSettings(BaseModel):
     declared is refused (`extra_forbidden`), not dropped.
     """
 
-    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
+    # defer_build: pydantic builds a model's validator on its first use, so --help and
+    # --version, which read only the declarations (`model_fields`), never build one
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", defer_build=True)
 
     def values(self) -> dict[str, Any]:
         """Every field's value, by name, in declaration order (secrets as they are)."""

@@ -306,7 +306,7 @@ class Recorded(BaseModel):
     run does not record is left out, not written as null), and a key a later version
     records is kept as it is (`extra="allow"`)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)  # built when first used
 
     def as_dict(self) -> JSONObject:
         """The keys recorded, by name in sorted order, as the database keeps them."""

@@ -18,7 +18,7 @@ from secbench_tui.core.results.summary import PairwiseSummary, ReasonSummary, Sc
 
 
 class Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built when first used
 
 
 class ExportedResult(Record):

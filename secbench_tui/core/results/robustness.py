@@ -49,7 +49,7 @@ CLAIMS = {
 class RelationFigures(BaseModel):
     """One relation's figures (see the module's docstring); part of a run's summary."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # --rewrites only: built then
 
     kind: str = INVARIANCE
     variants: int = 0  # rewritten cases asked
@@ -81,7 +81,7 @@ class RelationFigures(BaseModel):
 class Robustness(BaseModel):
     """A run's robustness figures, over every relation asked (`--rewrites`)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     variants: int = 0
     dropped: int = 0

@@ -36,7 +36,7 @@ def worst_status(statuses: Sequence[RunStatus | str]) -> RunStatus:
 class Figures(BaseModel):
     """Figures of a run, by name: an unknown name is a mistake in the program."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built when first used
 
 
 # A figure that applies only to some runs: `--summary-json` leaves it out when it is None.

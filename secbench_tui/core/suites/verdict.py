@@ -33,7 +33,7 @@ from secbench_tui.core.models import JSONObject
 class ReplyViolation(BaseModel):
     """One rule the code breaks: its number in the app's SPEC, and the offending line."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built when first used
 
     rule: int
     quote: str
@@ -43,7 +43,7 @@ class VerdictReply(BaseModel):
     """What a model is asked to reply: why, then good or bad, then the violations (none
     exactly when the code is good)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     explanation: str
     assessment: Literal["good", "bad"]
