@@ -31,6 +31,7 @@ from secbench_tui.core.models import (  # noqa: E402
     Evaluation,
     Message,
     Outcome,
+    RecordedSettings,
     Scored,
     SuiteKind,
 )
@@ -125,7 +126,7 @@ async def fill(path: Path, models: int, cases: int) -> float:
                 suite_path="/suite",
                 suite_hash="bench",
                 prompt_hash="bench",
-                settings={"repeats": 1, "temperature": 0},
+                settings=RecordedSettings(repeats=1, temperature=0),
                 fingerprint=model,
                 tool_version="bench",
                 total_cases=len(suite),

@@ -19,6 +19,9 @@ from typing import Any, Literal, NoReturn, Union, get_args, get_origin
 # program never runs. A None entry makes that import fail, and httpx falls back to a stub.
 sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
+from pydantic import BaseModel, SecretStr, ValidationError  # noqa: E402
+from pydantic.fields import FieldInfo  # noqa: E402
+
 from secbench_tui import __version__  # noqa: E402
 from secbench_tui.config import (  # noqa: E402
     ENDPOINT,
@@ -32,7 +35,6 @@ from secbench_tui.config import (  # noqa: E402
     declared,
     describe_error,
 )
-from secbench_tui.declaration import Declared, SecretStr, Setting, SettingsError  # noqa: E402
 from secbench_tui.errors import PROG, say_error  # noqa: E402
 from secbench_tui.exit_codes import EXIT_CODES, EXIT_USAGE  # noqa: E402
 
@@ -78,10 +80,10 @@ def _typed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
     return read
 
 
-def _default_words(setting: Setting, flag: Flag) -> str | None:
+def _default_words(info: FieldInfo, flag: Flag) -> str | None:
     if flag.default is not None:
         return flag.default
-    value = setting.default_value()
+    value = info.get_default(call_default_factory=True)
     if value is None or value is False or value == []:
         return None
     if isinstance(value, list):
@@ -89,25 +91,25 @@ def _default_words(setting: Setting, flag: Flag) -> str | None:
     return str(value)
 
 
-def add_flag(group: Any, name: str, setting: Setting, flag: Flag) -> None:
+def add_flag(group: Any, name: str, info: FieldInfo, flag: Flag) -> None:
     """One field as one flag: its name, type or choices, help and default, all declared."""
     option = flag.name or "--" + name.replace("_", "-")
     kwargs: dict[str, Any] = {"dest": name, "default": argparse.SUPPRESS}
-    if setting.annotation is bool:
+    if info.annotation is bool:
         kwargs["action"] = "store_true"
     else:
         kwargs["metavar"] = flag.metavar or option.lstrip("-").upper().replace("-", "_")
-        choices = _choices(setting.annotation)
+        choices = _choices(info.annotation)
         if flag.parse is not None:
             kwargs["type"] = _typed(flag.parse)
         elif choices:
             kwargs["choices"] = choices
             kwargs["metavar"] = "{" + ",".join(choices) + "}"
-        elif _plain_type(setting.annotation) not in (int, float):  # numbers: the field checks
-            kwargs["type"] = _plain_type(setting.annotation)
+        elif _plain_type(info.annotation) not in (int, float):  # numbers: the field checks
+            kwargs["type"] = _plain_type(info.annotation)
         if flag.many:
             kwargs["action"] = "append"
-    words = _default_words(setting, flag)
+    words = _default_words(info, flag)
     default = f" (default: {words})" if words else ""
     if flag.env:
         default = f" (default: ${flag.env} or {words})" if words else f" (default: ${flag.env})"
@@ -149,11 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
         for name in sorted(flags, key=lambda name: name not in MATRIX):  # --model first
             flag = flags[name]
             if flag.help:  # a setting with no help is read from the environment only
-                add_flag(groups[flag.group], name, model.FIELDS[name], flag)
+                add_flag(groups[flag.group], name, model.model_fields[name], flag)
     return p
 
 
-def _given(args: argparse.Namespace, model: type[Declared]) -> dict[str, Any]:
+def _given(args: argparse.Namespace, model: type[BaseModel]) -> dict[str, Any]:
     """The flags given for `model`'s fields; a repeated flag's values in the order given."""
     values: dict[str, Any] = {}
     for name, flag in declared(model, Flag).items():
@@ -207,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         command = command_from_args(args)
         settings = settings_from_args(args, load_env())
-    except SettingsError as exc:
+    except ValidationError as exc:
         say_error(describe_error(exc))
         return EXIT_USAGE
     if settings.rewrites and command.pg_url:  # the rewrites' gate runs where --verify would

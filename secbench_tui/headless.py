@@ -447,7 +447,7 @@ def worst_exit(codes: list[int]) -> int:
 
 
 def _summary_data(finished: RunFinished) -> dict[str, Any]:
-    data = finished.summary.json_data()
+    data = finished.summary.model_dump()
     return {**data, "status": finished.status.value, "message": finished.message}
 
 

@@ -148,7 +148,7 @@ def check_suite_flags(
     if not vuldetectbench:
         for flag, given in (
             ("--method", any(m is not None for m in methods)),
-            ("--vdb-scoring", settings.vdb_scoring != Options.FIELDS["vdb_scoring"].default),
+            ("--vdb-scoring", settings.vdb_scoring != Options.model_fields["vdb_scoring"].default),
         ):
             if given:
                 raise UsageError(
@@ -260,7 +260,7 @@ def build_spec(
         baseline=is_baseline(settings.model),
     )
     if rewrites is not None:
-        recorded["rewrites"] = rewrites.recorded()
+        recorded = recorded.model_copy(update={"rewrites": rewrites.recorded()})
     return RunSpec(
         model=settings.model,
         cases=suite.cases,
@@ -301,16 +301,16 @@ class Rewrites:
         """What a run records of them (its settings' `rewrites`), for the figures."""
         from secbench_tui.core.rewrites.relations import BY_NAME
 
-        return {
-            "relations": list(self.relations),
-            "kinds": {name: BY_NAME[name].kind for name in self.relations},
-            "seed": self.seed,
-            "made": self.made,
-            "dropped": dict(sorted(self.dropped.items())),
-            "unproven": sum(len(v) for v in self.unproven.values()),
-            "reasons": [list(r) for r in self.reasons[:50]],
-            "engine": self.engine,
-        }
+        return RewritesRecord(
+            relations=list(self.relations),
+            kinds={name: BY_NAME[name].kind for name in self.relations},
+            seed=self.seed,
+            made=self.made,
+            dropped=dict(sorted(self.dropped.items())),
+            unproven=sum(len(v) for v in self.unproven.values()),
+            reasons=[list(r) for r in self.reasons[:50]],
+            engine=self.engine,
+        )
 
     def lines(self) -> list[str]:
         """What a front end says about them before the run starts."""

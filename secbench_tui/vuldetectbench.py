@@ -34,7 +34,14 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from secbench_tui.core.models import Case, Completion, Evaluation, RunStatus, SuiteKind
+from secbench_tui.core.models import (
+    Case,
+    Completion,
+    Evaluation,
+    RecordedSettings,
+    RunStatus,
+    SuiteKind,
+)
 from secbench_tui.core.results.summary import RunSummary
 from secbench_tui.core.run.engine import Engine, RunSpec
 from secbench_tui.core.run.events import CaseFinished, RunFinished
@@ -190,7 +197,7 @@ class VulDetectBench_Engine:  # noqa: N801 - the library's name, so scripts keep
             cases=tasks.cases,
             suite_kind=SuiteKind.VULDETECTBENCH.value,
             suite_path=str(tasks.data_dir.resolve()),
-            settings={"tasks": tasks.task_no, "method": tasks.method, "api": "python"},
+            settings=RecordedSettings(tasks=tasks.task_no, method=tasks.method, api="python"),
             prompt_hash=sha256_text(f"vuldetectbench:{tasks.method}"),
             prompt_name=vdb_prompt_name(tasks.method),
             concurrency=self.concurrency,

@@ -5,9 +5,10 @@ the `Evaluation` recorded for it. Front ends and the store exchange these, never
 
 They are plain dataclasses (frozen where nothing changes them after they are made): the
 program's own code builds them, from values already checked where they entered (a suite
-file by its loader, a reply by the provider, a stored row by the store), so checking them
-again on every construction bought nothing but start-up time. The one that is read back from
-text, `ReasonScore`, is checked where it is read (`ReasonScore.from_json`).
+file by its loader, a reply by the provider, a stored row by the store), and builds many of
+them per run. The one that is read back from text, `ReasonScore`, is checked where it is
+read (`ReasonScore.from_json`). What a run records of its settings (`RecordedSettings`) is a
+pydantic model: written once per run, and read back from files any version may have written.
 """
 
 # No `from __future__ import annotations` here: the typed dicts below are made at every start,
@@ -18,6 +19,8 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Required, TypedDict, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 T = TypeVar("T")
 _CASE_NAME = re.compile(r"^(?P<scenario>.+)-\d{2}-(?P<label>good|bad)\.md$")
@@ -298,46 +301,73 @@ class Evaluation:
     reused: bool = False
 
 
-class RewritesRecord(TypedDict, total=False):
+class Recorded(BaseModel):
+    """A record of how a run was made: the keys it was given are the keys it keeps (a key a
+    run does not record is left out, not written as null), and a key a later version
+    records is kept as it is (`extra="allow"`)."""
+
+    model_config = ConfigDict(extra="allow", defer_build=True)  # built when first used
+
+    def as_dict(self) -> JSONObject:
+        """The keys recorded, by name in sorted order, as the database keeps them."""
+        return dict(sorted(self.model_dump(exclude_unset=True).items()))
+
+
+class RewritesRecord(Recorded):
     """What a run records of `--rewrites`: the relations and their kinds, the seed, how many
     variants were made, how many the equivalence gate dropped (by relation) or let through
     unproven, the first reasons it gave, and the engine that proved them."""
 
-    relations: list[str]
-    kinds: dict[str, str]
-    seed: int
-    made: int
-    dropped: dict[str, int]
-    unproven: int
-    reasons: list[list[str]]  # (variant id, why)
-    engine: str
+    relations: list[str] = []
+    kinds: dict[str, str] = {}
+    seed: int | None = None
+    made: int = 0
+    dropped: dict[str, int] = {}
+    unproven: int = 0
+    reasons: list[list[str]] = []  # (variant id, why)
+    engine: str | None = None
 
 
-class RecordedSettings(TypedDict, total=False):
-    """How a run was made, as it records it: what `config.RunSettings.recorded` gives (the
-    fields declared with a `Record`), with `repeats`, `concurrency` and `vdb_scoring` added by
-    the engine. Read back from a database an older version wrote, a key may be missing."""
+class RecordedSettings(Recorded):
+    """How a run was made, as it records it (`runs.settings`): what `config.RunSettings.
+    recorded` gives (the fields declared with a `Record`), with `repeats`, `concurrency` and
+    `vdb_scoring` added by the engine. Read back from a database an older version wrote, a key
+    may be missing (`from_stored`)."""
 
-    seed: int | None
-    limit: int | None
-    apps: list[str] | None
-    tasks: list[int]
-    method: str | None
-    base_url: str
-    temperature: float | None
-    max_tokens: int
-    max_retries: int
-    timeout: float
-    reasoning_effort: str | None
-    reasoning_model: bool | None
-    response_format: str
-    request_style: str
-    repeats: int
-    concurrency: int
-    vdb_scoring: str
-    api: str  # "python": recorded through the vuldetectbench library API
-    prompt_name: str  # where older versions recorded the prompt's name
-    rewrites: RewritesRecord  # --rewrites: relations, kinds, seed, what the gate dropped and why
+    seed: int | None = None
+    limit: int | None = None
+    apps: list[str] | None = None
+    tasks: list[int] | None = None
+    method: str | None = None
+    base_url: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    max_retries: int | None = None
+    timeout: float | None = None
+    reasoning_effort: str | None = None
+    reasoning_model: bool | None = None
+    response_format: str | None = None
+    request_style: str | None = None
+    repeats: int | None = None
+    concurrency: int | None = None
+    vdb_scoring: str | None = None
+    api: str | None = None  # "python": recorded through the vuldetectbench library API
+    prompt_name: str | None = None  # where older versions recorded the prompt's name
+    rewrites: RewritesRecord | None = None  # --rewrites: relations, seed, what the gate dropped
+
+    def stored(self) -> str:
+        """The `runs.settings` text: the keys recorded, sorted, as every version wrote them."""
+        return json.dumps(self.as_dict(), sort_keys=True)
+
+    @classmethod
+    def from_stored(cls, data: JSONObject) -> "RecordedSettings":
+        """Settings read back from a database (any version's, or a damaged one): a known key
+        whose value is not of its type reads as not recorded, and the rest as recorded."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            bad = {error["loc"][0] for error in exc.errors() if error["loc"]}
+            return cls.model_validate({k: v for k, v in data.items() if k not in bad})
 
 
 class RunStatus(StrEnum):

@@ -27,6 +27,7 @@ from secbench_tui.core.models import (
     Evaluation,
     Message,
     Outcome,
+    RecordedSettings,
     Scored,
     SuiteKind,
 )
@@ -116,7 +117,7 @@ async def fill(path: Path, planned: list[Planned]) -> None:
             suite_path=evil(0, "/suite"),
             suite_hash="s",
             prompt_hash=evil(1),  # the same prompt as the whole runs': a prompt is its words
-            settings={"repeats": 1, "apps": [EVIL_APP], "limit": 1},
+            settings=RecordedSettings(repeats=1, apps=[EVIL_APP], limit=1),
             fingerprint="narrowed",
             tool_version="0",
             total_cases=1,
@@ -134,7 +135,7 @@ async def fill(path: Path, planned: list[Planned]) -> None:
                 suite_path=evil(0, "/suite"),
                 suite_hash="s",
                 prompt_hash=evil(1),
-                settings={"repeats": 1, "note": evil(3)},
+                settings=RecordedSettings(repeats=1, note=evil(3)),
                 fingerprint=model,
                 tool_version=evil(4),
                 total_cases=len(planned),

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 from textual.pilot import Pilot
 
 from secbench_tui.config import Settings
-from secbench_tui.declaration import SecretStr
 from tests.e2e.server import LoopbackServer
 
 FIXTURE_SUITE = Path(__file__).resolve().parents[1] / "fixtures" / "suite"

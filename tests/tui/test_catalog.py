@@ -7,6 +7,7 @@ from pathlib import Path
 
 import aiosqlite
 
+from secbench_tui.core.models import RecordedSettings
 from secbench_tui.core.run import catalog
 from secbench_tui.core.run.providers.baselines import BASELINES
 from secbench_tui.core.store.database import Store
@@ -95,7 +96,7 @@ async def test_recent_models_are_read_from_the_runs_table(tmp_path: Path) -> Non
                 suite_path="",
                 suite_hash="",
                 prompt_hash="",
-                settings={},
+                settings=RecordedSettings(),
                 fingerprint="",
                 tool_version="t",
                 total_cases=0,

@@ -1,7 +1,7 @@
 """The headless path never imports Textual or Rich: `--no-ui` must not pay for them. Nor
-does it load what only other commands use: pydantic (settings and values are plain declared
-classes; only the bundled clinic app's verify code uses it), jinja2 (the report), the parsers
-of --rewrites and --verify, python-dotenv without a .env: each costs every start its import.
+does it load what only other commands use: jinja2 (the report), the parsers of --rewrites and
+--verify, python-dotenv without a .env: each costs every start its import. pydantic it does
+load: the settings and the verdict reply are pydantic models.
 
 Each check runs in a fresh interpreter, since this test process has Textual loaded; one
 interpreter imports every core module in turn and looks at `sys.modules` after each.
@@ -29,8 +29,6 @@ FORBIDDEN = ("textual", "rich")
 # what a headless run, offline or against an endpoint, has no use for (see the docstring)
 UNUSED = (
     *FORBIDDEN,
-    "pydantic",
-    "pydantic_core",
     "jinja2",
     "sqlglot",
     "libcst",
@@ -104,7 +102,7 @@ def test_no_ui_run_loads_rich_only_through_the_httpx_cli(tmp_path: Path) -> None
 
 def test_no_ui_run_loads_nothing_only_other_commands_use(tmp_path: Path) -> None:
     """Offline and against a real endpoint on 127.0.0.1 (the client, the catalog lookup, the
-    replies' parsing): neither loads pydantic, jinja2 or the parsers of other commands."""
+    replies' parsing): neither loads jinja2 or the parsers of other commands."""
     assert _run_no_ui(tmp_path, UNUSED, "") == ["LOADED="]
     with LoopbackServer() as server:
         remote = ("--base-url", server.base_url, "--limit", "2")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from textual.widgets import DataTable, Select, SelectionList, Static
@@ -40,7 +39,7 @@ def test_a_run_where_nothing_was_answered_shows_no_accuracy() -> None:
     text = summary_text(RunFinished(1, RunStatus.COMPLETED, None, summary)).plain
     assert "0.0%" not in text and "65.8%" not in text
     assert "accuracy n/a (no case was answered" in text
-    answered = replace(summary, **{"correct": 1, "wrong": 2, "errors": 1, "accuracy": 0.25})
+    answered = summary.model_copy(update={"correct": 1, "wrong": 2, "errors": 1, "accuracy": 0.25})
     finished = RunFinished(1, RunStatus.COMPLETED, None, answered)
     assert "accuracy 25.0%" in summary_text(finished).plain
 

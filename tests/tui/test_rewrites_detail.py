@@ -9,7 +9,15 @@ from pathlib import Path
 
 from rich.console import Console
 
-from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, Scored, SuiteKind
+from secbench_tui.core.models import (
+    Case,
+    Completion,
+    Evaluation,
+    Outcome,
+    RecordedSettings,
+    Scored,
+    SuiteKind,
+)
 from secbench_tui.core.rewrites.relations import Variant
 from secbench_tui.core.store.database import Store
 from secbench_tui.tui.widgets.case_detail import render_result
@@ -32,7 +40,7 @@ async def test_variants_side_by_side_with_the_diff(tmp_path: Path) -> None:
         suite_path="suite",
         suite_hash="h",
         prompt_hash="p",
-        settings={},
+        settings=RecordedSettings(),
         fingerprint="f",
         tool_version="t",
         total_cases=3,

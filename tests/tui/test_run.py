@@ -7,13 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from secbench_tui.config import Settings
 from secbench_tui.core.run.events import Retrying
 from secbench_tui.core.run.providers.base import RetryNotice
-from secbench_tui.declaration import SecretStr
 from secbench_tui.tui.app import make_app
 from secbench_tui.tui.messages import RetryWaiting, RowsArrived
 from secbench_tui.tui.screens.confirm import ConfirmScreen

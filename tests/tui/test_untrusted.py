@@ -14,12 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import SecretStr
 from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from secbench_tui.config import Settings
-from secbench_tui.declaration import SecretStr
 from secbench_tui.tui.app import SecbenchApp, make_app
 from secbench_tui.tui.screens.results import ResultsScreen
 from secbench_tui.tui.screens.run import RunScreen

@@ -19,7 +19,7 @@ SECRET_URL = "http://alice:pa55@127.0.0.1:8080/v1?api_key=k3y&api-version=2024"
 
 def test_recorded_settings_hold_the_redacted_url() -> None:
     recorded = Settings(model="m", base_url=SECRET_URL).recorded()
-    assert recorded["base_url"] == "http://***@127.0.0.1:8080/v1?api_key=***&api-version=***"
+    assert recorded.base_url == "http://***@127.0.0.1:8080/v1?api_key=***&api-version=***"
 
 
 def test_the_fingerprint_still_tells_endpoints_apart() -> None:
@@ -87,7 +87,7 @@ def test_the_model_list_error_and_cache_hold_no_credentials(tmp_path: Path) -> N
 
 def test_settings_recorded_by_an_older_version_are_read_redacted() -> None:
     stored = json.dumps({"base_url": SECRET_URL, "seed": 1})
-    assert recorded_settings(stored) == {
+    assert recorded_settings(stored).as_dict() == {
         "base_url": "http://***@127.0.0.1:8080/v1?api_key=***&api-version=***",
         "seed": 1,
     }

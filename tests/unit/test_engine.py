@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from secbench_tui.core.models import Case, Completion, Message, SuiteKind
+from secbench_tui.core.models import Case, Completion, Message, RecordedSettings, SuiteKind
 from secbench_tui.core.run.engine import AdaptiveLimit, Engine, RunSpec
 from secbench_tui.core.run.events import (
     CaseFinished,
@@ -82,7 +82,7 @@ async def run(store: Store, provider: Scripted, case_list: list[Case], **kw: obj
         cases=case_list,
         suite_kind="markdown",
         suite_path="/s",
-        settings={"seed": 1},
+        settings=RecordedSettings(seed=1),
         prompt_hash="p",
         **kw,
     )  # type: ignore[arg-type]

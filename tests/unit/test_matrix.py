@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from secbench_tui.core.models import Case, Completion
+from secbench_tui.core.models import Case, Completion, RecordedSettings
 from secbench_tui.core.results.summary import worst_status
 from secbench_tui.core.run.engine import Engine, RunSpec, latest_run
 from secbench_tui.core.run.events import CaseFinished, RunFinished
@@ -21,12 +21,12 @@ from secbench_tui.core.run.providers.base import RetryCallback, RunAborted
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.values import LEGACY_PROMPT_NAME, text_hash
 from secbench_tui.core.suites.prompts import (
-    VERDICT_SCHEMA,
     PromptError,
     bundled_prompt,
     bundled_prompt_names,
     resolve_prompts,
 )
+from secbench_tui.core.suites.verdict import verdict_schema
 from tests.unit.test_engine import cases, verdict
 
 
@@ -64,7 +64,7 @@ def spec(model: str, prompt: str, n: int = 8, concurrency: int = 2) -> RunSpec:
         cases=cases(n),
         suite_kind="markdown",
         suite_path="/s",
-        settings={"seed": 1},
+        settings=RecordedSettings(seed=1),
         prompt_hash=text_hash(prompt),
         prompt_name=prompt,
         concurrency=concurrency,
@@ -251,9 +251,10 @@ def _v2_fingerprint(spec: RunSpec) -> str:
 
 
 def test_the_schema_asks_for_the_explanation_before_the_verdict() -> None:
-    assert list(VERDICT_SCHEMA["properties"]) == ["explanation", "assessment", "violations"]
-    assert VERDICT_SCHEMA["required"] == ["explanation", "assessment", "violations"]
-    item = VERDICT_SCHEMA["properties"]["violations"]["items"]
+    schema = verdict_schema()
+    assert list(schema["properties"]) == ["explanation", "assessment", "violations"]
+    assert schema["required"] == ["explanation", "assessment", "violations"]
+    item = schema["properties"]["violations"]["items"]
     assert item["required"] == ["rule", "quote"]
     assert item["properties"]["rule"]["type"] == "integer"
     for name in bundled_prompt_names():  # every bundled prompt asks for verdict schema 2

@@ -8,7 +8,7 @@ from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
-from secbench_tui.core.models import Completion, Evaluation, Outcome, Scored
+from secbench_tui.core.models import Completion, Evaluation, Outcome, RecordedSettings, Scored
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.original import (
     BACKUP_SUFFIX,
@@ -163,7 +163,7 @@ async def test_our_rows_fill_what_the_original_requires_and_name_their_prompt(
         suite_path="/s",
         suite_hash="h",
         prompt_hash="p",
-        settings={},
+        settings=RecordedSettings(),
         fingerprint="f",
         tool_version="t",
         total_cases=1,
@@ -245,7 +245,7 @@ async def test_a_missing_or_hostile_prompt_name_is_kept_as_it_is(tmp_path: Path)
     store = await Store.open(db, on_notice=lambda text: None)
     runs = await store.runs()
     await store.close()
-    assert [(r.prompt_name, r.settings, r.total_cases) for r in runs] == [
+    assert [(r.prompt_name, r.settings.as_dict(), r.total_cases) for r in runs] == [
         ("\x1b[2Jevil", {"eval_prompt": "\x1b[2Jevil.txt"}, 1),
         ("default", {"eval_prompt": "default.txt"}, 1),
         (None, {"eval_prompt": None}, 1),

@@ -3,10 +3,10 @@
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
 from secbench_tui.config import RunSettings, Settings
-from secbench_tui.core.models import Case, Message, SuiteKind
-from secbench_tui.declaration import SecretStr
+from secbench_tui.core.models import Case, Message, RecordedSettings, SuiteKind
 from secbench_tui.planner import (
     UsageError,
     build_spec,
@@ -57,11 +57,12 @@ def test_recorded_settings_say_what_applies_and_never_the_key() -> None:
         model="vendor/m", cases=FIXTURE, api_key=SecretStr("sk-hidden"), temperature=0.2, seed=4
     )
     spec = build_spec(settings, load_suite(settings))
-    assert spec.settings["temperature"] == 0.2 and spec.settings["response_format"]
-    assert "tasks" not in spec.settings and "method" not in spec.settings
-    assert "sk-hidden" not in repr(spec.settings)
+    shown = spec.settings.as_dict()
+    assert shown["temperature"] == 0.2 and shown["response_format"]
+    assert "tasks" not in shown and "method" not in shown
+    assert "sk-hidden" not in repr(spec.settings) + spec.settings.stored()
     baseline = RunSettings(model="baseline/random", cases=FIXTURE, seed=4)
-    recorded = build_spec(baseline, load_suite(baseline)).settings
+    recorded = build_spec(baseline, load_suite(baseline)).settings.as_dict()
     assert recorded["seed"] == 4 and "base_url" not in recorded and "temperature" not in recorded
 
 
@@ -87,13 +88,13 @@ def test_flags_for_the_other_kind_of_suite_are_errors(tmp_path: Path) -> None:
 
 
 def test_key_and_base_url_are_checked_and_tidied() -> None:
-    from secbench_tui.declaration import SettingsError
+    from pydantic import ValidationError
 
     settings = Settings(api_key=SecretStr(" sk-or-abc\n"), base_url="http://127.0.0.1:8/v1/")
     assert settings.key == "sk-or-abc" and settings.base_url == "http://127.0.0.1:8/v1"
-    with pytest.raises(SettingsError, match="spaces, line breaks"):
+    with pytest.raises(ValidationError, match="spaces, line breaks"):
         Settings(api_key=SecretStr("sk or abc"))
-    with pytest.raises(SettingsError, match="not an http"):
+    with pytest.raises(ValidationError, match="not an http"):
         Settings(base_url="localhost:8000/v1")
 
 
@@ -120,7 +121,13 @@ def test_default_request_settings_keep_earlier_request_hashes() -> None:
     now = before | {"reasoning_effort": None, "request_style": "secbench-tui"}
     one = case("task1", 0)
     old, new = (
-        RunSpec(model="m", cases=[one], suite_kind="k", suite_path="p", settings=s)
+        RunSpec(
+            model="m",
+            cases=[one],
+            suite_kind="k",
+            suite_path="p",
+            settings=RecordedSettings.model_validate(s),
+        )
         for s in (before, now)
     )
     assert old.request_hash(one) == new.request_hash(one)
@@ -129,7 +136,7 @@ def test_default_request_settings_keep_earlier_request_hashes() -> None:
         cases=[one],
         suite_kind="k",
         suite_path="p",
-        settings=now | {"reasoning_effort": "high"},
+        settings=RecordedSettings.model_validate(now | {"reasoning_effort": "high"}),
     )
     assert effort.request_hash(one) != old.request_hash(one)
 
@@ -146,6 +153,7 @@ def test_retry_backoff_reaches_the_providers_retry_policy() -> None:
         provider = make_provider(one)
         assert isinstance(provider, OpenAICompatibleProvider)
         assert provider.policy.backoff_base == base
-    assert "retry_backoff" not in default.recorded(vuldetectbench=False, baseline=False)
+    recorded = default.recorded(vuldetectbench=False, baseline=False).as_dict()
+    assert "retry_backoff" not in recorded and "max_retries" in recorded
     with pytest.raises(ValueError, match="retry_backoff"):
         Settings(model="m/x", retry_backoff=-1)

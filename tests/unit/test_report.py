@@ -17,6 +17,7 @@ from secbench_tui.core.models import (
     Evaluation,
     Message,
     Outcome,
+    RecordedSettings,
     Scored,
     SuiteKind,
 )
@@ -103,7 +104,9 @@ async def add_run(
         suite_path=suite_path,
         suite_hash="suitehash0123456789",
         prompt_hash="prompthash0123456789",
-        settings=settings if settings is not None else {"repeats": len(tries[0])},
+        settings=RecordedSettings.model_validate(
+            settings if settings is not None else {"repeats": len(tries[0])}
+        ),
         fingerprint=f"{model}:{suite_path}",
         tool_version="0.1.0",
         total_cases=sum(len(t) for t in tries),
@@ -253,7 +256,7 @@ async def test_vuldetectbench_section(tmp_path: Path) -> None:
             suite_path="/vdb",
             suite_hash="s",
             prompt_hash="p",
-            settings={"vdb_scoring": "correct"},
+            settings=RecordedSettings(vdb_scoring="correct"),
             fingerprint="f",
             tool_version="0.1.0",
             total_cases=3,

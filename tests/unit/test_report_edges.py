@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from secbench_tui.core.models import Completion, Evaluation, Outcome, Scored
+from secbench_tui.core.models import Completion, Evaluation, Outcome, RecordedSettings, Scored
 from secbench_tui.core.results import exports
 from secbench_tui.core.results.report.data import IMPORTED_SUITE
 from secbench_tui.core.results.report.gathering import gather
@@ -72,7 +72,7 @@ async def test_no_price_per_correct_answer_when_some_costs_are_unknown(tmp_path:
             suite_path="/suite",
             suite_hash="suitehash0123456789",
             prompt_hash="prompthash0123456789",
-            settings={"repeats": 1},
+            settings=RecordedSettings(repeats=1),
             fingerprint="m/beta:/suite",
             tool_version="0.1.0",
             total_cases=len(cases),

@@ -63,8 +63,22 @@ async def test_json_export(db: Path) -> None:
     assert all(r["scores"] == {} for r in document["results"])
 
 
+def test_the_columns_are_the_record_fields_with_the_tables_in_its_order() -> None:
+    """CSV columns and JSON record keys are `ExportedResult`'s fields; the reply's and the
+    asking's columns keep the table's order (`store.schema`)."""
+    from secbench_tui.core.results.export_records import RESULT_COLUMNS, ExportedResult
+    from secbench_tui.core.store.schema import ASKING_COLUMNS, REPLY_COLUMNS
+
+    assert [*RESULT_COLUMNS, "request"] == list(ExportedResult.model_fields)
+    for columns in (REPLY_COLUMNS, ASKING_COLUMNS):
+        start = RESULT_COLUMNS.index(columns[0])
+        assert RESULT_COLUMNS[start : start + len(columns)] == columns
+
+
 async def test_csv_export(db: Path) -> None:
-    rows = list(csv.DictReader(io.StringIO(exports.to_csv(await data_of(db)))))
+    text = exports.to_csv(await data_of(db))
+    assert text.splitlines()[0] == ",".join(exports.RESULT_COLUMNS)
+    rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == len(ANSWERS) * len(CASES)
     assert {(r["model_name"], r["case_id"]): r["outcome"] for r in rows} == expected_outcomes()
     for column in ("test_file", "model_name", "expected_result", "actual_result", "explanation"):

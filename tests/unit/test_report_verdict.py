@@ -20,6 +20,7 @@ from secbench_tui.core.models import (
     Evaluation,
     Message,
     Outcome,
+    RecordedSettings,
     Scored,
     SuiteKind,
 )
@@ -76,7 +77,9 @@ async def record_run(
         suite_path=suite,
         suite_hash="suitehash",
         prompt_hash="prompthash",
-        settings=settings if settings is not None else {"repeats": len(tries[0])},
+        settings=RecordedSettings.model_validate(
+            settings if settings is not None else {"repeats": len(tries[0])}
+        ),
         fingerprint=model,
         tool_version="0.1.0",
         total_cases=len(cases),

@@ -8,7 +8,6 @@ import pytest
 
 from secbench_tui.core.models import Citation, ReasonScore
 from secbench_tui.core.results.robustness import robustness
-from secbench_tui.core.results.summary import json_data
 
 
 def _row(
@@ -60,7 +59,7 @@ def test_flips_claims_rules_and_the_missing_noise_floor() -> None:
     assert safe.kind == "sensitivity" and safe.towards_claim == 1.0
     assert figures.by_relation["comment-flaw"].flips == 0
     assert figures.sensitivity_flip_rate == pytest.approx(0.5)
-    assert json_data(figures)["by_relation"]["layout"]["variants"] == 2
+    assert figures.model_dump()["by_relation"]["layout"]["variants"] == 2
 
 
 def test_noise_floor_and_excess_on_the_same_cases() -> None:

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from secbench_tui.cli import build_parser, main, parse_command, settings_from_args
 from secbench_tui.config import Settings, describe_error
-from secbench_tui.declaration import SettingsError
 from secbench_tui.planner import plan_matrix, plan_settings
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "suite"
@@ -19,17 +19,19 @@ LOCAL = "http://127.0.0.1:9/v1"  # never asked: the plan is built without provid
 
 @pytest.fixture
 def changed_defaults() -> Iterator[None]:
-    """The declaration with other defaults, as an editor of `config.py` would leave it."""
-    fields = Settings.FIELDS
+    """The declaration with other defaults, as an editor of `config/models.py` would leave it."""
+    fields = Settings.model_fields
     before = {name: fields[name].default for name in ("max_retries", "concurrency", "timeout")}
     fields["max_retries"].default = 3
     fields["concurrency"].default = 4
     fields["timeout"].default = 42.0
+    Settings.model_rebuild(force=True)
     try:
         yield
     finally:
         for name, value in before.items():
             fields[name].default = value
+        Settings.model_rebuild(force=True)
 
 
 def _from_cli(*argv: str) -> Settings:
@@ -43,8 +45,8 @@ def test_a_changed_default_reaches_the_cli_and_the_recorded_settings(
     assert (settings.max_retries, settings.concurrency, settings.timeout) == (3, 4, 42.0)
     plan = plan_matrix(settings, with_providers=False)
     recorded = plan.runs[0].spec.settings
-    assert recorded["max_retries"] == 3
-    assert recorded["timeout"] == 42.0
+    assert recorded.max_retries == 3
+    assert recorded.timeout == 42.0
     assert plan.runs[0].spec.concurrency == 4
     help_text = build_parser().format_help()
     assert "(default: 3)" in " ".join(help_text.split())  # --max-retries says so too
@@ -73,7 +75,7 @@ def test_choices_come_from_the_literal_types(capsys: pytest.CaptureFixture[str])
 
 
 def test_every_invalid_setting_is_named_by_its_flag() -> None:
-    with pytest.raises(SettingsError) as caught:
+    with pytest.raises(ValidationError) as caught:
         Settings(limit=0, concurrency=0, methods=["cott"])
     message = describe_error(caught.value)
     assert message.count("; ") == 2, message
@@ -134,10 +136,10 @@ def test_every_recorded_setting_has_a_typed_key() -> None:
     from secbench_tui.config import RECORDED
     from secbench_tui.core.models import RecordedSettings
 
-    assert set(RECORDED) <= set(RecordedSettings.__annotations__)
+    assert set(RECORDED) <= set(RecordedSettings.model_fields)
     run = Settings(cases=FIXTURE, base_url=LOCAL).run("vendor/m")
-    assert set(run.recorded()) <= set(RecordedSettings.__annotations__)
-    assert set(run.recorded(vuldetectbench=True)) <= set(RecordedSettings.__annotations__)
+    assert set(run.recorded().as_dict()) <= set(RecordedSettings.model_fields)
+    assert set(run.recorded(vuldetectbench=True).as_dict()) <= set(RecordedSettings.model_fields)
 
 
 def test_help_shows_examples_and_says_truly_when_the_app_opens() -> None:

@@ -15,6 +15,7 @@ from secbench_tui.core.models import (
     Evaluation,
     Message,
     Outcome,
+    RecordedSettings,
     Scored,
     SuiteKind,
 )
@@ -55,7 +56,7 @@ async def new_run(store: Store, model: str = "m/a") -> int:
         suite_path="/suite",
         suite_hash="h",
         prompt_hash="p",
-        settings={"seed": 1},
+        settings=RecordedSettings(seed=1),
         fingerprint="f",
         tool_version="t",
         total_cases=3,

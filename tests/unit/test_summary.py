@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 from secbench_tui.core.models import RunStatus
 from secbench_tui.core.results.metrics import summarize
@@ -55,9 +54,8 @@ def test_both_front_ends_show_the_same_lines_per_app_counts_and_a_partial_cost()
 
 
 def test_vuldetectbench_crash_note_reaches_the_app() -> None:
-    summary = replace(
-        _summary(),
-        **{
+    summary = _summary().model_copy(
+        update={
             "vuldetectbench": {"task1": {"accuracy": 0.5}},
             "vuldetectbench_counts": {"task1": {"n": 4, "crashes": 2}},
             "vdb_scoring": "library",

@@ -20,55 +20,22 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, TypedDict
+from typing import Any
 
-from secbench_tui.core.models import JSONObject, Outcome
+from secbench_tui.core.models import Outcome
+from secbench_tui.core.results.export_records import (
+    RESULT_COLUMNS,
+    ExportDocument,
+    ExportedFigures,
+    ExportedResult,
+    ExportedRun,
+    StandingAgainstBest,
+)
 from secbench_tui.core.results.reasons import stored_gold, stored_reason
 from secbench_tui.core.results.report.data import Contender, ReportData, VdbContender
-from secbench_tui.core.results.summary import json_data
 from secbench_tui.core.store.rows import ResultRow
-from secbench_tui.core.store.schema import ASKING_COLUMNS, REPLY_COLUMNS
 from secbench_tui.core.untrusted import csv_cell, inert
 
-# Per evaluation, in this order; the spec's seven columns are among them under their names.
-RESULT_COLUMNS = (
-    "id",
-    "timestamp",
-    "run_id",
-    "model_name",
-    "prompt_name",
-    "prompt_hash",  # the prompt's words: one name may stand for different texts
-    "suite_kind",
-    "app",
-    "case_id",
-    "test_file",
-    "repeat",
-    "expected_result",
-    "actual_result",
-    "outcome",
-    "explanation",
-    *REPLY_COLUMNS,
-    "reasoning_tokens",  # part of completion_tokens
-    "reasoning",  # the model's thinking, as its endpoint returned it
-    *ASKING_COLUMNS,
-    "reused_from",
-    "scores",
-    "notes",
-    "gold_rules",
-    "rules_cited",
-    "quotes",
-    "right_rule",
-    "right_line",
-    "schema_problem",
-    "scoring_version",
-    # --rewrites: a variant's original case, relation, seed, code hash, proof and code
-    "variant_of",
-    "relation",
-    "rewrite_seed",
-    "code_hash",
-    "proven",
-    "variant_code",
-)
 _VARIANT_KEYS = {
     "variant_of": "original",
     "relation": "relation",
@@ -77,6 +44,7 @@ _VARIANT_KEYS = {
     "proven": "proven",
 }
 
+_JSON_ONLY = {"request"}  # the messages sent: a CSV has one row per result, flat
 # XML 1.0 cannot carry most control characters, whatever the escaping; model output can.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 # Allowed in JSON strings and XML text, yet terminal controls: written as escapes instead.
@@ -88,104 +56,91 @@ def _rows_of(c: Any) -> list[ResultRow]:
     return list(getattr(c, "all_rows", c.rows))
 
 
-class ReasonFields(TypedDict):
-    """Why a verdict was right or wrong, as exports write it."""
-
-    gold_rules: list[int]
-    rules_cited: list[int]
-    quotes: list[str]
-    right_rule: bool | None
-    right_line: bool | None
-    schema_problem: str | None
-
-
-def reason_fields(row: ResultRow) -> ReasonFields:
-    """The rules a bad case breaks, the rules the reply cited with its quotes, and whether
-    they were right (None: not scored, e.g. a good case or a suite that names no rules)."""
-    reason = stored_reason(row.get("reasons"))
-    return {
-        "gold_rules": list(stored_gold(row.get("gold"))),
-        "rules_cited": [c.rule for c in reason.citations] if reason else [],
-        "quotes": [c.quote for c in reason.citations] if reason else [],
-        "right_rule": reason.right_rule if reason else None,
-        "right_line": reason.right_line if reason else None,
-        "schema_problem": reason.problem if reason else None,  # how it broke schema 2
-    }
-
-
-def _result(row: ResultRow, data: ReportData | None = None) -> JSONObject:
-    record = {column: row.get(column) for column in RESULT_COLUMNS}
+def exported_result(row: ResultRow, data: ReportData | None = None) -> ExportedResult:
+    """One evaluation as the exports write it; with `data` (JSON), the messages sent too."""
+    record: dict[str, object] = {column: row.get(column) for column in RESULT_COLUMNS}
     if data is not None:  # JSON: the messages sent, by the hashes of `request_texts`
         record["request"] = data.requests.get(int(row.get("id") or 0))
     record["scores"] = json.loads(row.get("scores") or "{}")
-    record.update(reason_fields(row))
+    reason = stored_reason(row.get("reasons"))
+    record["gold_rules"] = list(stored_gold(row.get("gold")))
+    if reason is not None:
+        record["rules_cited"] = [c.rule for c in reason.citations]
+        record["quotes"] = [c.quote for c in reason.citations]
+        record["right_rule"] = reason.right_rule
+        record["right_line"] = reason.right_line
+        record["schema_problem"] = reason.problem  # how it broke schema 2
+    else:
+        record |= {"rules_cited": [], "quotes": [], "right_rule": None, "right_line": None}
+        record["schema_problem"] = None
     variant = row.get("variant")
     if isinstance(variant, dict):
         for column, key in _VARIANT_KEYS.items():
             record[column] = variant.get(key)
         record["variant_code"] = row.get("code")
-    return record
+    return ExportedResult.model_validate(record)
 
 
-def _run_summary(c: Contender | VdbContender) -> JSONObject:
-    run = c.run
+def _figures(c: Contender | VdbContender) -> ExportedFigures:
+    """A run's figures, those it has: an interval only where one is defined."""
     stats: Mapping[str, object] = c.stats
-    summary: JSONObject = {
+    figures: dict[str, object] = {
         key: value for key, value in stats.items() if key not in ("accuracy_ci",)
     }
     interval = stats.get("accuracy_ci")
     if isinstance(interval, tuple) and interval:
-        summary["accuracy_ci"] = list(interval)
+        figures["accuracy_ci"] = list(interval)
     if c.repeat is not None:
-        summary["repeats"] = c.repeat
+        figures["repeats"] = c.repeat
     if c.vdb:
-        summary["vuldetectbench"] = c.vdb
-    figures = c.figures
-    for key, model in (  # pairwise, reason, scenarios
-        ("pairwise", figures.get("pairwise")),
-        ("reason", figures.get("reason")),
-        ("scenarios", figures.get("scenarios")),
-    ):
-        if model is not None:
-            summary[key] = json_data(model)
-    return {
-        "id": run.id,
-        "model": run.model_name,
-        "label": c.label,
-        "baseline": c.baseline,
-        "rank": c.rank,
-        "vs_best": None
-        if c.vs_best is None
-        else {"standing": c.standing, "p_value": c.vs_best.p_value, "shared": c.vs_best.shared},
-        "suite_kind": run.suite_kind,
-        "suite_path": run.suite_path,
-        "suite_hash": run.suite_hash,
-        "prompt": run.prompt_name,
-        "prompt_hash": run.prompt_hash,
-        "tool_version": run.tool_version,
-        "status": run.status,
-        "message": run.message,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-        "total_cases": run.total_cases,
-        "settings": run.settings,
-        "summary": summary,
-    }
+        figures["vuldetectbench"] = c.vdb
+    for key in ("pairwise", "reason", "scenarios"):
+        found = c.figures.get(key)
+        if found is not None:
+            figures[key] = found
+    return ExportedFigures.model_validate(figures)
+
+
+def exported_run(c: Contender | VdbContender) -> ExportedRun:
+    run = c.run
+    vs_best = None
+    if c.vs_best is not None:
+        vs_best = StandingAgainstBest(
+            standing=c.standing, p_value=c.vs_best.p_value, shared=c.vs_best.shared
+        )
+    return ExportedRun(
+        id=run.id,
+        model=run.model_name,
+        label=c.label,
+        baseline=c.baseline,
+        rank=c.rank,
+        vs_best=vs_best,
+        suite_kind=run.suite_kind,
+        suite_path=run.suite_path,
+        suite_hash=run.suite_hash,
+        prompt=run.prompt_name,
+        prompt_hash=run.prompt_hash,
+        tool_version=run.tool_version,
+        status=run.status,
+        message=run.message,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        total_cases=run.total_cases,
+        settings=run.settings.as_dict(),
+        summary=_figures(c),
+    )
 
 
 def to_json(data: ReportData) -> str:
-    document = {
-        "tool": "secbench-tui",
-        "tool_version": data.tool_version,
-        "generated_at": data.generated_at.isoformat(timespec="seconds"),
-        "database": data.database,
-        "runs": [_run_summary(c) for c in data.runs],
-        "results": [_result(row, data) for c in data.runs for row in _rows_of(c)],
-        # every text the results' requests are made of, once, by its SHA-256: a message's
-        # content is its `parts` joined
-        "request_texts": data.request_texts,
-    }
-    text = json.dumps(document, indent=1, ensure_ascii=False)
+    document = ExportDocument(
+        tool_version=data.tool_version,
+        generated_at=data.generated_at.isoformat(timespec="seconds"),
+        database=data.database,
+        runs=[exported_run(c) for c in data.runs],
+        results=[exported_result(row, data) for c in data.runs for row in _rows_of(c)],
+        request_texts=data.request_texts,
+    )
+    text = json.dumps(document.model_dump(), indent=1, ensure_ascii=False)
     return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
@@ -195,8 +150,9 @@ def to_csv(data: ReportData) -> str:
     writer.writerow(RESULT_COLUMNS)
     for c in data.runs:
         for row in _rows_of(c):
-            record = {**_result(row), "scores": row.get("scores")}
-            writer.writerow([_csv_value(record.get(k)) for k in RESULT_COLUMNS])
+            record = exported_result(row).model_dump(exclude=_JSON_ONLY)
+            record["scores"] = row.get("scores")  # as stored: a JSON object, keys sorted
+            writer.writerow([_csv_value(record[k]) for k in RESULT_COLUMNS])
     return buffer.getvalue()
 
 
@@ -225,52 +181,47 @@ def _xml_text(value: object) -> str:
     return _NOT_XML.sub("\ufffd", "" if value is None else str(value))
 
 
-def _testcase(row: ResultRow, repeats: int) -> tuple[ET.Element, str]:
-    name = row["case_id"] + (f" #{row['repeat'] + 1}" if repeats > 1 else "")
+def _testcase(r: ExportedResult, repeats: int) -> tuple[ET.Element, str]:
+    name = (r.case_id or "") + (f" #{(r.repeat or 0) + 1}" if repeats > 1 else "")
     case = ET.Element(
         "testcase",
-        classname=_xml_text(row["app"] or row["suite_kind"]),
+        classname=_xml_text(r.app or r.suite_kind),
         name=_xml_text(name),
-        time=f"{(row.get('latency_ms') or 0) / 1000:.3f}",
-        file=_xml_text(row["test_file"]),
+        time=f"{(r.latency_ms or 0) / 1000:.3f}",
+        file=_xml_text(r.test_file),
     )
-    reason = reason_fields(row)
-    if reason["gold_rules"] or reason["rules_cited"]:  # the rules, as CI tools show properties
+    if r.gold_rules or r.rules_cited:  # the rules, as CI tools show properties
         properties = ET.SubElement(case, "properties")
-        for key in ("gold_rules", "rules_cited"):
-            value = ",".join(map(str, reason[key]))
-            ET.SubElement(properties, "property", name=key, value=value)
-        for quote in reason["quotes"]:
+        for key, rules in (("gold_rules", r.gold_rules), ("rules_cited", r.rules_cited)):
+            ET.SubElement(properties, "property", name=key, value=",".join(map(str, rules)))
+        for quote in r.quotes:
             ET.SubElement(properties, "property", name="quote", value=_xml_text(quote))
-        if reason["right_rule"] is not None:
-            value = "true" if reason["right_rule"] else "false"
+        if r.right_rule is not None:
+            value = "true" if r.right_rule else "false"
             ET.SubElement(properties, "property", name="right_rule", value=value)
-    outcome = row["outcome"]
-    said = row["actual_result"]
+    outcome = r.outcome or ""
     if outcome == Outcome.WRONG.value:
         failure = ET.SubElement(
             case,
             "failure",
             type="wrong",
-            message=_xml_text(f"expected {row['expected_result']}, the model said {said}"),
+            message=_xml_text(f"expected {r.expected_result}, the model said {r.actual_result}"),
         )
-        failure.text = _xml_text(row.get("explanation"))
+        failure.text = _xml_text(r.explanation)
     elif outcome == Outcome.UNPARSED.value:
-        problem = reason["schema_problem"]
+        problem = r.schema_problem
         message = (
             f"the reply breaks verdict schema 2: {problem}"
             if problem
             else "the reply could not be read as a verdict"
         )
         failure = ET.SubElement(case, "failure", type="unparsed", message=_xml_text(message))
-        failure.text = _xml_text(row.get("raw_reply"))
+        failure.text = _xml_text(r.raw_reply)
     elif outcome == Outcome.ERROR.value:
-        error = ET.SubElement(
-            case, "error", type="error", message=_xml_text(row.get("error") or "error")
-        )
-        error.text = _xml_text(row.get("error"))
-    elif row.get("explanation"):
-        ET.SubElement(case, "system-out").text = _xml_text(row["explanation"])
+        error = ET.SubElement(case, "error", type="error", message=_xml_text(r.error or "error"))
+        error.text = _xml_text(r.error)
+    elif r.explanation:
+        ET.SubElement(case, "system-out").text = _xml_text(r.explanation)
     return case, outcome
 
 
@@ -300,7 +251,7 @@ def to_junit(data: ReportData) -> str:
         counts = {"tests": 0, "failures": 0, "errors": 0}
         run_seconds = 0.0
         for row in c.rows:
-            case, outcome = _testcase(row, c.repeats)
+            case, outcome = _testcase(exported_result(row), c.repeats)
             suite.append(case)
             counts["tests"] += 1
             counts["failures"] += outcome in (Outcome.WRONG.value, Outcome.UNPARSED.value)

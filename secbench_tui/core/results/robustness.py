@@ -23,8 +23,9 @@ sensitivity relations (a false hint added) are reported apart and never blended:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+
+from pydantic import BaseModel, ConfigDict
 
 from secbench_tui.core.results.metrics import _verdict, label, mcnemar_exact, wilson_interval
 from secbench_tui.core.results.reasons import stored_reason
@@ -45,8 +46,11 @@ CLAIMS = {
 }
 
 
-@dataclass(slots=True, kw_only=True)
-class RelationFigures:
+class RelationFigures(BaseModel):
+    """One relation's figures (see the module's docstring); part of a run's summary."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # --rewrites only: built then
+
     kind: str = INVARIANCE
     variants: int = 0  # rewritten cases asked
     dropped: int = 0  # variants the equivalence gate rejected (never asked)
@@ -74,8 +78,11 @@ class RelationFigures:
     right_rule_original: float | None = None
 
 
-@dataclass(slots=True, kw_only=True)
-class Robustness:
+class Robustness(BaseModel):
+    """A run's robustness figures, over every relation asked (`--rewrites`)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
     variants: int = 0
     dropped: int = 0
     unproven: int = 0
@@ -87,8 +94,8 @@ class Robustness:
     robust_accuracy: float | None = None  # right on the original and every invariance variant
     agreement: float | None = None  # one verdict on the original and every invariance variant
     pc_original: float | None = None
-    by_relation: dict[str, RelationFigures] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    by_relation: dict[str, RelationFigures] = {}
+    notes: list[str] = []
 
 
 def _key(row: Row) -> tuple[str, int]:

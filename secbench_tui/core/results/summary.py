@@ -2,22 +2,27 @@
 
 The engine builds a `RunSummary`; the store records the `RunStatus`; the headless runner prints
 `summary_lines` plain, the terminal app styles the same lines by their tags, and
-`--summary-json` writes `RunSummary.json_data()` (the keys it always had). A figure added
-here reaches every front end, or none.
+`--summary-json` writes the summary's `model_dump()` (the keys it always had; a figure that
+applies only to some runs is left out when it is None). A figure added here reaches every
+front end, or none.
+
+The figures are pydantic models, checked as they are made: they are built from computed
+figures by name (`RunSummary.from_figures`), where a misspelt or mistyped one is an error here
+rather than a missing key in a user's script.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, is_dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from secbench_tui.core import numbers
-from secbench_tui.core.models import JSONObject, RunStatus
+from secbench_tui.core.models import RunStatus
+from secbench_tui.core.results.robustness import Robustness
 from secbench_tui.core.untrusted import inert_line
-
-if TYPE_CHECKING:  # a run with --rewrites makes one (engine, report): imported there
-    from secbench_tui.core.results.robustness import Robustness
 
 
 def worst_status(statuses: Sequence[RunStatus | str]) -> RunStatus:
@@ -28,8 +33,17 @@ def worst_status(statuses: Sequence[RunStatus | str]) -> RunStatus:
     return RunStatus.COMPLETED
 
 
-@dataclass(slots=True, kw_only=True)
-class VerdictStats:
+class Figures(BaseModel):
+    """Figures of a run, by name: an unknown name is a mistake in the program."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built when first used
+
+
+# A figure that applies only to some runs: `--summary-json` leaves it out when it is None.
+WhenApplies = Field(exclude_if=lambda value: value is None)
+
+
+class VerdictStats(Figures):
     """Figures over good/bad verdicts (metrics.verdict_stats): a run's, or one app's."""
 
     cases: int = 0
@@ -45,11 +59,10 @@ class VerdictStats:
     precision: float | None = None
     recall: float | None = None
     f1: float | None = None
-    confusion: dict[str, int] = field(default_factory=dict)
+    confusion: dict[str, int] = {}
 
 
-@dataclass(slots=True, kw_only=True)
-class PairwiseSummary:
+class PairwiseSummary(Figures):
     """Over every (good, bad) pair of a scenario: rates are fractions of `pairs`."""
 
     pairs: int = 0
@@ -62,8 +75,7 @@ class PairwiseSummary:
     p_c_ci: tuple[float, float] | None = None  # bootstrap over scenarios
 
 
-@dataclass(slots=True, kw_only=True)
-class ReasonSummary:
+class ReasonSummary(Figures):
     """Over bad cases that name their rule; every rate None when the suite names none."""
 
     bad_cases: int = 0
@@ -77,31 +89,15 @@ class ReasonSummary:
     wrong_rule: int = 0  # answered bad citing no right rule
     wrong_verdict: int = 0  # answered good, or not answered
     # by SPEC rule number: bad_cases, right, cited, cited_right, false_alarms (on good cases)
-    per_rule: dict[str, dict[str, int]] = field(default_factory=dict)
+    per_rule: dict[str, dict[str, int]] = {}
 
 
-@dataclass(slots=True, kw_only=True)
-class ScenarioSummary:
+class ScenarioSummary(Figures):
     count: int = 0
     solved: int = 0
     solved_ci: tuple[float, float] | None = None  # of the share solved, bootstrap
 
 
-# Keys `--summary-json` has only when they apply.
-_OPTIONAL_KEYS = (
-    "summary_error",
-    "vuldetectbench",
-    "vuldetectbench_counts",
-    "vdb_scoring",
-    "pairwise",
-    "reason",
-    "scenarios",
-    "robustness",
-    "no_answer",
-)
-
-
-@dataclass(slots=True, kw_only=True)
 class RunSummary(VerdictStats):
     """One run's figures. The outcome counts cover every case; accuracy and the verdict
     figures cover good/bad cases (VulDetectBench tasks have `vuldetectbench` metrics)."""
@@ -110,7 +106,7 @@ class RunSummary(VerdictStats):
     model: str = ""
     prompt: str = ""
     reused: int = 0
-    apps: dict[str, VerdictStats] = field(default_factory=dict)
+    apps: dict[str, VerdictStats] = {}
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reasoning_tokens: int = 0  # part of completion_tokens
@@ -120,61 +116,28 @@ class RunSummary(VerdictStats):
     latency_p50_ms: float | None = None
     latency_p95_ms: float | None = None
     wall_seconds: float = 0.0
-    summary_error: str | None = None
-    vuldetectbench: dict[str, dict[str, float]] | None = None
-    vuldetectbench_counts: dict[str, dict[str, int]] | None = None
-    vdb_scoring: str | None = None
-    pairwise: PairwiseSummary | None = None
-    reason: ReasonSummary | None = None
-    scenarios: ScenarioSummary | None = None
-    robustness: Robustness | None = None  # --rewrites: flips, robust accuracy, agreement
+    summary_error: Annotated[str | None, WhenApplies] = None
+    vuldetectbench: Annotated[dict[str, dict[str, float]] | None, WhenApplies] = None
+    vuldetectbench_counts: Annotated[dict[str, dict[str, int]] | None, WhenApplies] = None
+    vdb_scoring: Annotated[str | None, WhenApplies] = None
+    pairwise: Annotated[PairwiseSummary | None, WhenApplies] = None
+    reason: Annotated[ReasonSummary | None, WhenApplies] = None
+    scenarios: Annotated[ScenarioSummary | None, WhenApplies] = None
+    # --rewrites: flips, robust accuracy, agreement
+    robustness: Annotated[Robustness | None, WhenApplies] = None
     # Set when no case got an answer: the commonest error, and how many cases it ended
-    no_answer: str | None = None
+    no_answer: Annotated[str | None, WhenApplies] = None
 
     @classmethod
     def from_figures(cls, figures: Mapping[str, Any]) -> RunSummary:
         """The summary from its figures by name (`metrics.summarize`, `figures.run_figures`,
         ...), each app's a `VerdictStats`; names that are not figures are left out."""
-        known = {f.name for f in fields(cls)}
-        values = {key: value for key, value in figures.items() if key in known}
-        apps = values.pop("apps", None) or {}
-        return cls(
-            **values,
-            apps={
-                app: stats if isinstance(stats, VerdictStats) else VerdictStats(**stats)
-                for app, stats in apps.items()
-            },
-        )
+        known = cls.model_fields
+        return cls.model_validate({key: value for key, value in figures.items() if key in known})
 
     @property
     def cost_is_partial(self) -> bool:
         return self.cost is not None and self.cost_missing > 0
-
-    def json_data(self) -> JSONObject:
-        """The `--summary-json` layout: every figure, the optional ones when they apply."""
-        data = json_data(self)
-        for key in _OPTIONAL_KEYS:
-            if data[key] is None:
-                del data[key]
-        return data
-
-
-def json_data(value: object) -> JSONObject:
-    """A summary value (a dataclass here) as JSON-ready data: fields in declaration order,
-    nested values likewise, tuples as lists."""
-    data = _json_ready(value)
-    assert isinstance(data, dict)
-    return data
-
-
-def _json_ready(value: object) -> object:
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _json_ready(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, dict):
-        return {key: _json_ready(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_ready(item) for item in value]
-    return value
 
 
 # --- the one renderer ----------------------------------------------------------------------

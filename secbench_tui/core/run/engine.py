@@ -21,10 +21,10 @@ import contextlib
 import json
 import time
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
-from typing import Any, cast
+from typing import Any
 
 from secbench_tui import __version__
 from secbench_tui.core.models import (
@@ -35,6 +35,7 @@ from secbench_tui.core.models import (
     JSONObject,
     Outcome,
     RecordedSettings,
+    RewritesRecord,
     RunStatus,
     SuiteKind,
 )
@@ -98,7 +99,7 @@ class RunSpec:
     cases: Sequence[Case]
     suite_kind: str
     suite_path: str
-    settings: RecordedSettings = field(default_factory=lambda: RecordedSettings())
+    settings: RecordedSettings = field(default_factory=RecordedSettings)
     prompt_hash: str = ""
     prompt_name: str = ""  # the evaluation prompt's name: part of the reuse and resume keys
     repeats: int = 1
@@ -161,7 +162,7 @@ class RunSpec:
         )
 
     def _request_settings(self) -> JSONObject:
-        recorded = cast(Mapping[str, Any], self.settings)  # read by name, as stored
+        recorded = self.settings.as_dict()  # the keys recorded, by name
         request = {k: recorded.get(k) for k in REQUEST_SETTINGS}
         endpoint = request["base_url"] if self.base_url is None else self.base_url
         request["base_url"] = str(endpoint or "").rstrip("/")
@@ -445,12 +446,13 @@ class Engine:
             suite_path=spec.suite_path,
             suite_hash=spec.suite_hash,
             prompt_hash=spec.prompt_hash,
-            settings={
-                **spec.settings,
-                "repeats": spec.repeats,
-                "concurrency": spec.concurrency,
-                "vdb_scoring": spec.vdb_scoring,
-            },
+            settings=spec.settings.model_copy(
+                update={
+                    "repeats": spec.repeats,
+                    "concurrency": spec.concurrency,
+                    "vdb_scoring": spec.vdb_scoring,
+                }
+            ),
             fingerprint=spec.fingerprint,
             tool_version=__version__,
             total_cases=len(spec.cases) * spec.repeats,
@@ -592,14 +594,14 @@ class Engine:
         # the summary's fields, by name; a run's figures are its originals', never blended
         # with its variants' (--rewrites), which have their own
         figures: dict[str, object] = {**summarize(originals), **run_figures(originals)}
-        rewrites = self.spec.settings.get("rewrites")
-        if len(originals) != len(rows) or rewrites:
+        rewrites = self.spec.settings.rewrites
+        if len(originals) != len(rows) or rewrites is not None:
             figures.update(usage_stats(rows))  # what the variants cost counts
-            rewrites = rewrites if isinstance(rewrites, dict) else {}
+            rewrites = rewrites or RewritesRecord()
             from secbench_tui.core.results.robustness import robustness  # --rewrites only
 
             figures["robustness"] = robustness(
-                rows, rewrites.get("dropped"), rewrites.get("kinds"), self.spec.repeats
+                rows, rewrites.dropped, rewrites.kinds, self.spec.repeats
             )
         vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
         if vdb_rows:
@@ -873,7 +875,7 @@ def request_body(spec: RunSpec, provider: object, case: Case) -> ChatRequest | N
     built, as in a dry run) the original evaluator's, which needs none; None when unknown."""
     if isinstance(provider, SendsBodies):
         return provider.payload(case)
-    if spec.settings.get("request_style") == security_bench.STYLE and case.messages:
+    if spec.settings.request_style == security_bench.STYLE and case.messages:
         return security_bench.request_body(spec.model, case.prompt_messages())
     return None
 

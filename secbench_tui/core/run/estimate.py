@@ -132,7 +132,7 @@ async def estimate(
         left = await _left(spec, store)
         offline = is_baseline(spec.model)
         tokens_in = 0 if offline else sum(input_tokens(spec, i) for i, _ in left)
-        budget = int(spec.settings.get("max_tokens") or max_tokens)  # the run's own, per model
+        budget = spec.settings.max_tokens or max_tokens  # the run's own, per model
         reply = 0 if offline else min(budget, TYPICAL_REPLY_TOKENS)
         ceiling = 0 if offline else budget
         runs.append(

@@ -13,9 +13,8 @@ other models' runs go on.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
 
 from secbench_tui import __version__
 from secbench_tui.core.models import RunStatus
@@ -96,8 +95,7 @@ def _differences(spec: RunSpec, run: RunRecord) -> list[str]:
         out.append(f"another suite folder ({run.suite_path})")
     elif run.suite_hash != spec.suite_hash:
         out.append("other cases (the suite changed since, or --apps, --limit or --filter differ)")
-    then = cast(Mapping[str, Any], run.settings)
-    now = cast(Mapping[str, Any], spec.settings)
+    then, now = run.settings.as_dict(), spec.settings.as_dict()
     for key in (*REQUEST_SETTINGS, *OPTIONAL_REQUEST_SETTINGS):
         if key != "base_url" and then.get(key) != now.get(key):
             out.append(f"{key} {then.get(key)!r} then, {now.get(key)!r} now")

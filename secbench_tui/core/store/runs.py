@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from secbench_tui.core.models import RecordedSettings, RunStatus
 from secbench_tui.core.store import stored_values as stored
@@ -33,7 +32,7 @@ def recorded_settings(text: str | None) -> RecordedSettings:
     settings = stored.json_object(text)
     if isinstance(base_url := settings.get("base_url"), str):
         settings["base_url"] = redact_url(base_url)
-    return cast(RecordedSettings, settings)
+    return RecordedSettings.from_stored(settings)
 
 
 def effective_status(status: str, pid: int | None, host: str | None) -> RunStatus:
@@ -123,7 +122,7 @@ class RunQueries(StoreConnection):
                 suite_path,
                 suite_hash,
                 prompt_hash,
-                json.dumps(settings, sort_keys=True),
+                settings.stored(),
                 fingerprint,
                 tool_version,
                 now_iso(),

@@ -75,7 +75,7 @@ CREATE INDEX IF NOT EXISTS ix_runs_fingerprint ON runs (fingerprint, id);
 """
 
 # What the endpoint's reply gave, and what asking it took: the same columns in the same order
-# in the table and in the exports (`results.exports.RESULT_COLUMNS`).
+# in the table and in the exports (`results.export_records.ExportedResult`, whose tests check it).
 REPLY_COLUMNS = (
     "raw_reply",
     "error",

@@ -1,15 +1,11 @@
 """Prompt building for markdown suites, as the specification orders it.
 
 The `# Prompt` text of the app's SPEC.md, then the evaluation prompt, then the code. The
-structured-output schema the model is asked to follow lives here too, next to the words that
-describe it, and so do the evaluation prompts: the bundled strategies (`secbench_tui/prompts/`)
-and the files a user names. Each has a name (a file's stem, or the bundled name) that runs record
-beside its hash, so results of different prompts are told apart.
-
-The schema lists `explanation` before `assessment`: models fill a strict schema in order, so the
-reasoning is written before the verdict and can inform it. Then `violations` (verdict schema 2):
-each rule the code breaks, by its SPEC number, with the offending line quoted; empty exactly when
-the assessment is good. Every bundled prompt asks for it so.
+`response_format` that asks for the verdict's structure lives here too (its schema is made from
+the reply's model, `core.suites.verdict`), and so do the evaluation prompts: the bundled
+strategies (`secbench_tui/prompts/`) and the files a user names. Each has a name (a file's stem,
+or the bundled name) that runs record beside its hash, so results of different prompts are told
+apart. Every bundled prompt asks for verdict schema 2 in words, as the schema does.
 """
 
 from __future__ import annotations
@@ -22,28 +18,7 @@ from typing import Literal
 
 from secbench_tui.core.models import JSONObject
 from secbench_tui.core.paths import outside_reason
-
-VERDICT_SCHEMA: JSONObject = {  # verdict schema 2: the verdict, then what breaks which rule
-    "type": "object",
-    "properties": {
-        "explanation": {"type": "string"},
-        "assessment": {"type": "string", "enum": ["good", "bad"]},
-        "violations": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "rule": {"type": "integer"},
-                    "quote": {"type": "string"},
-                },
-                "required": ["rule", "quote"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    "required": ["explanation", "assessment", "violations"],
-    "additionalProperties": False,
-}
+from secbench_tui.core.suites.verdict import verdict_schema
 
 ResponseFormat = Literal["json_schema", "json_object", "none"]
 
@@ -58,7 +33,11 @@ def response_format(kind: str) -> JSONObject | None:
     if kind == "json_schema":
         return {
             "type": "json_schema",
-            "json_schema": {"name": "security_verdict", "strict": True, "schema": VERDICT_SCHEMA},
+            "json_schema": {
+                "name": "security_verdict",
+                "strict": True,
+                "schema": verdict_schema(),
+            },
         }
     if kind == "json_object":
         return {"type": "json_object"}

@@ -34,6 +34,9 @@ HEADERS = {
 }
 TEMPERATURE = 0.1
 MAX_TOKENS = 30000
+# The original's `response_format`, kept as data and not made from a model: it must be what
+# that tool sends, byte for byte (its own schema, with its own descriptions), not ours
+# (`core.suites.verdict`, generated from the reply's model).
 RESPONSE_FORMAT: JSONObject = {
     "type": "json_schema",
     "json_schema": {

@@ -39,13 +39,13 @@ FILTERS = ("model", "prompt", "app", "outcome")  # the dropdowns, by the end of 
 
 def suite_label(run: RunRecord) -> str:
     """What a run asked: `VDB task1,3`, or the suite folder and how many apps were chosen."""
-    settings = run.settings or {}
+    settings = run.settings
     if run.suite_kind == "vuldetectbench":
-        tasks = settings.get("tasks") or []
+        tasks = settings.tasks or []
         return "VDB " + ",".join(f"task{t}" if i == 0 else str(t) for i, t in enumerate(tasks))
     bundled = Path(run.suite_path) == bundled_cases_dir().resolve()
     name = "bundled" if bundled else Path(run.suite_path).name or run.suite_path
-    apps = settings.get("apps")
+    apps = settings.apps
     return f"{name} ({len(apps)} apps)" if apps else name
 
 
@@ -355,7 +355,7 @@ class ResultsScreen(BaseScreen):
         if not self.query_one(ResultsTable).shows(result_id) or not self.show_request:
             return
         run = self.runs.get(int(row["run_id"])) if row and row.get("run_id") is not None else None
-        settings = dict(run.settings) if run is not None else None
+        settings = run.settings.as_dict() if run is not None else None
         self.query_one("#detail-pane").border_title = f"Result {result_id}: request (t: result)"
         shown = render_request(row, sent, settings) if row else Text(f"result {result_id} is gone")
         self.query_one("#detail", Static).update(shown)

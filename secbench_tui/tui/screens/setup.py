@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from pydantic import ValidationError
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -25,7 +26,6 @@ from secbench_tui.core.run.estimate import Estimate, estimate, estimate_lines
 from secbench_tui.core.run.providers.baselines import is_baseline
 from secbench_tui.core.suites.prompts import LOCAL_PROMPT, bundled_prompt_names
 from secbench_tui.core.untrusted import inert, inert_line, redact_url
-from secbench_tui.declaration import SettingsError
 from secbench_tui.tui.messages import CatalogLoaded
 from secbench_tui.tui.screens.base import BaseScreen
 from secbench_tui.tui.screens.confirm import ConfirmScreen
@@ -263,13 +263,13 @@ class SetupScreen(BaseScreen):
             value = self.query_one(f"#{field}", Input).value.strip()
             updates[field] = value or None
         if updates["concurrency"] is None:  # an empty field: the declared default
-            updates["concurrency"] = Settings.FIELDS["concurrency"].default
+            updates["concurrency"] = Settings.model_fields["concurrency"].default
         return self.settings.replace(**updates)
 
     def action_start(self) -> None:
         try:
             settings = self.chosen_settings()
-        except SettingsError as exc:
+        except ValidationError as exc:
             self.notify(describe_error(exc), title="check the settings", severity="error")
             return
         if not settings.models:
@@ -388,7 +388,7 @@ def _text(value: object) -> str:
 
 
 def describe(exc: BaseException) -> str:
-    if isinstance(exc, SettingsError):
+    if isinstance(exc, ValidationError):
         return describe_error(exc)
     return str(exc)
 

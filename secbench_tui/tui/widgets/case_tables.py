@@ -37,7 +37,7 @@ FLIP_STYLES = {"fixed": "green", "broke": "red", "changed": "yellow"}
 def prompt_of(run: RunRecord | None) -> str | None:
     if run is None:
         return None
-    return getattr(run, "prompt_name", None) or (run.settings or {}).get("prompt_name")
+    return run.prompt_name or run.settings.prompt_name
 
 
 def run_label(run: RunRecord | None, run_id: int, width: int = 24, with_prompt: bool = True) -> str:

@@ -74,9 +74,8 @@ def run_labels(runs: Sequence[RunRecord], prompts: dict[int, str]) -> dict[int, 
 
 
 def _repeats(run: RunRecord, rows: Sequence[Row]) -> int:
-    recorded = run.settings.get("repeats")
     seen = max((int(r["repeat"]) for r in rows), default=0) + 1
-    return max(seen, int(recorded) if isinstance(recorded, int) else 1)
+    return max(seen, run.settings.repeats or 1)
 
 
 def markdown_contender(index: int, run: RunRecord, label: str, rows: list[Row]) -> Contender:
@@ -127,9 +126,7 @@ def vdb_contender(index: int, run: RunRecord, label: str, rows: list[Row]) -> Vd
         **usage_stats(rows),
     }
     contender = VdbContender(index=index, run=run, label=label, rows=rows, stats=stats)
-    contender.vdb = vuldetectbench_metrics(
-        rows, str(run.settings.get("vdb_scoring", DEFAULT_SCORING))
-    )
+    contender.vdb = vuldetectbench_metrics(rows, run.settings.vdb_scoring or DEFAULT_SCORING)
     return contender
 
 

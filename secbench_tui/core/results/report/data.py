@@ -315,9 +315,7 @@ class ReportData:
     @property
     def original_requests(self) -> list[int]:
         """Runs that sent the original security-bench evaluator's request."""
-        return [
-            c.run.id for c in self.runs if c.run.settings.get("request_style") == "security-bench"
-        ]
+        return [c.run.id for c in self.runs if c.run.settings.request_style == "security-bench"]
 
     @property
     def with_rewrites(self) -> list[Contender]:

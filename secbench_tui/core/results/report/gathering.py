@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from secbench_tui.core.models import SuiteKind
+from secbench_tui.core.models import RewritesRecord, SuiteKind
 from secbench_tui.core.results.metrics import (
     usage_stats,
     verdict_stats,
@@ -57,11 +57,11 @@ async def gather(
             contender = markdown_contender(len(contenders), run, labels[run.id], originals)
             contender.prompt_label = prompts[run.id]
             contender.variant_rows = [r for r in rows if isinstance(r.get("variant"), dict)]
-            rewrites = run.settings.get("rewrites")
-            if contender.variant_rows or rewrites:
-                rewrites = rewrites if isinstance(rewrites, dict) else {}
+            rewrites = run.settings.rewrites
+            if contender.variant_rows or rewrites is not None:
+                rewrites = rewrites or RewritesRecord()
                 contender.robustness = robustness(
-                    rows, rewrites.get("dropped"), rewrites.get("kinds"), contender.repeats
+                    rows, rewrites.dropped, rewrites.kinds, contender.repeats
                 )
             contenders.append(contender)
     contenders = rank(contenders)

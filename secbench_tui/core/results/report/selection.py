@@ -92,23 +92,18 @@ def prompt_labels(runs: Sequence[RunRecord]) -> dict[int, str]:
 def is_whole(run: RunRecord) -> bool:
     """A run that completed over its whole suite (its tasks): no --apps, no --limit."""
     settings = run.settings
-    return (
-        run.status is RunStatus.COMPLETED
-        and not settings.get("apps")
-        and settings.get("limit") is None
-    )
+    return run.status is RunStatus.COMPLETED and not settings.apps and settings.limit is None
 
 
 def narrowed_by(run: RunRecord) -> str:
     """Why a run covers only part of its suite, in the words of the command line."""
     settings, parts = run.settings, []
-    apps = settings.get("apps")
-    if apps:
-        parts.append("--apps " + ",".join(map(str, apps)))
-    if settings.get("limit") is not None:
-        parts.append(f"--limit {settings['limit']}")
-    tasks = settings.get("tasks")
-    if run.suite_kind == SuiteKind.VULDETECTBENCH.value and isinstance(tasks, list):
+    if settings.apps:
+        parts.append("--apps " + ",".join(settings.apps))
+    if settings.limit is not None:
+        parts.append(f"--limit {settings.limit}")
+    tasks = settings.tasks
+    if run.suite_kind == SuiteKind.VULDETECTBENCH.value and tasks is not None:
         if not set(tasks) >= {1, 2, 3, 4, 5}:
             parts.append("--tasks " + ",".join(map(str, tasks)))
     if run.status is not RunStatus.COMPLETED:
@@ -129,11 +124,11 @@ def _suite_identity(run: RunRecord) -> tuple[str, ...]:
         run.prompt_hash or "",
     )
     if run.suite_kind == SuiteKind.VULDETECTBENCH.value:
-        tasks = run.settings.get("tasks")
+        tasks = run.settings.tasks
         extra = (
-            str(run.settings.get("method")),
-            str(run.settings.get("vdb_scoring")),
-            ",".join(map(str, sorted(tasks))) if isinstance(tasks, list) else "",
+            str(run.settings.method),
+            str(run.settings.vdb_scoring),
+            ",".join(map(str, sorted(tasks))) if tasks is not None else "",
         )
         return identity + extra
     return identity

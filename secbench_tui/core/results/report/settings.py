@@ -38,7 +38,7 @@ def applicable_settings(run: RunRecord) -> list[tuple[str, str]]:
         skip |= ENDPOINT_SETTINGS
     return [
         (key, _setting_text(value))
-        for key, value in sorted(run.settings.items())
+        for key, value in run.settings.as_dict().items()
         if key not in skip and value is not None
     ]
 

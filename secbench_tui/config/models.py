@@ -1,29 +1,32 @@
-"""Settings: each declared once, here, as a typed field; everything else is derived from it.
+"""The settings models: each setting declared once, as a typed pydantic field.
 
-A field's type (with `Literal` for a closed set of values), its default and its `Flag` give the
-command-line flag, its choices, its help (with the default shown) and its validation; `Record`
-says whether and when a run records it. The command line (`cli.py`) builds its parser from
-these declarations and passes on only the flags given, so the defaults here are the only ones;
-the terminal app's setup screen offers the same choices and validates through the same model.
-The declarations are checked by `declaration.Declared` (bounds with `Bounds`, anything more
-with `Check`), which reports every problem at once for `describe_error` to say in one line.
+A field's type (`Literal` for a closed set of values), its default, its bounds (`Field(ge=...)`)
+and its `Flag` give the command-line flag, its choices, its help (with the default shown) and
+its validation; `Record` says whether and when a run records it (`config.flags`). Checks beyond
+a type and its bounds are pydantic validators (`config.checks` says them in words). pydantic
+reports every problem at once, for `config.errors.describe_error` to say in one line.
 
+`Options` are what every run of a command shares, `Settings` what was asked (the matrix of
+models and prompts or methods over them), `RunSettings` one run of it, `Command` the mode.
 Front ends receive a `Settings` and never read the environment themselves. The API key is a
-`SecretStr`: `recorded()` (what goes into the database and reports) never contains it.
-
-The annotations here are evaluated as the classes are made (no `from __future__ import
-annotations`): `Declared` reads them as objects, where text would cost every start of the
-program a compile of each declaration.
+`pydantic.SecretStr`: `recorded()` (what goes into the database and reports) never holds it.
 """
 
-import math
-import os
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast, get_args
-from urllib.parse import urlparse
+from typing import Annotated, Any, Literal, Self, get_args
 
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
+
+from secbench_tui.config import checks, flags
+from secbench_tui.config.environment import bundled_cases_dir
+from secbench_tui.config.flags import ENDPOINT, MODE, SELECTION, VDB_PLAIN, Flag, Record
 from secbench_tui.core.models import RecordedSettings
 from secbench_tui.core.run.engine import STOP_GRACE
 from secbench_tui.core.run.providers.openai_compat import OPENROUTER_URL
@@ -33,168 +36,38 @@ from secbench_tui.core.suites.prompts import EvaluationPrompt, ResponseFormat
 from secbench_tui.core.suites.security_bench import RequestStyle
 from secbench_tui.core.untrusted import redact_url
 from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
-from secbench_tui.declaration import (
-    Bounds,
-    Check,
-    Declared,
-    Problem,
-    SecretStr,
-    SettingsError,
-)
 
 VdbMethod = Literal["cot", "few-shot"]
 VdbScoring = Literal["correct", "library"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high"]
 ExportFormat = Literal["json", "csv", "junit"]
 VDB_METHODS: tuple[str, ...] = get_args(VdbMethod)
-VDB_PLAIN = "plain"  # --method plain: the benchmark's plain prompts (no method)
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TIMEOUT = 120.0  # seconds for one whole attempt
 REASONING_TIMEOUT = 600.0  # the same for a model that reasons: 32768 tokens take a while
 
-MATRIX = ("models", "prompts", "methods")  # what was asked, beside the options of each run
-# The groups of `--help`, in the order it lists them.
-MODE, RUN, ENDPOINT, SELECTION = (
-    "what to do",
-    "the run",
-    "the endpoint",
-    "report and export selection",
-)
 
+class DeclaredSettings(BaseModel):
+    """Settings declared as fields: every value checked when made, and when copied (`replace`).
 
-@dataclass(frozen=True)
-class Flag:
-    """How a setting is given on the command line. Its name (`--max-retries` for
-    `max_retries`), its type, choices and default come from the field itself."""
-
-    help: str = ""
-    group: str = RUN
-    name: str | None = None  # the flag, when it is not the field's name
-    parse: Callable[[str], Any] | None = None  # text -> value (argparse's `type`)
-    many: bool = False  # repeatable, each `a,b`: the values in the order given
-    metavar: str | None = None
-    default: str | None = None  # the default in words, where the field's own says too little
-    env: str | None = None  # the environment variable (or .env entry) read when not given
-
-
-@dataclass(frozen=True)
-class Record:
-    """A setting a run records, and when: it changes what is asked or how it is scored.
-
-    `applies`: `all` runs; `endpoint`: runs that ask a server (not offline baselines);
-    `markdown` / `vuldetectbench`: runs of that kind of suite; `markdown-endpoint`: both.
-    `sent`: the property holding the value actually sent, when it is not the field's own.
+    A number is a finite one (`--timeout nan` is not a number of seconds); a name that is not
+    declared is refused (`extra_forbidden`), not dropped.
     """
 
-    applies: Literal["all", "endpoint", "markdown", "vuldetectbench", "markdown-endpoint"]
-    sent: str | None = None
+    # defer_build: pydantic builds a model's validator on its first use, so --help and
+    # --version, which read only the declarations (`model_fields`), never build one
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", defer_build=True)
+
+    def values(self) -> dict[str, Any]:
+        """Every field's value, by name, in declaration order (secrets as they are)."""
+        return {name: getattr(self, name) for name in type(self).model_fields}
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with `changes`, validated as any other (pydantic's `model_copy` is not)."""
+        return self.model_validate({**self.values(), **changes})
 
 
-def _positive_seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise ValueError(f"{value!r} is not a number of seconds") from None
-    if not math.isfinite(seconds):
-        raise ValueError(f"{value!r}: the number of seconds must be a finite number")
-    if not 0 < seconds <= 3600:
-        raise ValueError(f"{value!r}: give a number of seconds above 0 and at most 3600")
-    return seconds
-
-
-def _csv(value: str) -> list[str]:
-    return [part.strip() for part in value.split(",") if part.strip()]
-
-
-def _methods(value: str) -> list[str | None]:
-    """`--method a,b`; `plain` is the benchmark's prompts without a method (None). An empty
-    value stays, for the check to name the methods there are."""
-    return [None if m == VDB_PLAIN else m for m in (_csv(value) or [value])]
-
-
-def _numbers(what: str, example: str) -> Callable[[str], list[int]]:
-    def parse(value: str) -> list[int]:
-        try:
-            return [int(part) for part in _csv(value)]
-        except ValueError:
-            raise ValueError(f"takes {what}, e.g. {example}") from None
-
-    parse.__name__ = what  # argparse names the type in its message
-    return parse
-
-
-def _relations(value: str) -> list[str]:
-    """`--rewrites a,b` or `all`, checked (sqlglot and libcst load only when it is given)."""
-    from secbench_tui.core.rewrites.relations import parse_relations
-
-    return list(parse_relations(value))
-
-
-_relations.__name__ = "relation names"
-_tasks = _numbers("task numbers 1-5", "1,3")
-_run_ids = _numbers("run ids", "3,4")
-
-
-def _usable_key(value: SecretStr | None) -> SecretStr | None:
-    if value is None:
-        return None
-    key = value.get_secret_value().strip().strip("'\"")
-    if not all("!" <= ch <= "~" for ch in key):
-        raise ValueError(  # shown after the variable's name, which is not repeated
-            "holds spaces, line breaks or non-ASCII characters; copy the key again into "
-            "the environment or .env"
-        )
-    return SecretStr(key) if key else None
-
-
-def _http_url(value: str) -> str:
-    try:
-        parsed = urlparse(value.strip())
-    except ValueError as exc:  # `http://[::1`: urlparse's own words would name no fix
-        raise ValueError(
-            f"{redact_url(value)!r} is not a URL the client can use ({exc}); give the API root, "
-            "e.g. http://127.0.0.1:11434/v1"
-        ) from exc
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise ValueError(
-            f"{redact_url(value)!r} is not an http(s) URL; give the API root, "
-            "e.g. http://127.0.0.1:11434/v1"
-        )
-    import httpx  # already loaded with the settings; the client would refuse it later
-
-    try:
-        httpx.URL(value.strip())
-        parsed.port  # noqa: B018 - raises on a port out of range, which httpx lets through
-    except (httpx.InvalidURL, ValueError) as exc:
-        raise ValueError(
-            f"{redact_url(value)!r} is not a URL the client can use ({exc}); give the "
-            "API root, e.g. http://127.0.0.1:11434/v1"
-        ) from exc
-    return value.strip().rstrip("/")
-
-
-def _known_tasks(value: list[int]) -> list[int]:
-    bad = [t for t in value if t not in (1, 2, 3, 4, 5)]
-    if bad or not value:
-        raise ValueError("takes numbers from 1 to 5, e.g. --tasks 1,3")
-    return sorted(set(value))
-
-
-def _once_each(value: list[Any]) -> list[Any]:
-    """A model or method given twice is run once."""
-    return list(dict.fromkeys(value))
-
-
-def _known_methods(value: Any) -> Any:
-    """Named as the flag takes them: `plain` is the benchmark's prompts without a method."""
-    given = value if isinstance(value, list) else [value]
-    bad = [m for m in given if m is not None and m not in VDB_METHODS]
-    if bad:
-        raise ValueError(f"must be {VDB_PLAIN} or one of {', '.join(VDB_METHODS)} (got {bad[0]!r})")
-    return value
-
-
-class Options(Declared):
+class Options(DeclaredSettings):
     """The options every run of a command shares: the suite, the store, the endpoint and what
     every request carries. `Settings` (what was asked) and `RunSettings` (one run) add theirs.
     A number is a finite one (`--timeout nan` is not a number of seconds)."""
@@ -205,20 +78,19 @@ class Options(Declared):
     ] = None
     apps: Annotated[
         list[str] | None,
-        Flag("only these apps, comma separated", parse=_csv),
+        Flag("only these apps, comma separated", parse=flags.csv),
         Record("markdown"),
     ] = None
     limit: Annotated[
         int | None,
         Flag("only the first N cases (of each task, for VulDetectBench)", metavar="N"),
         Record("all"),
-        Bounds(ge=1),
+        Field(ge=1),
     ] = None
     tasks: Annotated[
         list[int],
-        Flag("VulDetectBench tasks, e.g. 1,3", parse=_tasks, default="all five"),
+        Flag("VulDetectBench tasks, e.g. 1,3", parse=flags.tasks, default="all five"),
         Record("vuldetectbench"),
-        Check(_known_tasks),
     ] = [1, 2, 3, 4, 5]
     vdb_scoring: Annotated[
         VdbScoring,
@@ -240,21 +112,21 @@ class Options(Declared):
     summary_json: Annotated[
         Path | None, Flag("write the run's summary as JSON", metavar="FILE")
     ] = None
-    repeats: Annotated[int, Flag("ask each case N times", metavar="N"), Bounds(ge=1)] = 1
+    repeats: Annotated[int, Flag("ask each case N times", metavar="N"), Field(ge=1)] = 1
     resume: Annotated[bool, Flag("continue the last unfinished run")] = False
     force: Annotated[bool, Flag("ask again even if a result exists")] = False
     retry_errors: Annotated[
         bool, Flag("re-ask only the cases of the last run that ended in an error")
     ] = False
     max_cost: Annotated[
-        float | None, Flag("stop when the reported cost reaches USD", metavar="USD"), Bounds(gt=0)
+        float | None, Flag("stop when the reported cost reaches USD", metavar="USD"), Field(gt=0)
     ] = None
     rewrites: Annotated[
         list[str],
         Flag(
             "add meaning-preserving variants of every case, each proven equivalent on "
             "PostgreSQL before it is sent: relation names, or all",
-            parse=_relations,
+            parse=flags.relations,
             metavar="NAME[,NAME]",
             default="none",
         ),
@@ -271,14 +143,13 @@ class Options(Declared):
             "OpenAI-compatible API root", group=ENDPOINT, env="OPENROUTER_BASE_URL", metavar="URL"
         ),
         Record("endpoint"),
-        Check(_http_url),
     ] = OPENROUTER_URL
-    api_key: Annotated[SecretStr | None, Flag(env="OPENROUTER_API_KEY"), Check(_usable_key)] = None
+    api_key: Annotated[SecretStr | None, Flag(env="OPENROUTER_API_KEY")] = None
     temperature: Annotated[
         float | None,
         Flag("sampling temperature, 0 to 2", group=ENDPOINT, default="the server's"),
         Record("endpoint", sent="sent_temperature"),
-        Bounds(ge=0, le=2),
+        Field(ge=0, le=2),
     ] = None
     max_tokens: Annotated[
         int | None,
@@ -289,7 +160,7 @@ class Options(Declared):
             default=f"{DEFAULT_MAX_TOKENS}, or 32768 for models that reason",
         ),
         Record("endpoint", sent="sent_max_tokens"),
-        Bounds(ge=1),
+        Field(ge=1),
     ] = None  # None: chosen per model at run start
     reasoning_effort: Annotated[
         ReasoningEffort | None,
@@ -326,7 +197,7 @@ class Options(Declared):
         int,
         Flag("retries for timeouts, dropped connections, 408/429/5xx", group=ENDPOINT, metavar="N"),
         Record("endpoint"),
-        Bounds(ge=0),
+        Field(ge=0),
     ] = 5
     retry_backoff: Annotated[
         float,
@@ -336,7 +207,7 @@ class Options(Declared):
             group=ENDPOINT,
             metavar="S",
         ),
-        Bounds(ge=0, le=60),
+        Field(ge=0, le=60),
     ] = BACKOFF_BASE
     timeout: Annotated[
         float | None,
@@ -348,10 +219,10 @@ class Options(Declared):
             "catalog entry says it reasons",
         ),
         Record("endpoint", sent="attempt_timeout"),
-        Bounds(gt=0),
+        Field(gt=0),
     ] = None  # None: chosen per model at run start
     concurrency: Annotated[
-        int, Flag("requests in flight", group=ENDPOINT, metavar="N"), Bounds(ge=1, le=256)
+        int, Flag("requests in flight", group=ENDPOINT, metavar="N"), Field(ge=1, le=256)
     ] = 1
     stop_grace: Annotated[
         float,
@@ -360,9 +231,24 @@ class Options(Declared):
             "before cancelling them; cancelled cases are asked by --resume",
             metavar="S",
         ),
-        Bounds(ge=0, le=REASONING_TIMEOUT),
+        Field(ge=0, le=REASONING_TIMEOUT),
     ] = STOP_GRACE  # no attempt is given longer
     reports_dir: Path = Path("reports")
+
+    @field_validator("tasks")
+    @classmethod
+    def _known_tasks(cls, value: list[int]) -> list[int]:
+        return checks.known_tasks(value)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        return checks.http_url(value)
+
+    @field_validator("api_key")
+    @classmethod
+    def _usable_key(cls, value: SecretStr | None) -> SecretStr | None:
+        return checks.usable_key(value)
 
     @property
     def original_request(self) -> bool:
@@ -404,10 +290,9 @@ class Settings(Options):
         Flag(
             "model id, e.g. openai/gpt-4o-mini or baseline/random; several: a,b or repeat",
             name="--model",
-            parse=_csv,
+            parse=flags.csv,
             many=True,
         ),
-        Check(_once_each),
     ] = []
     prompts: Annotated[
         list[str],
@@ -415,7 +300,7 @@ class Settings(Options):
             "evaluation prompt: a file, a folder of *.txt, a bundled name, or all; "
             "several: a,b or repeat",
             name="--prompt",
-            parse=_csv,
+            parse=flags.csv,
             many=True,
             default="./evaluation-prompt.txt if present, else default",
         ),
@@ -425,29 +310,40 @@ class Settings(Options):
         Flag(
             "VulDetectBench prompting: plain, cot or few-shot; several: a,b or repeat",
             name="--method",
-            parse=_methods,
+            parse=flags.methods,
             many=True,
             default=VDB_PLAIN,
         ),
-        Check(_known_methods, before=True),
-        Check(_once_each),
     ] = []
 
+    @model_validator(mode="before")
     @classmethod
-    def _before(cls, values: dict[str, Any]) -> dict[str, Any]:
+    def _shorthands(cls, data: Any) -> Any:
         """`model=`, `prompt=` and `method=` are shorthand for a list of one."""
-        values = dict(values)
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
         for one, many in (("model", "models"), ("prompt", "prompts"), ("method", "methods")):
-            value = values.pop(one, None)
-            if value is not None and not values.get(many):
-                values[many] = [value]
-        return values
+            value = data.pop(one, None)
+            if value is not None and not data.get(many):
+                data[many] = [value]
+        return data
+
+    @field_validator("methods", mode="before")
+    @classmethod
+    def _known_methods(cls, value: Any) -> Any:
+        return checks.known_methods(value, VDB_METHODS)
+
+    @field_validator("models", "methods")
+    @classmethod
+    def _once_each(cls, value: list[Any]) -> list[Any]:
+        return checks.once_each(value)
 
     def run(
-        self, model: str, prompt: EvaluationPrompt | None = None, method: str | None = None
+        self, model: str, prompt: EvaluationPrompt | None = None, method: VdbMethod | None = None
     ) -> "RunSettings":
         """One cell of the matrix: these options, with one model and its prompt or method."""
-        shared = {name: getattr(self, name) for name in Options.FIELDS}
+        shared = {name: getattr(self, name) for name in Options.model_fields}
         return RunSettings(**shared, model=model, prompt=prompt, method=method)
 
 
@@ -486,10 +382,10 @@ class RunSettings(Options):
                 recorded[name] = getattr(self, record.sent or name)
         if "base_url" in recorded:
             recorded["base_url"] = redact_url(recorded["base_url"])
-        return cast(RecordedSettings, recorded)
+        return RecordedSettings.model_validate(recorded)
 
 
-class Command(Declared):
+class Command(DeclaredSettings):
     """What the command line asks for besides a run: a mode and what it selects."""
 
     no_ui: Annotated[bool, Flag("run headless and print progress", group=MODE)] = False
@@ -548,15 +444,15 @@ class Command(Declared):
             " before it is stopped, and each parameter set of a Python case",
             group=MODE,
             metavar="SECONDS",
-            parse=_positive_seconds,
+            parse=flags.positive_seconds,
         ),
     ] = 10.0
     runs: Annotated[
-        list[int] | None, Flag("run ids, comma separated", group=SELECTION, parse=_run_ids)
+        list[int] | None, Flag("run ids, comma separated", group=SELECTION, parse=flags.run_ids)
     ] = None
     select_models: Annotated[
         list[str] | None,
-        Flag("model names", group=SELECTION, name="--models", parse=_csv),
+        Flag("model names", group=SELECTION, name="--models", parse=flags.csv),
     ] = None
 
     @property
@@ -566,80 +462,14 @@ class Command(Declared):
         return not (self.lint or self.report or self.export or self.verify or self.rescore)
 
 
-def declared(model: type[Declared], kind: type[Any]) -> dict[str, Any]:
+def declared(model: type[BaseModel], kind: type[Any]) -> dict[str, Any]:
     """The fields of `model` declared with a `kind` (`Flag`, `Record`), in declaration order."""
     found: dict[str, Any] = {}
-    for name, setting in model.FIELDS.items():
-        meta = setting.of(kind)
+    for name, info in model.model_fields.items():
+        meta = next((m for m in info.metadata if isinstance(m, kind)), None)
         if meta is not None:
             found[name] = meta
     return found
 
 
 RECORDED: dict[str, Record] = declared(RunSettings, Record)
-
-
-def flag_name(model: type[Declared], field: str) -> str:
-    """The flag (or environment variable) a field is given by: `max_retries` -> --max-retries."""
-    flag = declared(model, Flag).get(field)
-    if flag is not None and flag.name:
-        return str(flag.name)
-    if flag is not None and flag.env and not flag.help:
-        return str(flag.env)  # set only in the environment: never shown
-    return "--" + field.replace("_", "-")
-
-
-def describe_error(exc: SettingsError, model: type[Declared] = Settings) -> str:
-    """Every problem with the settings, each named by its flag, in one line: the command line
-    and the app's setup screen both say it so."""
-    return "; ".join(
-        f"{flag_name(model, problem.field)}: {_in_our_words(problem) or problem.message}"
-        for problem in exc.problems
-    )
-
-
-_BOUNDS = {
-    "greater_than": "give a number above {gt}",
-    "greater_than_equal": "give {ge} or more",
-    "less_than": "give a number below {lt}",
-    "less_than_equal": "give {le} or less",
-    "finite_number": "must be a finite number",
-    "float_parsing": "must be a number",
-    "int_parsing": "must be a whole number",
-    "int_from_float": "must be a whole number",
-}
-
-
-def _in_our_words(problem: Problem) -> str | None:
-    """A bound or type a value breaks, said with the fix and the value given."""
-    words = _BOUNDS.get(problem.kind)
-    if words is None:
-        return None
-    bounds = {k: f"{v:g}" if isinstance(v, float) else v for k, v in (problem.bounds or {}).items()}
-    return f"{words.format(**bounds)} (got {problem.value!r})"
-
-
-def bundled_cases_dir() -> Path:
-    """The suite shipped inside the package, from any working directory or install."""
-    return Path(__file__).parent / "cases"  # installed as files, as prompts/ is
-
-
-def is_bundled_suite(cases_dir: Path) -> bool:
-    """Is `cases_dir` the suite shipped with the tool (whose code verify runs unasked)?"""
-    try:
-        return cases_dir.resolve() == bundled_cases_dir().resolve()
-    except OSError:
-        return False
-
-
-def load_env(dotenv_path: Path | None = None) -> dict[str, str]:
-    """The environment with `.env` (from the working directory) beneath it. python-dotenv is
-    imported only when there is a file to read (it costs a start about 10 ms)."""
-    values: dict[str, str] = {}
-    path = dotenv_path or Path(".env")
-    if path.is_file():
-        from dotenv import dotenv_values
-
-        values.update({k: v for k, v in dotenv_values(path).items() if v is not None})
-    values.update(os.environ)
-    return values
