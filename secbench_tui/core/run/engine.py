@@ -3,8 +3,8 @@
 The engine owns the order of work and nothing about display. It creates (or resumes) a run
 in the store, reuses results already paid for, asks the provider for the rest with up to
 `concurrency` requests in flight, commits every result the moment it arrives, and yields
-`CaseFinished` for it at once, carrying the case's `position` in the run: a slow or retrying
-case holds nothing back, so progress follows what is stored.
+`CaseFinished` for it once it is stored, carrying the case's `position` in the run: a slow or
+retrying case holds nothing back, so progress follows what is stored.
 
 It drives retries under the provider's `RetryPolicy` (core/retry.py): a case that waits to try
 again gives its concurrency slot back, so the other cases go on meanwhile. A failing case is
@@ -23,7 +23,7 @@ import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property, partial
+from functools import cached_property
 from typing import Any
 
 from secbench_tui import __version__
@@ -356,12 +356,6 @@ class _Slot:
         self.held = True
 
 
-# Rows a run may have handed to the store and not yet seen committed, beyond twice its
-# concurrency: a case's slot goes on while its row is written, but not endlessly ahead (twice
-# what the store gathers into one commit, `recording.GATHER_ROWS`).
-WRITE_AHEAD = 32
-
-
 class Engine:
     """One run. Iterate `events()` once; call `stop()` to finish in-flight cases and end."""
 
@@ -400,8 +394,7 @@ class Engine:
         self._todo: deque[_Work] = deque()  # cases not handed out yet
         self._started = 0  # cases handed out
         self._messages: dict[str, str] = {}  # what each result's row names its messages by
-        self._writing: set[asyncio.Future[int]] = set()  # rows handed over, not yet committed
-        self._write_ahead = max(WRITE_AHEAD, 2 * self.limit.maximum)  # at most that many
+        self._recording: set[asyncio.Task[None]] = set()  # results being written
 
     def stop(self, message: str | None = None, grace: bool = True) -> None:
         """Start no new case; requests in flight get `stop_grace` seconds to finish (for ever
@@ -658,7 +651,7 @@ class Engine:
             for task in list(cases):
                 task.cancel()
             await asyncio.gather(dispatcher, *cases, return_exceptions=True)
-            await self._rows_written()  # every answer in: the summary is taken from the rows
+            await self._writes_ended()  # every answer in: the summary is taken from the rows
 
     def _finished(self, run_id: int, evaluation: Evaluation, done: int, total: int) -> CaseFinished:
         position = evaluation.index * self.spec.repeats + evaluation.repeat
@@ -740,48 +733,42 @@ class Engine:
         back or a fault ended the case (then the worker ends)."""
         try:
             try:
-                evaluation, written = await self._ask(run_id, work, slot)
+                evaluation = await self._ask(run_id, work, slot)
             except _Abandoned:
                 self._queue.put_nowait(_Done(work.seq, None))
                 return False
-            self._writing.add(written)
-            written.add_done_callback(partial(self._written, work.seq, evaluation))
             if evaluation.completion.cost:
                 self._cost += evaluation.completion.cost
                 self._check_budget()
-            while len(self._writing) > self._write_ahead:  # a database slower than the
-                # endpoint holds the cases back, rather than rows piling up in memory
-                await asyncio.wait(list(self._writing), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.shield(self._recorded(work, evaluation))
             return evaluation.scored.outcome is not Outcome.ERROR
         except BaseException as exc:  # noqa: B036 - handed to the consumer, which re-raises
             if not isinstance(exc, asyncio.CancelledError):
-                handed = list(self._writing)  # the cases stored before it are reported first
-                if handed:
-                    await asyncio.wait(handed)
+                await self._writes_ended()  # the cases stored meanwhile are reported first
                 self._queue.put_nowait(exc)
                 await slot.give_back()
                 return False
             raise
 
-    def _written(self, seq: int, evaluation: Evaluation, written: asyncio.Future[int]) -> None:
-        """A case's row is committed: the case is reported (a row that could not be written
-        is a fault of the run, as it was when the case waited for it)."""
-        self._writing.discard(written)
-        if written.cancelled():  # only when its event loop is closing
-            self._queue.put_nowait(
-                RuntimeError(f"the result of {evaluation.case.case_id} was not written")
-            )
-        elif (exc := written.exception()) is not None:
-            self._queue.put_nowait(exc)
-        else:
-            self._queue.put_nowait(_Done(seq, evaluation))
+    def _recorded(self, work: _Work, evaluation: Evaluation) -> asyncio.Task[None]:
+        """The case's result committed, then the case reported (once it is stored), in a task
+        of its own: a case cancelled meanwhile (the run ends) still keeps its answer, which
+        was paid for, and the run's summary waits for it (`_writes_ended`)."""
 
-    async def _rows_written(self) -> None:
-        """Wait until every row handed to the store is committed and its case reported.
-        `asyncio.wait` never cancels what it waits for: a stop of this task leaves the rows
-        to be written all the same."""
-        while self._writing:
-            await asyncio.wait(list(self._writing))
+        async def record() -> None:
+            messages = self._messages.get(work.case.case_id)
+            await self.store.record(evaluation, work.request_hash, messages=messages)
+            self._queue.put_nowait(_Done(work.seq, evaluation))
+
+        task = asyncio.create_task(record())
+        self._recording.add(task)
+        task.add_done_callback(self._recording.discard)
+        return task
+
+    async def _writes_ended(self) -> None:
+        """Wait until every result handed to the store is written (or failed)."""
+        while self._recording:
+            await asyncio.wait(list(self._recording))
 
     async def _request(self, ask: Awaitable[Completion]) -> Completion:
         """One request to the provider, cancelled (as `_Abandoned`) when a stop's grace ends.
@@ -838,14 +825,8 @@ class Engine:
 
         return on_retry
 
-    async def _ask(
-        self, run_id: int, work: _Work, slot: _Slot
-    ) -> tuple[Evaluation, asyncio.Future[int]]:
-        """Ask one case and hand its result to the store: the evaluation, and the future of
-        its row, set once the row is committed (`_Abandoned` when a stop drops the case
-        unanswered). The case's slot goes on to the next case while the row is written: the
-        write happens beside the next request, not before it, and the case is reported only
-        once its row is in (`_written`)."""
+    async def _ask(self, run_id: int, work: _Work, slot: _Slot) -> Evaluation:
+        """Ask one case: its evaluation (`_Abandoned` when a stop drops it unanswered)."""
         case = work.case
         try:
             completion = await self._complete(run_id, case, slot)
@@ -855,7 +836,7 @@ class Engine:
         except Exception as exc:  # a failing case is data, not an exception
             completion = Completion(error=one_line(f"{type(exc).__name__}: {exc}"))
             scored = score_completion(case, completion, self.spec.vdb_scoring)
-        evaluation = Evaluation(
+        return Evaluation(
             run_id=run_id,
             case=case,
             repeat=work.repeat,
@@ -864,10 +845,6 @@ class Engine:
             scored=scored,
             timestamp=now_iso(),
         )
-        written = await self.store.record_soon(
-            evaluation, work.request_hash, messages=self._messages.get(work.case.case_id)
-        )
-        return evaluation, written
 
 
 def request_body(spec: RunSpec, provider: object, case: Case) -> ChatRequest | None:
