@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from secbench_tui.core.models import Case, Completion, Message, RecordedSettings, SuiteKind
-from secbench_tui.core.run.engine import AdaptiveLimit, Engine, RunSpec
+from secbench_tui.core.run.engine import Engine, RunSpec
 from secbench_tui.core.run.events import (
     CaseFinished,
     CaseStarted,
@@ -20,6 +20,7 @@ from secbench_tui.core.run.events import (
     RunFinished,
     RunStarted,
 )
+from secbench_tui.core.run.limits import AdaptiveLimit
 from secbench_tui.core.run.providers.base import RetryCallback, RetryNotice, RunAborted
 from secbench_tui.core.store.database import Store
 from tests.unit.conftest import HeldWrites
