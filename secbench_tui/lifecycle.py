@@ -2,7 +2,7 @@
 
 `--no-ui` and the app's run screen both go through `MatrixRun`, so a run started from either is
 the same run: what each model's catalog entry decides (`planner.resolve_matrix_defaults`), one
-run per model x prompt (`planner.plan_matrix`), the store opened (or the app's own, kept open),
+run per model x prompt (`planner.plan_matrix`), the store opened (on the runs' event loop),
 the runs of the matrix driven together (`core.run.matrix.Matrix`), and every run's end, in plan
 order. The front ends only watch the events and decide what to show and how to exit.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,20 +38,22 @@ class MatrixRun:
         run.finished                 # every run's end, in plan order
 
     `stop()` may come at any time, even before the runs exist; `events()` closes the
-    providers (and the store, unless it is the caller's `shared_store`) however it ends.
+    providers and the store however it ends. The store is the run's own, opened on the event
+    loop the runs go on (the app runs them on a loop of their own: its screens keep a store
+    of their own on theirs); `on_notice` hears what opening it has to tell the user.
     """
 
     def __init__(
         self,
         settings: Settings,
         *,
-        shared_store: Callable[[], Awaitable[Store]] | None = None,
+        on_notice: Callable[[str], None] | None = None,
         cache_dir: Path | None = None,
         fetch_catalog: bool = True,
     ) -> None:
         self.settings = settings
         self.store: Store | None = None
-        self._shared_store = shared_store  # the caller's (the app's), left open at the end
+        self._on_notice = on_notice
         self.cache_dir = cache_dir
         self.fetch_catalog = fetch_catalog
         self.matrix: Matrix | None = None
@@ -85,8 +87,8 @@ class MatrixRun:
     async def open_store(self) -> Store:
         if self.store is None:
             try:
-                if self._shared_store is not None:
-                    self.store = await self._shared_store()
+                if self._on_notice is not None:
+                    self.store = await Store.open(self.settings.db, self._on_notice)
                 else:
                     self.store = await Store.open(self.settings.db)
             except BaseException:
@@ -129,11 +131,11 @@ class MatrixRun:
         return [done[slot] for slot in sorted(done)]
 
     async def aclose(self) -> None:
-        """Close the providers, and the store when this run opened it; once."""
+        """Close the providers and the store; once."""
         if self._closed:
             return
         self._closed = True
         if self._plan is not None:
             await self._plan.aclose()
-        if self._shared_store is None and self.store is not None:
+        if self.store is not None:
             await self.store.close()

@@ -375,14 +375,19 @@ async def test_a_suite_with_no_usable_case_is_refused_and_no_run_recorded(
 async def test_the_app_closes_its_database_after_a_run_at_concurrency_four(
     make_settings: Callable[..., Settings],
 ) -> None:
-    """Rows written together by the run's own event loop kept the store from closing: the
-    database's thread stayed up, and the app never exited on q."""
+    """The runs write through a store of their own, on their own event loop, closed there
+    once they end; the screens' store is closed when the app exits (rows written together
+    by the runs' loop once kept the database's thread up, and the app never exited on q)."""
     app = make_app(make_settings(model="baseline/random", concurrency=4), offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
         run = await start(pilot, app)
         await settle(pilot)
         assert run.state == "completed"
+        assert run.lifecycle is not None and run.lifecycle.store is not None
+        runs_store = run.lifecycle.store
         store = await app.store()
+        assert store is not runs_store and [r.status for r in await store.runs()] == ["completed"]
     # out of run_test: the app has unmounted, and closed its store whatever the run left
-    with pytest.raises(ValueError):  # closed: aiosqlite refuses any further statement
-        await store.db.execute("SELECT 1")
+    for closed in (runs_store, store):
+        with pytest.raises(ValueError):  # closed: aiosqlite refuses any further statement
+            await closed.db.execute("SELECT 1")

@@ -3,33 +3,40 @@
 from __future__ import annotations
 
 import sqlite3
-import threading
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 
-@dataclass
 class HeldWrites:
-    """Result rows held on the database's thread until `gate` is set; a write still held
-    after 5 s goes on, and is kept in `timed_out` (a run that waited for its row would
-    wait there in vain)."""
+    """The database's write lock, held by another connection between `hold()` and
+    `release()`, as another process writing to the same file holds it: the store's writes
+    wait for it (up to the store's busy timeout, then fail); reads go on (WAL)."""
 
-    gate: threading.Event = field(default_factory=threading.Event)
-    timed_out: list[object] = field(default_factory=list)
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+
+    @property
+    def holding(self) -> bool:
+        return self._conn is not None
+
+    def hold(self) -> None:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.execute("BEGIN IMMEDIATE")
+        self._conn = conn
+
+    def release(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.execute("ROLLBACK")
+            conn.close()
 
 
 @pytest.fixture
-def held_writes(monkeypatch: pytest.MonkeyPatch) -> HeldWrites:
-    from secbench_tui.core.store import recording
-
-    held = HeldWrites()
-    write = recording._write_committed
-
-    def holding(conn: sqlite3.Connection, rows: object) -> object:
-        if not held.gate.wait(5):
-            held.timed_out.append(rows)
-        return write(conn, rows)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(recording, "_write_committed", holding)
-    return held
+def held_writes(tmp_path: Path) -> Iterator[HeldWrites]:
+    """Writes to `tmp_path / "r.db"` held at will (`HeldWrites`); released at the end."""
+    held = HeldWrites(tmp_path / "r.db")
+    yield held
+    held.release()

@@ -26,8 +26,9 @@ from secbench_tui.core.results.exports import EXPORTERS
 from secbench_tui.core.results.report.data import ReportError
 from secbench_tui.core.results.report.gathering import gather
 from secbench_tui.core.results.report.rendering import render_html
-from secbench_tui.core.run.engine import Engine, RunSpec
+from secbench_tui.core.run.engine import RunSpec
 from secbench_tui.core.run.events import RunFinished
+from secbench_tui.core.run.record import run_summary
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.queries import SORT_COLUMNS
 from secbench_tui.core.store.rows import ResultRow
@@ -161,9 +162,8 @@ async def render_everything(db: Path) -> None:
             for row in await store.case_answers(list(RUN_IDS), case_id):
                 believable_row(row)
         spec = RunSpec(model="m/a", cases=[], suite_kind="markdown", suite_path="")
-        engine = Engine(spec, provider=None, store=store)  # type: ignore[arg-type]
         for run in await store.runs():
-            summary = await engine._summary(run.id, 1.0)
+            summary = await run_summary(spec, store, run.id, 1.0)
             for status, message in ((run.status, run.message), ("completed", None)):
                 format_summary(summary, status, message)
                 summary_text(RunFinished(run.id, status, message, summary))

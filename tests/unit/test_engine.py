@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from secbench_tui.core.models import Case, Completion, Message, RecordedSettings, SuiteKind
-from secbench_tui.core.run.engine import AdaptiveLimit, Engine, RunSpec
+from secbench_tui.core.run.engine import Engine, RunSpec
 from secbench_tui.core.run.events import (
     CaseFinished,
     CaseStarted,
@@ -20,6 +20,7 @@ from secbench_tui.core.run.events import (
     RunFinished,
     RunStarted,
 )
+from secbench_tui.core.run.limits import AdaptiveLimit
 from secbench_tui.core.run.providers.base import RetryCallback, RetryNotice, RunAborted
 from secbench_tui.core.store.database import Store
 from tests.unit.conftest import HeldWrites
@@ -189,20 +190,19 @@ async def test_run_level_fault_aborts_and_keeps_finished_cases(store: Store) -> 
     assert "c004.md" not in provider.asked
 
 
-async def test_the_next_request_goes_while_a_row_is_written_and_a_case_is_reported_once_in(
+async def test_a_case_is_reported_once_its_row_is_committed_and_its_slot_waits_for_it(
     store: Store, tmp_path: Path, held_writes: HeldWrites
 ) -> None:
-    """At concurrency 1 the next case is asked while the last one's row is still being
-    written (the write is held on the database's thread here); a case is reported only once
-    its row is committed, as another connection to the file sees it."""
-    gate = held_writes.gate
-    asked_while_held: list[int] = []
+    """A result is committed before its case is reported, as another connection to the file
+    sees it, and before its slot goes on: at concurrency 1, while the first row waits for the
+    database (another connection holds its write lock), no second case is asked."""
+    held_while_asked: list[bool] = []
 
     def behave(case: Case, n: int) -> None:
-        if not gate.is_set():
-            asked_while_held.append(len(provider.asked))
-            if len(provider.asked) == 3:
-                gate.set()  # three cases asked, none written yet: let the writes go
+        held_while_asked.append(held_writes.holding)
+        if len(provider.asked) == 1:
+            held_writes.hold()  # the first row will wait for the lock
+            asyncio.get_running_loop().call_later(0.2, held_writes.release)
 
     provider = Scripted(behave)
     spec = RunSpec(model="m", cases=cases(6), suite_kind="markdown", suite_path="/s")
@@ -218,8 +218,7 @@ async def test_the_next_request_goes_while_a_row_is_written_and_a_case_is_report
             reported.append((case_id, committed))
         last = event
     other.close()
-    assert not held_writes.timed_out
-    assert asked_while_held == [1, 2, 3]  # cases 2 and 3 were asked before row 1 was in
+    assert held_while_asked == [False] * 6  # case 2 was asked once row 1 was in
     assert reported == [(f"c00{i}.md", 1) for i in range(6)]
     assert isinstance(last, RunFinished) and last.status == "completed"
     assert (last.summary.cases, last.summary.correct) == (6, 6)  # taken from every row
@@ -246,25 +245,24 @@ async def test_stop_finishes_in_flight_and_keeps_them(store: Store) -> None:
 async def test_a_database_slower_than_the_endpoint_holds_the_cases_back(
     store: Store, held_writes: HeldWrites
 ) -> None:
-    """Rows are written beside the next requests, but no more than `WRITE_AHEAD` of them
-    wait for their commit: then the run waits for the database."""
-    from secbench_tui.core.run.engine import WRITE_AHEAD
+    """Each case waits for its row: while the database is held, no more answers wait for it
+    than the run's concurrency, and no case beyond them is asked."""
+    held_while_asked: list[bool] = []
 
-    provider = Scripted()
-    spec = RunSpec(model="m", cases=cases(WRITE_AHEAD + 6), suite_kind="markdown", suite_path="/s")
-    engine = Engine(spec, provider, store)
-    task = asyncio.create_task(_all_events(engine))
-    for _ in range(10_000):  # until the run waits for its rows (the answers come at once)
-        if len(engine._writing) > WRITE_AHEAD:
-            break
-        await asyncio.sleep(0)
-    for _ in range(200):  # turns enough of the loop to ask many more cases, were it to
-        await asyncio.sleep(0)
-    assert len(provider.asked) == len(engine._writing) == WRITE_AHEAD + 1
-    held_writes.gate.set()
-    events = await task
-    assert len(provider.asked) == WRITE_AHEAD + 6
-    assert sum(isinstance(e, CaseFinished) for e in events) == WRITE_AHEAD + 6
+    def behave(case: Case, n: int) -> None:
+        if len(provider.asked) == 1:
+            held_writes.hold()
+        held_while_asked.append(held_writes.holding)
+        if len(provider.asked) == 3:  # every slot taken: let the rows go a little later
+            asyncio.get_running_loop().call_later(0.2, held_writes.release)
+
+    provider = Scripted(behave)
+    spec = RunSpec(
+        model="m", cases=cases(12), suite_kind="markdown", suite_path="/s", concurrency=3
+    )
+    events = await _all_events(Engine(spec, provider, store))
+    assert held_while_asked == [True] * 3 + [False] * 9
+    assert sum(isinstance(e, CaseFinished) for e in events) == 12
 
 
 async def _all_events(engine: Engine) -> list[object]:

@@ -8,13 +8,13 @@ import httpx
 import pytest
 
 from secbench_tui.core.models import Case, SuiteKind
-from secbench_tui.core.run.engine import CONTENT_KEYED, RunSpec
 from secbench_tui.core.run.providers.json_body import (
     _MARK,
     SHARED_AT_LEAST,
     BodyEncoder,
     SharedPrefixes,
 )
+from secbench_tui.core.run.spec import CONTENT_KEYED, RunSpec
 from secbench_tui.core.store.values import prompt_keyed, text_hash
 
 HOSTILE = [

@@ -14,10 +14,11 @@ import pytest
 
 from secbench_tui.core.models import Case, Completion, RecordedSettings
 from secbench_tui.core.results.summary import worst_status
-from secbench_tui.core.run.engine import Engine, RunSpec, latest_run
+from secbench_tui.core.run.engine import Engine, RunSpec
 from secbench_tui.core.run.events import CaseFinished, RunFinished
 from secbench_tui.core.run.matrix import Matrix, MatrixEvent, PlannedRun
 from secbench_tui.core.run.providers.base import RetryCallback, RunAborted
+from secbench_tui.core.run.record import latest_run
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.values import LEGACY_PROMPT_NAME, text_hash
 from secbench_tui.core.suites.prompts import (

@@ -16,6 +16,7 @@ from secbench_tui.core.models import (
     Message,
     Outcome,
     RecordedSettings,
+    RunStatus,
     Scored,
     SuiteKind,
 )
@@ -228,25 +229,30 @@ async def test_a_refused_first_row_takes_no_case_text_with_it(tmp_path: Path) ->
     await store.close()
 
 
-async def test_a_store_written_on_another_event_loop_still_closes(tmp_path: Path) -> None:
-    """The app runs the engine on an event loop of its own, in a worker's thread, and closes
-    the store from its own loop: rows written together there must not keep the store from
-    closing (the app then never exited on q: the database's thread was left running)."""
-    store = await Store.open(tmp_path / "r.db")
-    run_id = await new_run(store)
+async def test_each_event_loop_has_its_own_store_on_the_same_file(tmp_path: Path) -> None:
+    """The app runs its engine on an event loop of its own, in a worker's thread: that loop
+    opens, writes through and closes a store of its own, while the screens' store, open on
+    this loop all along, reads what it committed (WAL) and closes after it."""
+    ui = await Store.open(tmp_path / "r.db")
+    run_id = await new_run(ui)
 
     def engine_thread() -> None:
         async def cases() -> None:
-            await asyncio.gather(*(record(store, run_id, i, Outcome.CORRECT) for i in range(20)))
+            store = await Store.open(tmp_path / "r.db")
+            try:
+                await asyncio.gather(
+                    *(record(store, run_id, i, Outcome.CORRECT) for i in range(20))
+                )
+            finally:
+                await store.close()
 
         asyncio.run(cases())
 
     await asyncio.to_thread(engine_thread)
-    await asyncio.wait_for(store.close(), 5)
+    assert await ui.count_results() == 20
+    await asyncio.wait_for(ui.close(), 5)
     with pytest.raises(ValueError):  # closed: aiosqlite refuses any further statement
-        await store.db.execute("SELECT 1")
-    stored = sqlite3.connect(tmp_path / "r.db").execute("SELECT COUNT(*) FROM evaluations")
-    assert stored.fetchone()[0] == 20
+        await ui.db.execute("SELECT 1")
 
 
 async def test_same_case_and_repeat_is_stored_once_per_run(tmp_path: Path) -> None:
@@ -492,226 +498,127 @@ async def test_version_2_file_gains_reasoning_columns_and_keeps_its_results(
     await store.close()
 
 
-def test_a_refused_row_undoes_only_itself_not_a_write_waiting_for_its_commit() -> None:
-    """A refused row is undone to a savepoint taken before it: a write still waiting on the
-    connection for its commit stays, and is committed with the next row."""
-    from secbench_tui.core.store.recording import _write_committed
-
-    conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE TABLE texts (hash TEXT PRIMARY KEY)")
-    conn.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
-    conn.commit()
-    conn.execute("INSERT INTO texts VALUES ('h1')")  # waiting for a commit
-    (refused,) = _write_committed(conn, [[("INSERT INTO rows (v) VALUES (?)", (None,))]])
-    assert isinstance(refused, sqlite3.IntegrityError)
-    assert _write_committed(conn, [[("INSERT INTO rows (v) VALUES (?)", (5,))]]) == [1]
-    assert not conn.in_transaction
-    assert conn.execute("SELECT hash FROM texts").fetchall() == [("h1",)]
-
-
-def test_a_refused_row_with_no_other_write_waiting_is_rolled_back_and_its_batch_kept() -> None:
-    """With nothing else waiting on the connection, a refused row is rolled back (no
-    savepoint is taken); the rows that came with it are written again on their own."""
-    from secbench_tui.core.store.recording import _write_committed
-
-    conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)")
-    conn.commit()
-    insert = "INSERT INTO rows (v) VALUES (?)"
-    first, refused, third = _write_committed(
-        conn, [[(insert, (1,))], [(insert, (None,))], [(insert, (3,))]]
+async def test_a_refused_row_takes_no_other_write_with_it(tmp_path: Path) -> None:
+    """Writes take turns on a store's connection: a row the database refuses is undone
+    alone, never together with the run's end or another row sent at the same moment, and
+    leaves nothing for a later commit to carry."""
+    store = await Store.open(tmp_path / "r.db")
+    run_id = await new_run(store)
+    with sqlite3.connect(tmp_path / "r.db") as other:
+        other.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON evaluations"
+            " WHEN NEW.case_id LIKE '%case-01%' BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        )
+    done = await asyncio.gather(
+        record(store, run_id, 1, Outcome.CORRECT),
+        store.finish_run(run_id, RunStatus.COMPLETED),
+        record(store, run_id, 2, Outcome.CORRECT),
+        return_exceptions=True,
     )
-    assert isinstance(refused, sqlite3.IntegrityError)
-    assert not conn.in_transaction
-    assert conn.execute("SELECT id, v FROM rows ORDER BY id").fetchall() == [(first, 1), (third, 3)]
+    assert isinstance(done[0], sqlite3.IntegrityError) and "refused" in str(done[0])
+    assert done[1] is None and isinstance(done[2], int)
+    await store.close()
+    other = sqlite3.connect(tmp_path / "r.db")
+    assert other.execute("SELECT status FROM runs").fetchall() == [("completed",)]
+    stored = other.execute("SELECT id, case_id FROM evaluations").fetchall()
+    assert stored == [(done[2], "shop/case-02.md")]
 
 
-def test_a_full_disk_under_another_write_raises_its_own_error() -> None:
+def test_a_full_disk_raises_the_rows_own_error_and_the_store_goes_on() -> None:
     """SQLite rolls the whole transaction back on an I/O error: the row then fails with that
-    error (not "no such savepoint"), in a child process whose files may not grow."""
+    error (not one of the rollback after it), and the next write finds no transaction left
+    open; in a child process whose files may not grow."""
     import subprocess
     import sys
 
     script = """
-import resource, signal, sqlite3, sys, tempfile
+import asyncio, resource, signal, sys, tempfile
 from pathlib import Path
-from secbench_tui.core.store.recording import _write_committed
-db = Path(tempfile.mkdtemp()) / "t.db"
-con = sqlite3.connect(db)
-con.execute("PRAGMA journal_mode=WAL"); con.execute("PRAGMA cache_size=-64")
-con.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)")
-con.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, status TEXT)")
-con.execute("INSERT INTO runs VALUES (1, 'running')"); con.commit()
-signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
-for _ in range(200):
-    con.execute("UPDATE runs SET status='started' WHERE id=1")  # waits for its commit
-    (out,) = _write_committed(con, [[("INSERT INTO t (v) VALUES (?)", ("x" * 600_000,))]])
-    if isinstance(out, Exception):
-        print(repr(out)); sys.exit(0)
-print("no failure")
+from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, RecordedSettings
+from secbench_tui.core.models import RunStatus, Scored, SuiteKind
+from secbench_tui.core.store.database import Store
+
+async def main():
+    store = await Store.open(Path(tempfile.mkdtemp()) / "t.db")
+    run_id = await store.create_run(
+        model="m", suite_kind="markdown", suite_path="/s", suite_hash="h", prompt_hash="p",
+        settings=RecordedSettings(), fingerprint="f", tool_version="t", total_cases=1,
+    )
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, limit))
+    for i in range(200):
+        case = Case(kind=SuiteKind.MARKDOWN, app="a", case_id=f"c{i}", test_file="f",
+                    expected="bad", code="x")
+        evaluation = Evaluation(run_id=run_id, case=case, index=i,
+                                completion=Completion(text="x" * 600_000),
+                                scored=Scored(actual=None, outcome=Outcome.UNPARSED))
+        try:
+            await store.record(evaluation, "r")
+        except Exception as exc:
+            print(repr(exc))
+            break
+    else:
+        print("no failure")
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    await store.finish_run(run_id, RunStatus.ABORTED, "disk full")
+    print((await store.run(run_id)).status)
+    await store.close()
+
+asyncio.run(main())
 """
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    assert "disk I/O error" in done.stdout and "savepoint" not in done.stdout, done.stdout
+    error, status = done.stdout.splitlines()
+    assert "disk I/O error" in error or "database or disk is full" in error, error
+    assert status == "aborted"
 
 
-async def test_a_write_under_way_when_its_loop_closes_leaves_the_store_usable(
+async def test_an_engine_loop_cancelled_mid_write_keeps_the_row_and_ends(
     tmp_path: Path, held_writes: HeldWrites
 ) -> None:
-    """The app runs each matrix on a loop of its own: rows handed over there, one of them
-    being written when that loop closes, are still written, the database's thread lives on,
-    a later row is committed and the store closes."""
-    store = await Store.open(tmp_path / "r.db")
-    commits = store._commits
-    insert = "INSERT INTO case_texts (hash, code, description) VALUES (?, 'c', '')"
-
-    def engine_loop() -> None:
-        async def hand_over() -> None:
-            commits.submit([(insert, ("under way",))], gather=False)  # being written
-            commits.submit([(insert, ("gathering",))])  # waits for the first
-
-        asyncio.run(hand_over())  # ends, and closes, with both in flight
-
-    await asyncio.to_thread(engine_loop)
-    held_writes.gate.set()
-    later = await asyncio.wait_for(commits.commit([(insert, ("later",))]), 10)
-    assert later
-    await asyncio.wait_for(store.close(), 10)  # the thread lived to close the file
-    conn = sqlite3.connect(tmp_path / "r.db")
-    kept = {row[0] for row in conn.execute("SELECT hash FROM case_texts")}
-    assert {"under way", "gathering", "later"} <= kept
-
-
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-async def test_the_store_closes_when_the_database_thread_died(tmp_path: Path) -> None:
-    """aiosqlite's thread dies when one of its own calls was made on an event loop that has
-    closed since (it answers that loop, which raises, twice); closing the store must not wait
-    for ever for it (the app's exit did)."""
-    store = await Store.open(tmp_path / "r.db")
-    gone = asyncio.new_event_loop()
-    future = gone.create_future()
-    gone.close()
-    store.db._tx.put_nowait((future, lambda: None))  # as `Connection._execute` queues a call
-    await asyncio.to_thread(store.db._thread.join, 10)
-    assert not store.db._thread.is_alive()
-    await asyncio.wait_for(store.close(), 5)
-
-
-async def test_reused_answers_are_written_at_once_not_gathered(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`record` (awaited: every reused answer, one after another) goes at once; were it
-    gathered like the rows of asked cases, each would wait out the window (made 60 s here)."""
-    from secbench_tui.core.run.engine import Engine, RunSpec
-    from secbench_tui.core.run.events import RunStarted
-    from secbench_tui.core.store import recording
-    from tests.unit.test_engine import Scripted, cases
-
-    store = await Store.open(tmp_path / "r.db")
-    spec = RunSpec(model="m", cases=cases(6), suite_kind="markdown", suite_path="/s")
-    assert len([e async for e in Engine(spec, Scripted(), store).events()]) > 6  # paid for
-    monkeypatch.setattr(recording, "GATHER_SECONDS", 60.0)
-
-    async def again() -> list[object]:
-        return [e async for e in Engine(spec, Scripted(), store).events()]
-
-    events = await asyncio.wait_for(again(), 10)
-    assert next(e for e in events if isinstance(e, RunStarted)).reused == 6
-    await store.close()
-
-
-INSERT_TEXT = "INSERT INTO case_texts (hash, code, description) VALUES (?, 'c', '')"
-
-
-@pytest.mark.parametrize("then", ["close", "next_loop_submit", "next_loop_commit"])
-async def test_rows_gathering_when_their_loop_ends_are_written(tmp_path: Path, then: str) -> None:
-    """A loop ends with rows gathering behind its timer and no write under way: they are
-    written by the store's close, or with the next loop's first row."""
-    store = await Store.open(tmp_path / "r.db")
-    commits = store._commits
-
-    def engine_loop(rows: list[str]) -> None:
-        async def hand_over() -> None:
-            for row in rows:
-                commits.submit([(INSERT_TEXT, (row,))])
-
-        asyncio.run(hand_over())
-
-    await asyncio.to_thread(engine_loop, ["g1", "g2", "g3"])
-    assert commits._timer is not None and commits._hop is None
-    expected = {"g1", "g2", "g3"}
-    if then == "next_loop_submit":
-        await asyncio.to_thread(engine_loop, ["n1"])
-        expected.add("n1")
-    elif then == "next_loop_commit":
-        assert await asyncio.wait_for(commits.commit([(INSERT_TEXT, ("n1",))]), 5)
-        expected.add("n1")
-    await asyncio.wait_for(store.close(), 5)
-    conn = sqlite3.connect(tmp_path / "r.db")
-    assert expected <= {row[0] for row in conn.execute("SELECT hash FROM case_texts")}
-
-
-async def test_a_row_of_another_live_loop_is_answered_on_its_own_loop(
-    tmp_path: Path, held_writes: HeldWrites
-) -> None:
-    """Two loops at once: a row this loop awaits, sent with the other loop's write, is
-    answered through this loop (set from the other's thread, it would not wake it)."""
+    """The app quits while its engine's loop waits for a row to be written (here another
+    connection holds the write lock): the loop's task is cancelled, as the run screen's
+    unmount does, and closes its store. The row, an answer paid for, is still committed,
+    the close waits for it, and the loop ends (the app's exit waited for ever when a closed
+    loop killed the database's thread)."""
     import threading
-    import time
 
-    store = await Store.open(tmp_path / "r.db")
-    commits = store._commits
-    handed, finish = threading.Event(), threading.Event()
+    ui = await Store.open(tmp_path / "r.db")
+    run_id = await new_run(ui)
+    waiting = threading.Event()
+    ended: list[str] = []
+    main: asyncio.Task[None] | None = None
 
-    def other_loop() -> None:
-        async def main() -> None:
-            written = commits.submit([(INSERT_TEXT, ("other",))], gather=False)  # held
-            handed.set()
-            await written
-            await asyncio.to_thread(finish.wait, 10)  # the loop stays alive meanwhile
+    def engine_thread() -> None:
+        async def run_cases() -> None:
+            nonlocal main
+            main = asyncio.current_task()
+            store = await Store.open(tmp_path / "r.db")
+            try:
+                await record(store, run_id, 0, Outcome.CORRECT)
+                held_writes.hold()
+                asyncio.get_running_loop().call_soon(waiting.set)  # once the row waits
+                await record(store, run_id, 1, Outcome.CORRECT)
+            except asyncio.CancelledError:
+                held_writes.release()  # only now can the row's write go on
+                raise
+            finally:
+                await store.close()
 
-        asyncio.run(main())
+        try:
+            asyncio.run(run_cases())
+        except asyncio.CancelledError:
+            ended.append("cancelled")
 
-    thread = threading.Thread(target=other_loop, daemon=True)
+    thread = threading.Thread(target=engine_thread)
     thread.start()
-    await asyncio.to_thread(handed.wait, 10)
-    mine = asyncio.ensure_future(commits.commit([(INSERT_TEXT, ("mine",))]))  # waits for it
-    await asyncio.sleep(0)
-    threading.Timer(0.1, held_writes.gate.set).start()
-    started = time.perf_counter()
-    done, _ = await asyncio.wait([mine], timeout=5)  # nothing else would wake this loop
-    woke_after = time.perf_counter() - started
-    finish.set()
+    assert await asyncio.to_thread(waiting.wait, 10)
+    assert main is not None
+    main.get_loop().call_soon_threadsafe(main.cancel)
     await asyncio.to_thread(thread.join, 10)
-    await store.close()
-    assert done and woke_after < 2.5  # answered at about 0.1 s, not at the 5 s timeout
-
-
-async def test_a_call_under_way_when_its_loop_closes_leaves_the_connection_usable(
-    tmp_path: Path,
-) -> None:
-    """The app quits while its engine's loop awaits one of aiosqlite's own calls: the call
-    answers its own future (`answer_own_calls`), so the closed loop does not end the
-    database's thread, and the store goes on and closes."""
-    import threading
-
-    store = await Store.open(tmp_path / "r.db")
-    gate = threading.Event()
-
-    def engine_loop() -> None:
-        async def main() -> None:
-            asyncio.ensure_future(store.db._execute(gate.wait, 10))  # under way, never awaited
-
-        asyncio.run(main())  # cancels it and closes with the call under way
-
-    await asyncio.to_thread(engine_loop)
-    gate.set()
-    try:
-        cursor = await asyncio.wait_for(store.db.execute("SELECT 1"), 5)
-        assert tuple(await cursor.fetchone() or ()) == (1,)
-        assert store.db._thread.is_alive()
-    finally:
-        await asyncio.wait_for(store.close(), 5)
+    assert not thread.is_alive() and ended == ["cancelled"]
+    assert await ui.finished_keys(run_id) == {("shop/case-00.md", 0), ("shop/case-01.md", 0)}
+    await asyncio.wait_for(ui.close(), 5)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from secbench_tui.core.run.engine import RunSpec
 from secbench_tui.core.run.providers.baselines import is_baseline
+from secbench_tui.core.run.spec import RunSpec
 from secbench_tui.core.untrusted import inert_line
 
 CHARS_PER_TOKEN = 4

@@ -19,8 +19,10 @@ from secbench_tui.core import numbers
 from secbench_tui.core.models import Case
 from secbench_tui.core.run.catalog import Catalog
 from secbench_tui.core.run.context import CHARS_PER_TOKEN, input_tokens
-from secbench_tui.core.run.engine import RunSpec, adopted_answers, latest_run, paid_answers
 from secbench_tui.core.run.providers.baselines import is_baseline
+from secbench_tui.core.run.record import latest_run
+from secbench_tui.core.run.reuse import adopted_answers, paid_answers
+from secbench_tui.core.run.spec import RunSpec
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import inert_line
 

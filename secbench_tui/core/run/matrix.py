@@ -18,17 +18,12 @@ from dataclasses import dataclass
 
 from secbench_tui import __version__
 from secbench_tui.core.models import RunStatus
-from secbench_tui.core.run.engine import (
-    OPTIONAL_REQUEST_SETTINGS,
-    REQUEST_SETTINGS,
-    STOP_GRACE,
-    AdaptiveLimit,
-    Engine,
-    RunSpec,
-    latest_run,
-)
+from secbench_tui.core.run.engine import STOP_GRACE, Engine
 from secbench_tui.core.run.events import Event, RunFinished
+from secbench_tui.core.run.limits import AdaptiveLimit
 from secbench_tui.core.run.providers.base import Provider
+from secbench_tui.core.run.record import latest_run
+from secbench_tui.core.run.spec import OPTIONAL_REQUEST_SETTINGS, REQUEST_SETTINGS, RunSpec
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.runs import RunRecord
 

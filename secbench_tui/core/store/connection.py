@@ -4,18 +4,23 @@ Each result is committed as it arrives (WAL mode), so killing the process at any
 every finished case. Several processes may open the same new file at once: the schema is
 written under a write lock the busy timeout waits for, and the switch to WAL is retried
 (`_use_wal`). `StoreConnection` holds the open connection the other parts of the `Store`
-(`database.py`) read and write through.
+(`database.py`) read and write through, with aiosqlite's own calls, and writes one at a time
+(`transaction`).
+
+A store belongs to the event loop that opened it, which answers its calls, and is closed
+there. A program that runs two loops (the app: its screens on one, its runs on another) opens
+one store on each: two connections to the same file, which WAL lets one write while the
+other reads.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import sqlite3
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import aiosqlite
 
@@ -69,73 +74,11 @@ def _is_new(path: Path) -> bool:
         return True
 
 
-def queue_call(db: aiosqlite.Connection, call: Callable[[], T]) -> asyncio.Future[T]:
-    """`call()` queued for the database's thread now; the future returned is set when it has
-    run.
-
-    It is queued as `Connection._execute` queues aiosqlite's own calls, a future and a
-    function on its `_tx` queue, in every version since 0.20 (the oldest this project
-    allows); should that change, every test that records a result fails. The call answers
-    its own future, through its loop, and aiosqlite's thread is handed one that needs no
-    answer (`_Answered`): should the loop have closed meanwhile (the app's engine loop, ended
-    while a call was under way), nobody is waiting, and the thread goes on. aiosqlite's own
-    answer would raise on the closed loop, twice, and end its thread: every later call of the
-    connection, its close too, then waited for ever. `answer_own_calls` makes every call of
-    a store's connection go this way.
-    """
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[T] = loop.create_future()
-
-    def run() -> None:
-        try:
-            result: Any = call()
-            answer: Callable[[asyncio.Future[T], Any], None] = _set_result
-        except BaseException as exc:  # noqa: B036 - handed to whoever waits
-            result, answer = exc, _set_exception
-        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
-            loop.call_soon_threadsafe(answer, done, result)
-
-    db._tx.put_nowait((cast("asyncio.Future[Any]", _ANSWERED), run))  # it is answered by `run`
-    return done
-
-
-def answer_own_calls(db: aiosqlite.Connection) -> None:
-    """Every call of `db` (execute, commit, a cursor's, close) answers its own future
-    (`queue_call`): `Connection._execute`, which they all go through, replaced for `db`."""
-
-    async def _execute(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        if not db._running or not db._connection:
-            raise ValueError("Connection closed")
-        return await queue_call(db, functools.partial(fn, *args, **kwargs))
-
-    db._execute = _execute  # type: ignore[method-assign]
-
-
-def _set_result(future: asyncio.Future[T], result: T) -> None:
-    if not future.done():
-        future.set_result(result)
-
-
-def _set_exception(future: asyncio.Future[T], exc: BaseException) -> None:
-    if not future.done():
-        future.set_exception(exc)
-
-
-class _Answered:
-    """The future aiosqlite's thread is given for a call that answers its own: it takes the
-    thread's answer (`get_loop().call_soon_threadsafe(...)`) and drops it."""
-
-    def get_loop(self) -> _Answered:
-        return self
-
-    def call_soon_threadsafe(self, *_: object) -> None:
-        return None
-
-    def done(self) -> bool:
-        return True
-
-
-_ANSWERED = _Answered()
+def _settled(task: asyncio.Future[Any]) -> None:
+    """A kept write's failure is taken here too: one whose caller was cancelled meanwhile is
+    never left for the loop to report as an exception nobody retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 class StoreError(Exception):
@@ -161,6 +104,8 @@ class StoreConnection:
         self._known_request_texts: set[str] = set()  # request_texts rows written
         self._adopted: WriteLayout | None = None  # the original evaluator's table, if it is
         self.backup: Path | None = None  # the copy this open made of an original's file
+        self._write_turn = asyncio.Lock()  # one write transaction at a time (`transaction`)
+        self._under_way: set[asyncio.Future[Any]] = set()  # writes `close` waits for
 
     @classmethod
     async def open(cls, path: Path | str, on_notice: Callable[[str], None] = _to_stderr) -> Self:
@@ -176,7 +121,6 @@ class StoreConnection:
             db = await aiosqlite.connect(str(path))
         except Exception as exc:  # aiosqlite re-raises sqlite3 errors of any kind
             raise StoreError(f"--db {path}: cannot open the database ({exc})") from exc
-        answer_own_calls(db)
         store = cls(db, path)
         try:
             db.row_factory = aiosqlite.Row
@@ -232,14 +176,41 @@ class StoreConnection:
             raise StoreError(f"--db {path}: no such database; {missing}")
         return await cls.open(path, on_notice)
 
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One write of this store: its statements, then a commit; on a failure (or a
+        cancellation) a rollback, and the error goes on.
+
+        Writes take turns: one write's statements are never committed, or undone, by
+        another's (a refused result must not take the run's end with it). Reads need no
+        turn: they see what is committed, and this connection's own write under way.
+        """
+        async with self._write_turn:
+            try:
+                yield self.db
+                await self.db.commit()
+            except BaseException:
+                # SQLite has already rolled the transaction back on some errors (a full
+                # disk, an I/O error): then this is a no-op, and the error raised is the
+                # write's own
+                with contextlib.suppress(sqlite3.Error):
+                    await self.db.rollback()
+                raise
+
+    async def kept(self, write: Awaitable[T]) -> T:
+        """`write`, carried to its end even when the caller is cancelled meanwhile: what it
+        stores (a model's answer) was paid for. `close` waits for every such write."""
+        task = asyncio.ensure_future(write)
+        self._under_way.add(task)
+        task.add_done_callback(_settled)
+        task.add_done_callback(self._under_way.discard)
+        return await asyncio.shield(task)
+
     async def close(self) -> None:
-        thread = getattr(self.db, "_thread", None)  # aiosqlite's, in every version since 0.20
-        if thread is not None and thread.ident is not None and not thread.is_alive():
-            # It died answering a call of an event loop that had closed (a call queued
-            # around `answer_own_calls`, as aiosqlite's own `stop` is): nothing would ever
-            # answer the close, and the app's exit would wait for ever. What was committed
-            # is in the file; the connection goes with the process.
-            return
+        """Close the connection, once the writes under way (`kept`) have ended. A store is
+        closed on the event loop that opened it: that loop answers its calls."""
+        if self._under_way:
+            await asyncio.wait(list(self._under_way))
         await self.db.close()
 
     async def _back_up_original(self) -> Path:

@@ -112,51 +112,48 @@ class RunQueries(StoreConnection):
         total_cases: int,
         prompt_name: str | None = None,
     ) -> int:
-        cursor = await self.db.execute(
-            "INSERT INTO runs (model_name, suite_kind, suite_path, suite_hash, prompt_hash,"
-            " settings, fingerprint, tool_version, started_at, status, total_cases, pid, host,"
-            " prompt_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
-            (
-                model,
-                suite_kind,
-                suite_path,
-                suite_hash,
-                prompt_hash,
-                settings.stored(),
-                fingerprint,
-                tool_version,
-                now_iso(),
-                total_cases,
-                os.getpid(),
-                socket.gethostname(),
-                prompt_name,
-            ),
-        )
-        await self.db.commit()
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
+        async with self.transaction() as db:
+            row = await db.execute_insert(
+                "INSERT INTO runs (model_name, suite_kind, suite_path, suite_hash, prompt_hash,"
+                " settings, fingerprint, tool_version, started_at, status, total_cases, pid, host,"
+                " prompt_name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+                (
+                    model,
+                    suite_kind,
+                    suite_path,
+                    suite_hash,
+                    prompt_hash,
+                    settings.stored(),
+                    fingerprint,
+                    tool_version,
+                    now_iso(),
+                    total_cases,
+                    os.getpid(),
+                    socket.gethostname(),
+                    prompt_name,
+                ),
+            )
+        assert row is not None, "an INSERT always has a last row id"
+        return int(row[0])
 
     async def mark_started(self, run_id: int) -> None:
         """The run's first request is being sent: that is its start. A run of a matrix may
         wait for its model's earlier runs, and its time (JUnit's, the report's) counts from
         its own first request, not from when the matrix opened it."""
-        await self.db.execute("UPDATE runs SET started_at=? WHERE id=?", (now_iso(), run_id))
-        await self.db.commit()
+        await self._update("UPDATE runs SET started_at=? WHERE id=?", (now_iso(), run_id))
 
     async def reopen_run(self, run_id: int, total_cases: int) -> None:
-        await self.db.execute(
+        await self._update(
             "UPDATE runs SET status='running', finished_at=NULL, message=NULL, total_cases=?,"
             " pid=?, host=? WHERE id=?",
             (total_cases, os.getpid(), socket.gethostname(), run_id),
         )
-        await self.db.commit()
 
     async def finish_run(self, run_id: int, status: RunStatus, message: str | None = None) -> None:
-        await self.db.execute(
+        await self._update(
             "UPDATE runs SET status=?, finished_at=?, message=? WHERE id=?",
             (status, now_iso(), message, run_id),
         )
-        await self.db.commit()
 
     async def latest_run(
         self, fingerprint: str | Sequence[str], unfinished: bool = True
@@ -222,9 +219,13 @@ class RunQueries(StoreConnection):
         the report lists them with it, not as a suite of their own."""
         if not run_ids:
             return
-        await self.db.execute(
+        await self._update(
             f"UPDATE runs SET suite_kind=?, suite_path=? WHERE status='imported'"
             f" AND suite_path='' AND id IN ({', '.join('?' * len(run_ids))})",
             [suite_kind, suite_path, *run_ids],
         )
-        await self.db.commit()
+
+    async def _update(self, sql: str, values: Sequence[Any]) -> None:
+        """One statement, committed (`transaction`)."""
+        async with self.transaction() as db, db.execute(sql, values):
+            pass  # the cursor is closed on the database's thread, as `async with` does

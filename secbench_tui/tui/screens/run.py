@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.measure import Measurement
@@ -62,9 +62,6 @@ from secbench_tui.tui.widgets.footer import KeyFooter
 from secbench_tui.tui.widgets.live_line import LiveLine
 from secbench_tui.tui.widgets.results_table import shrink_columns
 from secbench_tui.tui.widgets.run_stats import MatrixProgress, RunStats, RunTally
-
-if TYPE_CHECKING:
-    from secbench_tui.core.store.database import Store
 
 MAX_ROWS = 1000
 # How often the engine's reports and the current case are drawn: `tui.host.Intervals`.
@@ -173,7 +170,6 @@ class RunScreen(BaseScreen):
         self.settings = settings
         self.lifecycle: MatrixRun | None = None
         self._stop_asked = False  # stop() came before the runs' lifecycle existed
-        self._ui_loop: asyncio.AbstractEventLoop | None = None  # the app's, once mounted
         self._engine_loop: asyncio.AbstractEventLoop | None = None  # the runs' own, in a thread
         self._engine_task: asyncio.Task[Any] | None = None
         self.planned: list[PlannedRun] = []
@@ -252,7 +248,6 @@ class RunScreen(BaseScreen):
         self.query_one("#run-summary").display = False
         self._redraw_stats()
         self.set_interval(self.secbench.intervals.tick, self._tick)
-        self._ui_loop = asyncio.get_running_loop()
         self._draw_every = self.secbench.intervals.draw  # read here: the engine's thread uses it
         self.run_engine()
 
@@ -274,19 +269,19 @@ class RunScreen(BaseScreen):
         socket is ready even when the machine is busy (`MatrixRun.events` also shortens the
         GIL's switch interval while the runs go on, so a drawing does not keep the engine's
         thread waiting for the GIL). Messages go to the screen with `post_message`
-        (thread-safe); a stop reaches the runs through `call_soon_threadsafe`."""
+        (thread-safe); a stop reaches the runs through `call_soon_threadsafe`. The runs write
+        through a store of their own, opened and closed on this loop (`MatrixRun`); the
+        screens read through the app's, on theirs."""
         self._engine_loop = asyncio.get_running_loop()
         self._engine_task = asyncio.current_task()
-        ui_loop = self._ui_loop
-        assert ui_loop is not None, "the worker starts from on_mount"
-        app_store = self.secbench.store
+        app = self.app
 
-        async def shared_store() -> Store:  # the app's, opened (once) on the app's loop
-            return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(app_store(), ui_loop))
+        def notice(text: str) -> None:  # from opening the store: shown as the app's are
+            app.call_from_thread(app.notify, text, title="Database", timeout=20)
 
         run = self.lifecycle = MatrixRun(
             self.settings,
-            shared_store=shared_store,
+            on_notice=notice,
             cache_dir=self.secbench.cache_dir,
             fetch_catalog=not self.secbench.offline_catalog,
         )
@@ -307,7 +302,7 @@ class RunScreen(BaseScreen):
             return
         self.post_message(RunPlanned(plan.runs))
         try:
-            async for tagged in run.events():
+            async for tagged in run.events():  # closes the store on this loop, however it ends
                 self._post_event(tagged.event, tagged.slot)
         finally:
             self._post_gathered()

@@ -1,0 +1,196 @@
+"""A run's record in the store: opened (or reopened to resume), what it kept from before, its
+summary at the end.
+
+A run is found again by its fingerprint (`RunSpec.fingerprint`), or by the one it was written
+under when its prompt's name was part of the key (`legacy_names`). The store is seen through
+`RunBook`, the few methods this needs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from secbench_tui import __version__
+from secbench_tui.core.models import (
+    Outcome,
+    RecordedSettings,
+    RewritesRecord,
+    RunStatus,
+    SuiteKind,
+)
+from secbench_tui.core.results.figures import run_figures
+from secbench_tui.core.results.metrics import summarize, usage_stats
+from secbench_tui.core.results.summary import RunSummary
+from secbench_tui.core.run.events import Earlier
+from secbench_tui.core.run.spec import CONTENT_KEYED, RunSpec
+from secbench_tui.core.store.rows import ResultRow, originals_only
+
+
+class PromptNames(Protocol):
+    async def names_of_prompt(self, prompt_hash: str) -> list[str]: ...
+
+
+class RunBook(PromptNames, Protocol):
+    """What a run's record needs of the store."""
+
+    async def create_run(
+        self,
+        *,
+        model: str,
+        suite_kind: str,
+        suite_path: str,
+        suite_hash: str,
+        prompt_hash: str,
+        settings: RecordedSettings,
+        fingerprint: str,
+        tool_version: str,
+        total_cases: int,
+        prompt_name: str | None = None,
+    ) -> int: ...
+
+    async def reopen_run(self, run_id: int, total_cases: int) -> None: ...
+
+    async def mark_started(self, run_id: int) -> None: ...
+
+    async def finish_run(
+        self, run_id: int, status: RunStatus, message: str | None = None
+    ) -> None: ...
+
+    async def latest_run(
+        self, fingerprint: str | Sequence[str], unfinished: bool = True
+    ) -> int | None: ...
+
+    async def finished_keys(
+        self, run_id: int, include_errors: bool = True
+    ) -> set[tuple[str, int]]: ...
+
+    async def spent(self, run_id: int) -> float: ...
+
+    async def run_results(self, run_id: int, with_text: bool = True) -> list[ResultRow]: ...
+
+
+async def legacy_names(spec: RunSpec, store: PromptNames) -> list[str]:
+    """The names this prompt's text was recorded under by versions that keyed reuse and resume
+    on a prompt's name as well (schema 3 to 8): their keys are found under those names."""
+    if not spec.prompt_hash:
+        return []
+    return [n for n in await store.names_of_prompt(spec.prompt_hash) if n != CONTENT_KEYED]
+
+
+async def latest_run(spec: RunSpec, store: RunBook, unfinished: bool = True) -> int | None:
+    """The newest run of this spec (only unfinished ones if asked), whatever name its prompt
+    was recorded under."""
+    names = await legacy_names(spec, store)
+    prints = [spec.fingerprint, *(spec.fingerprint_named(n) for n in names)]
+    return await store.latest_run(prints, unfinished=unfinished)
+
+
+async def open_run(spec: RunSpec, store: RunBook) -> tuple[int, bool]:
+    """The run's id, and True when it is an earlier run reopened (`--resume`,
+    `--retry-errors`); otherwise a new run is recorded."""
+    if spec.resume or spec.retry_errors:
+        run_id = await latest_run(spec, store, unfinished=not spec.retry_errors)
+        if run_id is not None:
+            await store.reopen_run(run_id, len(spec.cases) * spec.repeats)
+            return run_id, True
+    run_id = await store.create_run(
+        model=spec.model,
+        suite_kind=spec.suite_kind,
+        suite_path=spec.suite_path,
+        suite_hash=spec.suite_hash,
+        prompt_hash=spec.prompt_hash,
+        settings=spec.settings.model_copy(
+            update={
+                "repeats": spec.repeats,
+                "concurrency": spec.concurrency,
+                "vdb_scoring": spec.vdb_scoring,
+            }
+        ),
+        fingerprint=spec.fingerprint,
+        tool_version=__version__,
+        total_cases=len(spec.cases) * spec.repeats,
+        prompt_name=spec.prompt_name,
+    )
+    return run_id, False
+
+
+@dataclass(frozen=True)
+class KeptBefore:
+    """What a reopened run already holds: the cases not to ask again, by (case id, repeat),
+    what its own requests cost, and the figures of what it kept."""
+
+    done: set[tuple[str, int]] = field(default_factory=set)
+    spent: float = 0.0
+    earlier: Earlier | None = None
+
+
+async def kept_before(spec: RunSpec, store: RunBook, run_id: int) -> KeptBefore:
+    """What the reopened run `run_id` keeps; errors are asked again with `--retry-errors`."""
+    done = await store.finished_keys(run_id, include_errors=not spec.retry_errors)
+    kept = [
+        row
+        for row in await store.run_results(run_id, with_text=False)
+        if (row["case_id"], row["repeat"]) in done
+    ]
+    earlier: Earlier = {
+        "counts": dict(Counter(row["outcome"] for row in kept)),
+        **usage_stats(kept),
+    }
+    return KeptBefore(done, await store.spent(run_id), earlier)
+
+
+async def run_summary(spec: RunSpec, store: RunBook, run_id: int, wall: float) -> RunSummary:
+    """The run's summary, taken from its stored rows; `wall`: seconds from its first request."""
+    try:
+        rows = await store.run_results(run_id, with_text=False)
+    except Exception as exc:  # every result is already stored: report, do not fail
+        rows = []
+        summary_error: str | None = f"could not read the results back: {exc}"
+    else:
+        summary_error = None
+    originals = originals_only(rows)
+    # the summary's fields, by name; a run's figures are its originals', never blended
+    # with its variants' (--rewrites), which have their own
+    figures: dict[str, object] = {**summarize(originals), **run_figures(originals)}
+    rewrites = spec.settings.rewrites
+    if len(originals) != len(rows) or rewrites is not None:
+        figures.update(usage_stats(rows))  # what the variants cost counts
+        rewrites = rewrites or RewritesRecord()
+        from secbench_tui.core.results.robustness import robustness  # --rewrites only
+
+        figures["robustness"] = robustness(rows, rewrites.dropped, rewrites.kinds, spec.repeats)
+    vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
+    if vdb_rows:
+        from secbench_tui.core.vuldetectbench.task_scores import (
+            aggregate_rows,
+            summary_counts,
+            summary_metrics,
+        )
+
+        aggregate = aggregate_rows(vdb_rows, spec.vdb_scoring)
+        figures["vuldetectbench"] = summary_metrics(aggregate)
+        figures["vuldetectbench_counts"] = summary_counts(aggregate)
+        figures["vdb_scoring"] = spec.vdb_scoring
+    return RunSummary.from_figures(
+        {
+            **figures,
+            "no_answer": no_answer(rows),
+            "summary_error": summary_error,
+            "wall_seconds": wall,
+            "run_id": run_id,
+            "model": spec.model,
+            "prompt": spec.prompt_name,
+        }
+    )
+
+
+def no_answer(rows: Sequence[ResultRow]) -> str | None:
+    """When no case of a run got an answer, why: its commonest error and how many it ended."""
+    if not rows or any(row["outcome"] != Outcome.ERROR.value for row in rows):
+        return None
+    reasons = Counter(str(row.get("error") or "no reply") for row in rows)
+    reason, count = reasons.most_common(1)[0]
+    return f"no case got an answer: {count} of {len(rows)} cases ended with {reason}"
