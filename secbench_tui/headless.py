@@ -37,7 +37,6 @@ from secbench_tui.core.run.events import (
 )
 from secbench_tui.core.run.matrix import PlannedRun, resumable, unmatched_unfinished
 from secbench_tui.core.run.providers.baselines import is_baseline
-from secbench_tui.core.store.connection import StoreError
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import inert_line, redact_url
 from secbench_tui.errors import say_error
@@ -59,6 +58,7 @@ from secbench_tui.planner import (
     plan_matrix,
     plan_settings,
 )
+from secbench_tui.results_db import DatabaseError, check_path, open_results
 
 
 def format_case_line(event: CaseFinished) -> str:
@@ -257,10 +257,11 @@ async def print_plan(settings: Settings, out: TextIO) -> int:
         for line in plan.rewrites.lines():
             print(inert_line(line), file=out)
     try:
-        store = await Store.open(settings.db) if settings.db.exists() else None
-    except StoreError as exc:
+        check_path(settings.db, create=True)  # what the run would refuse, the dry run refuses
+        store = await open_results(settings.db, create=False) if settings.db.exists() else None
+    except DatabaseError as exc:
         say_error(exc)
-        return EXIT_ABORTED
+        return exc.exit_code
     try:
         est = await estimate([r.spec for r in plan.runs], settings.sent_max_tokens, catalog, store)
     finally:
@@ -315,9 +316,9 @@ async def _run(settings: Settings) -> int:
             print(inert_line(line), file=sys.stderr)
     try:
         store = await matrix.open_store()
-    except StoreError as exc:
+    except DatabaseError as exc:
         say_error(exc)
-        return EXIT_ABORTED
+        return exc.exit_code
     if settings.resume and not await _keep_resumable(plan, store):
         await matrix.aclose()
         return EXIT_OK

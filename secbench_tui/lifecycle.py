@@ -20,6 +20,7 @@ from secbench_tui.core.run.events import RunFinished
 from secbench_tui.core.run.matrix import Matrix, MatrixEvent, PlannedRun
 from secbench_tui.core.store.database import Store
 from secbench_tui.planner import Plan, context_refusals, plan_matrix, resolve_matrix_defaults
+from secbench_tui.results_db import open_results
 
 if TYPE_CHECKING:
     from secbench_tui.core.run.context import Overflow
@@ -33,7 +34,7 @@ class MatrixRun:
         run = MatrixRun(settings)
         plan = await run.plan()      # UsageError: a flag or file is wrong
         await run.refusals()         # requests larger than a model's context: not sent
-        await run.open_store()       # StoreError: the database is unusable
+        await run.open_store()       # DatabaseError: --db is unusable
         async for tagged in run.events(): ...
         run.finished                 # every run's end, in plan order
 
@@ -88,7 +89,7 @@ class MatrixRun:
                 if self._shared_store is not None:
                     self.store = await self._shared_store()
                 else:
-                    self.store = await Store.open(self.settings.db)
+                    self.store = await open_results(self.settings.db, create=True)
             except BaseException:
                 await self.aclose()
                 raise

@@ -26,6 +26,7 @@ from secbench_tui.config import Settings
 from secbench_tui.core.run import catalog
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import inert, inert_line
+from secbench_tui.results_db import open_results
 from secbench_tui.tui.commands import SecbenchCommands
 from secbench_tui.tui.errors import LOG_NAME, Guarded, report_error
 from secbench_tui.tui.host import Intervals
@@ -96,8 +97,9 @@ class SecbenchApp(Guarded, App[int]):
         """The session's database, opened on first use (raises StoreError with the fix)."""
         async with self._store_lock:
             if self._store is None:
-                self._store = await Store.open(
+                self._store = await open_results(
                     self.settings.db,
+                    create=True,
                     on_notice=lambda text: self.notify(text, title="Database", timeout=20),
                 )
             return self._store
