@@ -25,7 +25,6 @@ from typing import Any, TextIO
 from secbench_tui.config import Settings
 from secbench_tui.core.models import Outcome, RunStatus
 from secbench_tui.core.results.summary import RunSummary, matrix_lines, plain, summary_lines
-from secbench_tui.core.run.catalog import cached_catalog
 from secbench_tui.core.run.engine import Engine
 from secbench_tui.core.run.events import (
     CaseFinished,
@@ -236,16 +235,14 @@ def format_matrix(finished: list[RunFinished]) -> str:
 
 async def print_plan(settings: Settings, out: TextIO) -> int:
     """`--dry-run`: the runs, their requests after reuse, tokens and cost; nothing is asked."""
-    from secbench_tui.core.run.catalog import load_catalog
+    from secbench_tui.core.run.catalog import read_catalog
     from secbench_tui.core.run.context import context_overflows
     from secbench_tui.core.run.estimate import estimate, estimate_lines
 
     try:
         cells = plan_settings(settings)  # bad flags are said before anything is fetched
         remote = [one.model for one in cells if not is_baseline(one.model)]
-        catalog = (
-            await load_catalog(settings.base_url) if remote else cached_catalog(settings.base_url)
-        )
+        catalog = await read_catalog(settings.base_url, fetch="always" if remote else "never")
         # what each model's catalog entry decides (a reasoning model's max_tokens), as a run
         plan = plan_matrix(settings, False, catalog_defaults(settings, catalog))
     except UsageError as exc:

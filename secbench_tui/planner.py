@@ -427,18 +427,22 @@ async def resolve_matrix_defaults(
     settings: Settings, cache: Path | None = None, fetch: bool = True
 ) -> dict[str, RunSettings]:
     """`request_defaults` for every model of the matrix, by model id."""
-    from secbench_tui.core.run.catalog import lookup_models
+    from secbench_tui.core.run.catalog import read_catalog
 
     cells = {model: settings.run(model) for model in settings.models}
     asked = [m for m in cells if not is_baseline(m)]
     decided = settings.original_request or settings.max_tokens is not None
+    if decided or not asked:
+        return cells
     timeout = min(settings.attempt_timeout, 10.0)
-    entries = (
-        {}
-        if decided or not asked
-        else await lookup_models(settings.base_url, asked, cache, timeout, fetch)
+    catalog = await read_catalog(
+        settings.base_url,
+        fetch="missing" if fetch else "never",
+        wanted=asked,
+        directory=cache,
+        timeout=timeout,
     )  # one GET /models for the whole matrix
-    return {model: request_defaults(one, entries.get(model)) for model, one in cells.items()}
+    return {model: request_defaults(one, catalog.find(model)) for model, one in cells.items()}
 
 
 def catalog_defaults(settings: Settings, catalog: Catalog) -> dict[str, RunSettings]:
@@ -532,17 +536,19 @@ async def context_refusals(
     by its catalog entry: refused before anything is sent, unless `--force`. One `GET /models`
     for the whole matrix at most (the defaults have usually just cached it); a model whose
     context is not known is never refused."""
-    from secbench_tui.core.run.catalog import cache_path, load_cache, lookup_models
+    from secbench_tui.core.run.catalog import read_catalog
     from secbench_tui.core.run.context import context_overflows
 
     models = list(dict.fromkeys(r.model for r in plan.runs if not is_baseline(r.model)))
     if not models:
         return []
-    cached = load_cache(cache_path(settings.base_url, cache))
-    known = {m.id: m for m in cached[0]} if cached else {}
-    if fetch and any(m not in known for m in models):
-        timeout = min(settings.attempt_timeout, 10.0)
-        entries = await lookup_models(settings.base_url, models, cache, timeout)
-        known |= {m: info for m, info in entries.items() if info is not None}
-    contexts = {m: known[m].context_length if m in known else None for m in models}
+    timeout = min(settings.attempt_timeout, 10.0)
+    catalog = await read_catalog(
+        settings.base_url,
+        fetch="missing" if fetch else "never",
+        wanted=models,
+        directory=cache,
+        timeout=timeout,
+    )
+    contexts = {m: getattr(catalog.find(m), "context_length", None) for m in models}
     return context_overflows([r.spec for r in plan.runs], contexts)

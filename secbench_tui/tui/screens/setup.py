@@ -127,12 +127,16 @@ class SetupScreen(BaseScreen):
         # the model given first, then the ones used before; only those are tagged "recent"
         first = list(dict.fromkeys([*self.settings.models[:1], *used]))
         base_url = self.settings.base_url
-        cached = model_catalog.cached_catalog(base_url, first, app.cache_dir)
+        cached = await model_catalog.read_catalog(
+            base_url, fetch="never", recent=first, directory=app.cache_dir
+        )
         cached.recent = used
         self.post_message(CatalogLoaded(cached))
         if app.offline_catalog:
             return
-        fresh = await model_catalog.load_catalog(base_url, first, app.cache_dir)
+        fresh = await model_catalog.read_catalog(
+            base_url, fetch="always", recent=first, directory=app.cache_dir
+        )
         fresh.recent = used
         self.post_message(CatalogLoaded(fresh))
         if fresh.error:
