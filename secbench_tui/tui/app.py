@@ -24,6 +24,7 @@ from textual.screen import ModalScreen
 
 from secbench_tui.config import Settings
 from secbench_tui.core.run import catalog
+from secbench_tui.core.run.catalog import Catalog
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.results_db import open_results
@@ -114,8 +115,8 @@ class SecbenchApp(Guarded, App[int]):
 
     # --- navigation --------------------------------------------------------------------
 
-    def start_run(self, settings: Settings) -> None:
-        self.push_screen(RunScreen(settings))
+    def start_run(self, settings: Settings, catalog: Catalog | None = None) -> None:
+        self.push_screen(RunScreen(settings, catalog))
 
     def run_screen(self) -> RunScreen | None:
         return next((s for s in self.screen_stack if isinstance(s, RunScreen)), None)

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
@@ -43,6 +44,8 @@ from secbench_tui.core.run.events import (
 from secbench_tui.core.run.matrix import PlannedRun
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.lifecycle import MatrixRun
+from secbench_tui.planning.plan import catalog_for
+from secbench_tui.planning.plan import plan as make_plan
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.inflight import InFlight
 from secbench_tui.tui.messages import (
@@ -64,6 +67,7 @@ from secbench_tui.tui.widgets.results_table import shrink_columns
 from secbench_tui.tui.widgets.run_stats import MatrixProgress, RunStats, RunTally
 
 if TYPE_CHECKING:
+    from secbench_tui.core.run.catalog import Catalog
     from secbench_tui.core.store.database import Store
 
 MAX_ROWS = 1000
@@ -168,9 +172,10 @@ class RunScreen(BaseScreen):
 
     state: reactive[str] = reactive("starting")
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, catalog: Catalog | None = None) -> None:
         super().__init__()
         self.settings = settings
+        self.catalog = catalog  # the setup screen's (its estimate's); None: read once here
         self.lifecycle: MatrixRun | None = None
         self._stop_asked = False  # stop() came before the runs' lifecycle existed
         self._ui_loop: asyncio.AbstractEventLoop | None = None  # the app's, once mounted
@@ -284,33 +289,38 @@ class RunScreen(BaseScreen):
         async def shared_store() -> Store:  # the app's, opened (once) on the app's loop
             return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(app_store(), ui_loop))
 
-        run = self.lifecycle = MatrixRun(
-            self.settings,
-            shared_store=shared_store,
-            cache_dir=self.secbench.cache_dir,
-            fetch_catalog=not self.secbench.offline_catalog,
-        )
-        if self._stop_asked:
-            run.stop()
         try:
-            plan = await run.plan()
-            refused = await run.refusals()  # a prompt larger than the model's context
-            if not refused:
+            run = self.lifecycle = await self._planned_run(shared_store)
+            if self._stop_asked:
+                run.stop()
+            if not run.plan.refused:  # a prompt larger than the model's context
                 await run.open_store()
         except Exception as exc:
-            await run.aclose()
             self.post_message(RunFailed(describe_error(exc)))
             return
-        if refused:
+        if run.plan.refused:
             await run.aclose()
-            self.post_message(RunFailed("; ".join(o.message() for o in refused)))
+            self.post_message(RunFailed("; ".join(o.message() for o in run.plan.refused)))
             return
-        self.post_message(RunPlanned(plan.runs))
+        self.post_message(RunPlanned(run.runs))
         try:
             async for tagged in run.events():
                 self._post_event(tagged.event, tagged.slot)
         finally:
             self._post_gathered()
+
+    async def _planned_run(self, shared_store: Callable[[], Awaitable[Store]]) -> MatrixRun:
+        """The plan of the settings, made as `--no-ui` makes it, with the setup screen's
+        catalog (the one its estimate priced) or, started without one, the catalog read once."""
+        catalog = self.catalog
+        if catalog is None:
+            catalog = await catalog_for(
+                self.settings,
+                directory=self.secbench.cache_dir,
+                offline=self.secbench.offline_catalog,
+            )
+        plan = await asyncio.to_thread(make_plan, self.settings, catalog)
+        return MatrixRun(plan, shared_store=shared_store)
 
     def _post_event(self, event: object, slot: int = 0) -> None:
         """In the engine's thread: cases started and finished are gathered and posted every
