@@ -23,3 +23,7 @@ def error_line(message: object) -> str:
 def say_error(message: object, stream: TextIO | None = None) -> None:
     """Write the error line to stderr (or `stream`)."""
     print(error_line(message), file=stream or sys.stderr, flush=True)
+
+
+class UsageError(Exception):
+    """Bad settings or input: the message names the flag or file and the fix (exit 2)."""

@@ -25,7 +25,6 @@ from typing import Any, TextIO
 from secbench_tui.config import Settings
 from secbench_tui.core.models import Outcome, RunStatus
 from secbench_tui.core.results.summary import RunSummary, matrix_lines, plain, summary_lines
-from secbench_tui.core.run.catalog import cached_catalog
 from secbench_tui.core.run.engine import Engine
 from secbench_tui.core.run.events import (
     CaseFinished,
@@ -36,11 +35,10 @@ from secbench_tui.core.run.events import (
     RunStarted,
 )
 from secbench_tui.core.run.matrix import PlannedRun, resumable, unmatched_unfinished
-from secbench_tui.core.run.providers.baselines import is_baseline
-from secbench_tui.core.store.connection import StoreError
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import inert_line, redact_url
-from secbench_tui.errors import say_error
+from secbench_tui.dry_run import print_plan
+from secbench_tui.errors import UsageError, say_error
 from secbench_tui.exit_codes import (
     EXIT_ABORTED,
     EXIT_BROKEN_PIPE,
@@ -52,13 +50,9 @@ from secbench_tui.exit_codes import (
     EXIT_USAGE,
 )
 from secbench_tui.lifecycle import MatrixRun
-from secbench_tui.planner import (
-    Plan,
-    UsageError,
-    catalog_defaults,
-    plan_matrix,
-    plan_settings,
-)
+from secbench_tui.planning.plan import Plan, catalog_for
+from secbench_tui.planning.plan import plan as make_plan
+from secbench_tui.results_db import DatabaseError
 
 
 def format_case_line(event: CaseFinished) -> str:
@@ -234,125 +228,35 @@ def format_matrix(finished: list[RunFinished]) -> str:
     return plain(matrix_lines([(done.status, None, done.summary) for done in finished]))
 
 
-async def print_plan(settings: Settings, out: TextIO) -> int:
-    """`--dry-run`: the runs, their requests after reuse, tokens and cost; nothing is asked."""
-    from secbench_tui.core.run.catalog import load_catalog
-    from secbench_tui.core.run.context import context_overflows
-    from secbench_tui.core.run.estimate import estimate, estimate_lines
-
-    try:
-        cells = plan_settings(settings)  # bad flags are said before anything is fetched
-        remote = [one.model for one in cells if not is_baseline(one.model)]
-        catalog = (
-            await load_catalog(settings.base_url) if remote else cached_catalog(settings.base_url)
-        )
-        # what each model's catalog entry decides (a reasoning model's max_tokens), as a run
-        plan = plan_matrix(settings, False, catalog_defaults(settings, catalog))
-    except UsageError as exc:
-        say_error(exc)
-        return EXIT_USAGE
-    for skipped in plan.skipped:  # what the run would say first: the dry run is where to look
-        print(f"warning: {inert_line(skipped)}", file=out)
-    if plan.rewrites is not None:
-        for line in plan.rewrites.lines():
-            print(inert_line(line), file=out)
-    try:
-        store = await Store.open(settings.db) if settings.db.exists() else None
-    except StoreError as exc:
-        say_error(exc)
-        return EXIT_ABORTED
-    try:
-        est = await estimate([r.spec for r in plan.runs], settings.sent_max_tokens, catalog, store)
-    finally:
-        if store is not None:
-            await store.close()
-    models = len({r.model for r in plan.runs})
-    prompts = len({r.prompt for r in plan.runs})
-    print(
-        f"Plan: {len(plan.runs)} run(s) = {models} model(s) x {prompts} prompt(s), "
-        f"repeats {settings.repeats}; dry run, nothing is sent",
-        file=out,
-    )
-    for line in estimate_lines(est):
-        print(line, file=out)
-    if catalog.error and remote:
-        print(f"note: {inert_line(catalog.error)}", file=out)
-    contexts = {r.model: getattr(catalog.find(r.model), "context_length", None) for r in plan.runs}
-    for overflow in context_overflows([r.spec for r in plan.runs], contexts):
-        refused = "sent anyway (--force)" if settings.force else "refused when run"
-        print(f"warning: {overflow.message()}; {refused}", file=out)
-    return EXIT_OK
-
-
 async def _run(settings: Settings) -> int:
+    """A headless command: the catalog read once, the plan made once, then the dry run
+    prints it or the runs run it."""
     if settings.summary_json is not None and not settings.summary_json.parent.is_dir():
         say_error(
             f"--summary-json {settings.summary_json}: folder "
             f"{settings.summary_json.parent} does not exist"
         )
         return EXIT_USAGE
-    if settings.dry_run:
-        return await print_plan(settings, sys.stdout)
-    matrix = MatrixRun(settings)
     try:
-        plan = await matrix.plan()
+        catalog = await catalog_for(settings)
+        plan = await asyncio.to_thread(make_plan, settings, catalog)
     except UsageError as exc:
-        await matrix.aclose()
         say_error(exc)
         return EXIT_USAGE
-    overflows = await matrix.refusals()
-    if overflows:
-        await matrix.aclose()
-        for overflow in overflows:
-            say_error(overflow.message())
-        return EXIT_USAGE
-    if settings.resume and not settings.db.exists():
-        await matrix.aclose()
-        print(f"nothing to resume: {settings.db} holds no run yet", file=sys.stderr)
-        return EXIT_OK
-    if plan.rewrites is not None:
-        for line in plan.rewrites.lines():
-            print(inert_line(line), file=sys.stderr)
-    try:
-        store = await matrix.open_store()
-    except StoreError as exc:
-        say_error(exc)
-        return EXIT_ABORTED
-    if settings.resume and not await _keep_resumable(plan, store):
-        await matrix.aclose()
-        return EXIT_OK
-    if settings.max_cost is not None and not all(r.provider.reports_cost for r in plan.runs):
-        print(
-            f"warning: --max-cost: {redact_url(settings.base_url)} may not report costs; "
-            "the budget only counts costs the endpoint reports",
-            file=sys.stderr,
-        )
-    reader = Reader()
-    interrupts = 0
-    terminated = False
+    if settings.dry_run:
+        return await print_plan(plan, sys.stdout)
+    return await run_plan(plan)
 
-    def on_signal(sig: signal.Signals) -> None:
-        nonlocal interrupts, terminated
-        interrupts += 1
-        terminated = terminated or sig is signal.SIGTERM
-        if interrupts == 1:
-            what = "SIGTERM" if sig is signal.SIGTERM else "Ctrl+C"
-            print(
-                f"\nstopping ({what}): the requests in flight get {settings.stop_grace:g}s to "
-                "finish, the rest are asked by --resume (Ctrl+C again to quit now)",
-                file=sys.stderr,
-                flush=True,
-            )
-            matrix.stop()
-        else:
-            os._exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
 
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, on_signal, sig)
-        except (NotImplementedError, RuntimeError):
-            pass
+async def run_plan(plan: Plan) -> int:
+    """The plan's runs, a line per finished case, then their summaries; the exit code is the
+    worst of theirs."""
+    started = await _start(plan)
+    if isinstance(started, int):
+        return started
+    matrix, reader = started, Reader()
+    signals = Signals(matrix, plan.settings.stop_grace)
+    signals.listen(asyncio.get_running_loop())
     try:  # the providers and the store are closed however it ends
         finished = await consume_matrix(matrix, sys.stdout, sys.stderr, reader)
     except Exception as exc:  # a run could not even start (the database, most likely)
@@ -367,17 +271,105 @@ async def _run(settings: Settings) -> int:
             print(format_matrix(finished), flush=True)
     except BrokenPipeError:
         reader.gone = silence_closed(sys.stdout, sys.stderr) or True
-    unwritten = False  # every result is stored by now: a summary file that fails is reported
-    if settings.summary_json is not None:
-        try:
-            write_summary_json(settings.summary_json, finished)
-        except OSError as exc:
-            unwritten = True
-            reason = "it is a folder" if settings.summary_json.is_dir() else exc.strerror or exc
-            say_error(
-                f"--summary-json {settings.summary_json}: cannot write it "
-                f"({inert_line(reason)}); the results are in {settings.db}, pick another path"
-            )
+    unwritten = not _write_summary_file(plan.settings, finished)
+    codes = _run_exits(finished, signals)
+    if reader.gone or silence_closed(sys.stdout, sys.stderr):
+        codes.append(EXIT_BROKEN_PIPE)
+    return worst_exit(codes) or (EXIT_FAILED if unwritten else EXIT_OK)
+
+
+async def _start(plan: Plan) -> MatrixRun | int:
+    """What a run checks before its first request, in order: the key, the requests too large
+    for their model, something to resume, the database. The runs ready to go, or the exit
+    code when they may not start."""
+    settings = plan.settings
+    try:
+        matrix = MatrixRun(plan)
+    except UsageError as exc:
+        say_error(exc)
+        return EXIT_USAGE
+    if plan.refused or (settings.resume and not settings.db.exists()):
+        await matrix.aclose()
+        for overflow in plan.refused:
+            say_error(overflow.message())
+        if plan.refused:
+            return EXIT_USAGE
+        print(f"nothing to resume: {settings.db} holds no run yet", file=sys.stderr)
+        return EXIT_OK
+    if plan.rewrites is not None:
+        for line in plan.rewrites.lines():
+            print(inert_line(line), file=sys.stderr)
+    try:
+        store = await matrix.open_store()
+    except DatabaseError as exc:
+        say_error(exc)
+        return exc.exit_code
+    if settings.resume and not await _keep_resumable(matrix, store):
+        await matrix.aclose()
+        return EXIT_OK
+    if settings.max_cost is not None and not all(r.provider.reports_cost for r in matrix.runs):
+        print(
+            f"warning: --max-cost: {redact_url(settings.base_url)} may not report costs; "
+            "the budget only counts costs the endpoint reports",
+            file=sys.stderr,
+        )
+    return matrix
+
+
+class Signals:
+    """Ctrl+C and SIGTERM while the runs go on: the first starts no new case and gives the
+    requests in flight their grace; a second exits at once (every finished case is stored)."""
+
+    def __init__(self, matrix: MatrixRun, grace: float) -> None:
+        self.matrix, self.grace = matrix, grace
+        self.count = 0
+        self.terminated = False
+
+    def listen(self, loop: asyncio.AbstractEventLoop) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self.arrived, sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+
+    def arrived(self, sig: signal.Signals) -> None:
+        self.count += 1
+        self.terminated = self.terminated or sig is signal.SIGTERM
+        if self.count > 1:
+            os._exit(self.exit_code)
+        what = "SIGTERM" if sig is signal.SIGTERM else "Ctrl+C"
+        print(
+            f"\nstopping ({what}): the requests in flight get {self.grace:g}s to "
+            "finish, the rest are asked by --resume (Ctrl+C again to quit now)",
+            file=sys.stderr,
+            flush=True,
+        )
+        self.matrix.stop()
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_TERMINATED if self.terminated else EXIT_INTERRUPTED
+
+
+def _write_summary_file(settings: Settings, finished: list[RunFinished]) -> bool:
+    """`--summary-json`, after every result is stored: False (and said) when it cannot be
+    written."""
+    if settings.summary_json is None:
+        return True
+    try:
+        write_summary_json(settings.summary_json, finished)
+    except OSError as exc:
+        reason = "it is a folder" if settings.summary_json.is_dir() else exc.strerror or exc
+        say_error(
+            f"--summary-json {settings.summary_json}: cannot write it "
+            f"({inert_line(reason)}); the results are in {settings.db}, pick another path"
+        )
+        return False
+    return True
+
+
+def _run_exits(finished: list[RunFinished], signals: Signals) -> list[int]:
+    """Each run's own exit code, with what is wrong said on stderr."""
     codes = []
     for done in finished:
         if done.status is RunStatus.ABORTED:
@@ -386,33 +378,31 @@ async def _run(settings: Settings) -> int:
                 file=sys.stderr,
             )
             codes.append(EXIT_ABORTED)
-        elif done.status is RunStatus.STOPPED and interrupts:
-            codes.append(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
+        elif done.status is RunStatus.STOPPED and signals.count:
+            codes.append(signals.exit_code)
         elif done.summary.no_answer:
             print(
                 f"secbench-tui: run {done.run_id}: {inert_line(done.summary.no_answer)}",
                 file=sys.stderr,
             )
             codes.append(EXIT_NO_ANSWERS)
-    if reader.gone or silence_closed(sys.stdout, sys.stderr):
-        codes.append(EXIT_BROKEN_PIPE)
-    return worst_exit(codes) or (EXIT_FAILED if unwritten else EXIT_OK)
+    return codes
 
 
-async def _keep_resumable(plan: Plan, store: Store) -> bool:
+async def _keep_resumable(matrix: MatrixRun, store: Store) -> bool:
     """`--resume`: keep the runs that have an unfinished run to continue, name the others;
     False (and "nothing to resume") when no run is left to continue."""
-    kept = await resumable(plan.runs, store)
+    kept = await resumable(matrix.runs, store)
     if not kept:
         print(
             "nothing to resume: no unfinished run with these settings "
             "(without --resume the cases are asked again, reusing what is stored)",
             file=sys.stderr,
         )
-        for run in plan.runs:
+        for run in matrix.runs:
             await _say_unmatched(run, store)
         return False
-    for run in plan.runs:
+    for run in matrix.runs:
         if run not in kept:
             print(
                 f"note: nothing to resume for {inert_line(run.label)}: no unfinished run "
@@ -420,8 +410,7 @@ async def _keep_resumable(plan: Plan, store: Store) -> bool:
                 file=sys.stderr,
             )
             await _say_unmatched(run, store)
-    plan.settings = [one for run, one in zip(plan.runs, plan.settings, strict=True) if run in kept]
-    plan.runs = kept
+    matrix.keep(kept)
     return True
 
 

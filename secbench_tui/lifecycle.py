@@ -1,96 +1,71 @@
-"""One run lifecycle for every front end: resolve, plan, open the store, run the matrix, end.
+"""One run lifecycle for every front end: a plan's runs, from the store opened to every end.
 
 `--no-ui` and the app's run screen both go through `MatrixRun`, so a run started from either is
-the same run: what each model's catalog entry decides (`planner.resolve_matrix_defaults`), one
-run per model x prompt (`planner.plan_matrix`), the store opened (on the runs' event loop),
-the runs of the matrix driven together (`core.run.matrix.Matrix`), and every run's end, in plan
-order. The front ends only watch the events and decide what to show and how to exit.
+the same run: the plan made once (`planning.plan.plan`), one provider per model, the store
+opened (on the runs' event loop), the runs of the matrix driven together
+(`core.run.matrix.Matrix`), and every run's end, in plan order. The front ends only watch the
+events and decide what to show and how to exit.
 """
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-from secbench_tui.config import Settings
+from secbench_tui.config import RunSettings
 from secbench_tui.core.run.events import RunFinished
 from secbench_tui.core.run.matrix import Matrix, MatrixEvent, PlannedRun
+from secbench_tui.core.run.providers.base import Provider
+from secbench_tui.core.run.providers.baselines import BaselineProvider, is_baseline
+from secbench_tui.core.run.providers.openai_compat import ClientSettings, OpenAICompatibleProvider
 from secbench_tui.core.store.database import Store
-from secbench_tui.planner import Plan, context_refusals, plan_matrix, resolve_matrix_defaults
-
-if TYPE_CHECKING:
-    from secbench_tui.core.run.context import Overflow
+from secbench_tui.errors import UsageError
+from secbench_tui.planning.plan import Plan
+from secbench_tui.results_db import open_results
 
 GIL_SWITCH = 0.0005  # seconds: sys.setswitchinterval while runs go on (see MatrixRun.events)
 
 
 class MatrixRun:
-    """The runs one `Settings` asks for, from plan to end. Use it once:
+    """The runs of one plan, from the store opened to the end. Use it once:
 
-        run = MatrixRun(settings)
-        plan = await run.plan()      # UsageError: a flag or file is wrong
-        await run.refusals()         # requests larger than a model's context: not sent
-        await run.open_store()       # StoreError: the database is unusable
+        run = MatrixRun(plan)        # UsageError: no key for the endpoint
+        await run.open_store()       # DatabaseError: --db is unusable
         async for tagged in run.events(): ...
         run.finished                 # every run's end, in plan order
 
-    `stop()` may come at any time, even before the runs exist; `events()` closes the
+    `stop()` may come at any time, even before the runs start; `events()` closes the
     providers and the store however it ends. The store is the run's own, opened on the event
     loop the runs go on (the app runs them on a loop of their own: its screens keep a store
     of their own on theirs); `on_notice` hears what opening it has to tell the user.
     """
 
-    def __init__(
-        self,
-        settings: Settings,
-        *,
-        on_notice: Callable[[str], None] | None = None,
-        cache_dir: Path | None = None,
-        fetch_catalog: bool = True,
-    ) -> None:
-        self.settings = settings
+    def __init__(self, plan: Plan, *, on_notice: Callable[[str], None] | None = None) -> None:
+        self.plan = plan
         self.store: Store | None = None
         self._on_notice = on_notice
-        self.cache_dir = cache_dir
-        self.fetch_catalog = fetch_catalog
         self.matrix: Matrix | None = None
-        self._plan: Plan | None = None
         self._stop: tuple[str | None] | None = None  # a stop asked before the runs existed
         self._closed = False
+        self._providers: dict[str, Provider] = {}
+        # one per model; a missing key raises before any request, at the first model that
+        # asks the endpoint (they share it), so no client is left open behind it
+        for cell in plan.cells:
+            if cell.model not in self._providers:
+                self._providers[cell.model] = make_provider(cell.settings)
+        self.runs = [PlannedRun(c.spec, self._providers[c.model]) for c in plan.cells]
 
-    @property
-    def runs(self) -> list[PlannedRun]:
-        return self._plan.runs if self._plan else []
-
-    async def plan(self) -> Plan:
-        """What each model's catalog entry decides, then one planned run per cell."""
-        if self._plan is None:
-            resolved = await resolve_matrix_defaults(
-                self.settings, self.cache_dir, fetch=self.fetch_catalog
-            )
-            plan = await asyncio.to_thread(plan_matrix, self.settings, True, resolved)
-            self._plan = plan
-            return plan
-        return self._plan
-
-    async def refusals(self) -> list[Overflow]:
-        """Runs whose largest request is more than the model's context, by its catalog entry:
-        refused before anything is sent (none with `--force`)."""
-        if self.settings.force:
-            return []
-        plan = await self.plan()
-        return await context_refusals(self.settings, plan, self.cache_dir, fetch=self.fetch_catalog)
+    def keep(self, runs: list[PlannedRun]) -> None:
+        """Run only these of the plan's runs (`--resume`: the ones with a run to continue)."""
+        kept = {id(run) for run in runs}
+        self.runs = [run for run in self.runs if id(run) in kept]
 
     async def open_store(self) -> Store:
         if self.store is None:
             try:
-                if self._on_notice is not None:
-                    self.store = await Store.open(self.settings.db, self._on_notice)
-                else:
-                    self.store = await Store.open(self.settings.db)
+                self.store = await open_results(
+                    self.plan.settings.db, create=True, on_notice=self._on_notice
+                )
             except BaseException:
                 await self.aclose()
                 raise
@@ -106,9 +81,8 @@ class MatrixRun:
         switch = sys.getswitchinterval()
         sys.setswitchinterval(min(switch, GIL_SWITCH))
         try:
-            plan = await self.plan()
             store = await self.open_store()
-            self.matrix = Matrix(plan.runs, store, stop_grace=self.settings.stop_grace)
+            self.matrix = Matrix(self.runs, store, stop_grace=self.plan.settings.stop_grace)
             if self._stop is not None:
                 self.matrix.stop(self._stop[0])
             async for tagged in self.matrix.events():
@@ -135,7 +109,35 @@ class MatrixRun:
         if self._closed:
             return
         self._closed = True
-        if self._plan is not None:
-            await self._plan.aclose()
+        for provider in self._providers.values():
+            await provider.aclose()
         if self.store is not None:
             await self.store.close()
+
+
+def make_provider(one: RunSettings) -> Provider:
+    """Who answers a cell's requests: an offline baseline, or the endpoint's client."""
+    model = one.model
+    if is_baseline(model):
+        return BaselineProvider(model, one.seed)
+    client = ClientSettings(
+        base_url=one.base_url,
+        api_key=one.key,
+        model=model,
+        temperature=one.sent_temperature,
+        max_tokens=one.sent_max_tokens,
+        seed=one.seed,
+        response_format=one.response_format,
+        reasoning_effort=one.reasoning_effort,
+        request_style=one.request_style,
+        max_retries=one.max_retries,
+        backoff_base=one.retry_backoff,
+        timeout=one.attempt_timeout,
+        concurrency=one.concurrency,
+    )
+    if client.is_openrouter and not client.api_key:
+        raise UsageError(
+            "no API key: set OPENROUTER_API_KEY in the environment or in .env "
+            "(or use --base-url for a local server, or a baseline/* model offline)"
+        )
+    return OpenAICompatibleProvider(client)

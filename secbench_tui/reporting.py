@@ -19,10 +19,10 @@ from secbench_tui.core.results.report.data import ReportError
 from secbench_tui.core.results.report.files import report_path, write_text_atomic
 from secbench_tui.core.results.report.gathering import gather
 from secbench_tui.core.results.report.rendering import render_html
-from secbench_tui.core.store.connection import StoreError
 from secbench_tui.core.store.database import Store
 from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from secbench_tui.results_db import DatabaseError, open_results
 
 
 class OutputError(OSError):
@@ -107,14 +107,10 @@ async def _export_main(
     models: list[str] | None,
 ) -> int:
     try:
-        store = await Store.open_existing(
-            settings.db,
-            "run an evaluation first (e.g. secbench-tui --model baseline/random --no-ui)"
-            " or point --db at a results file",
-        )
-    except StoreError as exc:
+        store = await open_results(settings.db, create=False, runs=runs or ())
+    except DatabaseError as exc:
         say_error(exc)
-        return EXIT_FAILED if settings.db.exists() else EXIT_USAGE  # --db names no file
+        return exc.exit_code
     try:
         outputs = await write_outputs(
             store,
@@ -157,5 +153,6 @@ def export_main(
     models: list[str] | None,
 ) -> int:
     """Entry point of `--report` and `--export`: 0 when written; 2 when --db, --runs or
-    --models select nothing, 1 when a file cannot be read or written, with a message."""
+    --models select nothing, 1 when a file cannot be written, 3 when --db is unusable (as
+    for every command: `results_db`), with a message."""
     return asyncio.run(_export_main(settings, report, export, out, runs, models))

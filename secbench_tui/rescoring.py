@@ -11,18 +11,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from secbench_tui.core.results.regrading import rescore
-from secbench_tui.core.store.connection import StoreError
-from secbench_tui.core.store.database import Store
 from secbench_tui.errors import say_error
-from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK
+from secbench_tui.exit_codes import EXIT_OK
+from secbench_tui.results_db import DatabaseError, open_results
 
 
 async def _rescore_main(db: Path, runs: Sequence[int]) -> int:
     try:
-        store = await Store.open_existing(db, "give the file a run recorded its results in")
-    except StoreError as exc:
+        store = await open_results(db, create=False, runs=runs)
+    except DatabaseError as exc:
         say_error(exc)
-        return EXIT_FAILED
+        return exc.exit_code
     try:
         report = await rescore(store, runs)
     finally:
@@ -32,5 +31,6 @@ async def _rescore_main(db: Path, runs: Sequence[int]) -> int:
 
 
 def rescore_main(db: Path, runs: Sequence[int] | None) -> int:
-    """Entry point of `--rescore`: 0 when done, 1 when the database cannot be used."""
+    """Entry point of `--rescore`: 0 when done; 2 when --db names no database or --runs a run
+    it does not hold, 3 when it cannot be used (as for every command: `results_db`)."""
     return asyncio.run(_rescore_main(db, runs or ()))

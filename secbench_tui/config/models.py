@@ -283,7 +283,7 @@ class Options(DeclaredSettings):
 
 class Settings(Options):
     """What was asked: the matrix (every model x prompt, or x method for VulDetectBench) over
-    the options. `planner.plan_settings` makes one `RunSettings` per cell."""
+    the options. `planning.cells.matrix_cells` makes one `RunSettings` per cell."""
 
     models: Annotated[
         list[str],

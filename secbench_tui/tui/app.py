@@ -24,8 +24,10 @@ from textual.screen import ModalScreen
 
 from secbench_tui.config import Settings
 from secbench_tui.core.run import catalog
+from secbench_tui.core.run.catalog import Catalog
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import inert, inert_line
+from secbench_tui.results_db import open_results
 from secbench_tui.tui.commands import SecbenchCommands
 from secbench_tui.tui.errors import LOG_NAME, Guarded, report_error
 from secbench_tui.tui.host import Intervals
@@ -96,8 +98,9 @@ class SecbenchApp(Guarded, App[int]):
         """The session's database, opened on first use (raises StoreError with the fix)."""
         async with self._store_lock:
             if self._store is None:
-                self._store = await Store.open(
+                self._store = await open_results(
                     self.settings.db,
+                    create=True,
                     on_notice=lambda text: self.notify(text, title="Database", timeout=20),
                 )
             return self._store
@@ -112,8 +115,8 @@ class SecbenchApp(Guarded, App[int]):
 
     # --- navigation --------------------------------------------------------------------
 
-    def start_run(self, settings: Settings) -> None:
-        self.push_screen(RunScreen(settings))
+    def start_run(self, settings: Settings, catalog: Catalog | None = None) -> None:
+        self.push_screen(RunScreen(settings, catalog))
 
     def run_screen(self) -> RunScreen | None:
         return next((s for s in self.screen_stack if isinstance(s, RunScreen)), None)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from secbench_tui.core.store.connection import StoreError
-from secbench_tui.planner import UsageError
+from secbench_tui.errors import UsageError
 
 if TYPE_CHECKING:
     from textual.app import App

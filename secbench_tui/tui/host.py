@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from secbench_tui.config import Settings
+from secbench_tui.core.run.catalog import Catalog
 from secbench_tui.core.store.database import Store
 
 
@@ -45,7 +46,10 @@ class Host(Protocol):
     @property
     def run_active(self) -> bool: ...
 
-    def start_run(self, settings: Settings) -> None: ...
+    def start_run(self, settings: Settings, catalog: Catalog | None = None) -> None:
+        """The runs of `settings`, planned with `catalog` (the one the estimate priced;
+        None: the run reads it)."""
+        ...
 
     def action_compare(self) -> None:
         """Open the case x run grid of the runs marked (or the latest of each model)."""

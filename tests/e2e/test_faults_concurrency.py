@@ -12,7 +12,9 @@ from secbench_tui.config import RunSettings as Settings
 from secbench_tui.core.run.engine import Engine
 from secbench_tui.core.run.events import CaseFinished, Retrying, RunFinished
 from secbench_tui.core.store.database import Store
-from secbench_tui.planner import build_spec, load_suite, make_provider
+from secbench_tui.lifecycle import make_provider
+from secbench_tui.planning.plan import build_spec
+from secbench_tui.planning.suites import load_suite
 from tests.e2e import server as srv
 from tests.e2e.harness import write_suite
 from tests.e2e.server import LoopbackServer

@@ -372,6 +372,25 @@ def test_a_matrix_reads_the_model_list_once_for_every_model(tmp_path: Path) -> N
     assert bodies == {"deepseek/deepseek-r1:free": 32768, "openai/gpt-4o-mini": 1024}
 
 
+def test_a_run_reads_the_model_list_once_even_for_a_model_it_does_not_list(
+    tmp_path: Path,
+) -> None:
+    """The catalog is read once per command and the plan made from it: a model the list does
+    not hold was looked up for its defaults, then again for its context (two GET /models
+    per run, every run, since the cache could never list it)."""
+    suite = tmp_path / "suite"
+    write_suite(suite, {"alpha": ["good", "bad"]})
+    env = cli_env(FAKE_KEY, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    with LoopbackServer() as server:
+        model = f"vendor/unlisted,{MODEL}"
+        asked = []
+        for extra in (("--dry-run",), (), ("--force",)):
+            done = run_cli(server.base_url, tmp_path / "r.db", suite, *extra, model=model, env=env)
+            assert done.returncode == 0, done.stderr
+            asked.append(server.catalog_requests - sum(asked))
+    assert asked == [1, 1, 1]  # the dry run, the run, a run with --force: once each
+
+
 def test_a_skipped_case_file_is_named_once_for_the_whole_matrix(tmp_path: Path) -> None:
     suite = tmp_path / "suite"
     write_suite(suite, {"alpha": ["good", "bad"]})

@@ -158,19 +158,18 @@ async def record_run(settings: Settings) -> int:
     """Run an evaluation the headless way (same session and engine) into settings.db."""
     import io
 
+    from secbench_tui.core.run.catalog import Catalog
     from secbench_tui.core.run.engine import Engine
     from secbench_tui.core.store.database import Store
     from secbench_tui.headless import consume
-    from secbench_tui.planner import build_spec, load_suite, make_provider, plan_settings
+    from secbench_tui.lifecycle import make_provider
+    from secbench_tui.planning.plan import plan
 
-    (one,) = plan_settings(settings)  # one model, one prompt: one run
-    suite = load_suite(one)
-    provider = make_provider(one)
+    (one,) = plan(settings, Catalog([], "none")).cells  # one model, one prompt: one run
+    provider = make_provider(one.settings)
     store = await Store.open(settings.db)
     try:
-        finished = await consume(
-            Engine(build_spec(one, suite), provider, store), io.StringIO(), io.StringIO()
-        )
+        finished = await consume(Engine(one.spec, provider, store), io.StringIO(), io.StringIO())
     finally:
         await provider.aclose()
         await store.close()

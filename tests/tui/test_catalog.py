@@ -14,10 +14,15 @@ from secbench_tui.core.store.database import Store
 from tests.e2e.server import LoopbackServer
 
 
+async def never_asked(url: str, directory: Path) -> catalog.Catalog:
+    """The catalog without the network: what the cache holds, or the baselines alone."""
+    return await catalog.read_catalog(url, fetch="never", directory=directory)
+
+
 async def test_fetches_models_with_prices_context_and_structured_support(
     server: LoopbackServer, tmp_path: Path
 ) -> None:
-    found = await catalog.load_catalog(server.base_url, directory=tmp_path)
+    found = await catalog.read_catalog(server.base_url, fetch="always", directory=tmp_path)
     assert found.source == "network" and found.error is None
     mini = found.find("openai/gpt-4o-mini")
     r1 = found.find("deepseek/deepseek-r1:free")
@@ -34,7 +39,9 @@ async def test_fetches_models_with_prices_context_and_structured_support(
 async def test_cache_file_is_per_host_under_xdg_cache_home(
     server: LoopbackServer, tmp_path: Path
 ) -> None:
-    await catalog.load_catalog(server.base_url)  # XDG_CACHE_HOME is tmp_path/cache here
+    await catalog.read_catalog(
+        server.base_url, fetch="always"
+    )  # XDG_CACHE_HOME is tmp_path/cache here
     path = tmp_path / "cache" / "secbench-tui" / f"models-127.0.0.1-{server.port}.json"
     assert path.is_file()
     cached = json.loads(path.read_text())
@@ -43,9 +50,9 @@ async def test_cache_file_is_per_host_under_xdg_cache_home(
 
 async def test_offline_falls_back_to_the_cache(server: LoopbackServer, tmp_path: Path) -> None:
     url = server.base_url
-    await catalog.load_catalog(url, directory=tmp_path)
+    await catalog.read_catalog(url, fetch="always", directory=tmp_path)
     server.stop()
-    offline = await catalog.load_catalog(url, directory=tmp_path, timeout=2)
+    offline = await catalog.read_catalog(url, fetch="always", directory=tmp_path, timeout=2)
     assert offline.source == "cache"
     assert offline.error and "/models failed" in offline.error
     assert offline.find("openai/gpt-4o-mini") is not None
@@ -58,7 +65,8 @@ async def test_offline_without_cache_still_lists_the_baselines(tmp_path: Path) -
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    found = await catalog.load_catalog(f"http://127.0.0.1:{port}/api/v1", directory=tmp_path)
+    url = f"http://127.0.0.1:{port}/api/v1"
+    found = await catalog.read_catalog(url, fetch="always", directory=tmp_path)
     assert found.source == "none" and found.error
     assert [m.id for m in found.models] == list(BASELINES)
 
@@ -79,11 +87,11 @@ def test_filter_matches_every_word_of_the_query() -> None:
     assert found.filter("openai claude") == []
 
 
-def test_a_damaged_cache_is_ignored(tmp_path: Path) -> None:
+async def test_a_damaged_cache_is_ignored(tmp_path: Path) -> None:
     path = catalog.cache_path("http://127.0.0.1:9/api/v1", tmp_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("{not json")
-    assert catalog.cached_catalog("http://127.0.0.1:9/api/v1", directory=tmp_path).source == "none"
+    assert (await never_asked("http://127.0.0.1:9/api/v1", tmp_path)).source == "none"
 
 
 async def test_recent_models_are_read_from_the_runs_table(tmp_path: Path) -> None:
@@ -108,7 +116,7 @@ async def test_recent_models_are_read_from_the_runs_table(tmp_path: Path) -> Non
         assert (await (await db.execute("SELECT COUNT(*) FROM runs")).fetchone())[0] == 3
 
 
-def test_a_cache_with_damaged_entries_keeps_the_sound_ones(tmp_path: Path) -> None:
+async def test_a_cache_with_damaged_entries_keeps_the_sound_ones(tmp_path: Path) -> None:
     url = "http://127.0.0.1:9/api/v1"
     path = catalog.cache_path(url, tmp_path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -118,7 +126,7 @@ def test_a_cache_with_damaged_entries_keeps_the_sound_ones(tmp_path: Path) -> No
         [{"id": "b/typed-badly", "context_length": "big", "prompt_price": "x"}, sound],
     ):
         path.write_text(json.dumps({"fetched_at": "2025-01-01T00:00:00Z", "models": models}))
-        found = catalog.cached_catalog(url, directory=tmp_path)
+        found = await never_asked(url, tmp_path)
         assert found.source == "cache"
         listed = [m for m in found.models if not m.offline]
         assert catalog.ModelInfo("a/sound", "Sound", 8000, 1.0) in listed
@@ -129,11 +137,12 @@ def test_a_cache_with_damaged_entries_keeps_the_sound_ones(tmp_path: Path) -> No
     assert [m.id for m in listed if m.id != "a/sound"] == ["b/typed-badly"]
     assert listed[-1].context_length is None and listed[-1].prompt_price is None
     path.write_text(json.dumps({"models": {"a": 1}}))
-    assert catalog.cached_catalog(url, directory=tmp_path).source == "none"
+    assert (await never_asked(url, tmp_path)).source == "none"
 
 
 async def test_a_base_url_with_an_impossible_port_is_an_error_not_a_crash(tmp_path: Path) -> None:
-    found = await catalog.load_catalog("http://127.0.0.1:99999/api/v1", directory=tmp_path)
+    url = "http://127.0.0.1:99999/api/v1"
+    found = await catalog.read_catalog(url, fetch="always", directory=tmp_path)
     assert found.source == "none" and found.error
     assert [m.id for m in found.models] == list(BASELINES)
 
@@ -143,18 +152,22 @@ async def test_models_that_reason_are_known_from_the_catalog_and_its_cache(
 ) -> None:
     from secbench_tui.tui.widgets.model_picker import model_detail, model_row
 
-    found = await catalog.load_catalog(server.base_url, directory=tmp_path)
+    found = await catalog.read_catalog(server.base_url, fetch="always", directory=tmp_path)
     r1, mini = found.find("deepseek/deepseek-r1:free"), found.find("openai/gpt-4o-mini")
     assert r1 is not None and mini is not None
     assert (r1.reasoning, mini.reasoning) == (True, False)
     assert mini.max_completion_tokens == 16384 and r1.max_completion_tokens is None
-    cached = catalog.cached_catalog(server.base_url, directory=tmp_path)
+    cached = await never_asked(server.base_url, tmp_path)
     assert cached.find("deepseek/deepseek-r1:free") == r1  # the cache keeps both fields
     assert "reasons" in model_row(r1, False, False).plain
     assert "reasons" not in model_row(mini, False, False).plain
     assert "reasons before answering" in model_detail(r1).plain
     server.models = []  # the cache answers now; the network is not asked again
-    assert await catalog.lookup_model(server.base_url, r1.id, tmp_path) == r1
+    asked = server.catalog_requests
+    known = await catalog.read_catalog(
+        server.base_url, fetch="missing", wanted=[r1.id], directory=tmp_path
+    )
+    assert known.find(r1.id) == r1 and server.catalog_requests == asked
 
 
 async def test_a_server_that_does_not_say_which_models_reason_is_asked_once(
@@ -166,20 +179,27 @@ async def test_a_server_that_does_not_say_which_models_reason_is_asked_once(
         {k: v for k, v in m.items() if k != "supported_parameters"} for m in server.models
     ]
     model = "openai/gpt-4o-mini"
-    first = await catalog.lookup_models(server.base_url, [model], tmp_path)
-    assert first[model] is not None and first[model].reasoning is None
+
+    async def entry(wanted: str) -> catalog.ModelInfo | None:
+        found = await catalog.read_catalog(
+            server.base_url, fetch="missing", wanted=[wanted], directory=tmp_path
+        )
+        return found.find(wanted)
+
+    first = await entry(model)
+    assert first is not None and first.reasoning is None
     asked = server.catalog_requests
-    assert await catalog.lookup_models(server.base_url, [model], tmp_path) == first
+    assert await entry(model) == first
     assert server.catalog_requests == asked  # the cache answers
-    assert (await catalog.lookup_models(server.base_url, ["vendor/new"], tmp_path)) == {
-        "vendor/new": None
-    }
+    assert await entry("vendor/new") is None
     assert server.catalog_requests == asked + 1  # a model it does not list is asked about
+    assert await entry("baseline/random") is not None  # a baseline is never asked about
+    assert server.catalog_requests == asked + 1
     # a cache written before every field was kept: asked again once, then rewritten
     path = catalog.cache_path(server.base_url, tmp_path)
     data = json.loads(path.read_text(encoding="utf-8"))
     del data["format"]
     path.write_text(json.dumps(data), encoding="utf-8")
     for _ in range(2):
-        assert await catalog.lookup_models(server.base_url, [model], tmp_path) == first
+        assert await entry(model) == first
     assert server.catalog_requests == asked + 2

@@ -36,7 +36,7 @@ def test_the_count_reads_the_program_and_not_the_bundled_cases() -> None:
 @pytest.mark.xfail(
     strict=False,
     reason=(
-        "still over 500 lines while their branches land: planner.py (plan),"
+        "still over 500 lines while their branches land:"
         " tui/screens/run.py and tui/screens/results.py (tui-rooms),"
         " core/verify/mutants.py (sandbox)"
     ),

@@ -1,4 +1,4 @@
-"""From settings to a run: limits, recorded settings, usage errors."""
+"""From settings to a plan: limits, recorded settings, usage errors, what the catalog decides."""
 
 from pathlib import Path
 
@@ -7,16 +7,15 @@ from pydantic import SecretStr
 
 from secbench_tui.config import RunSettings, Settings
 from secbench_tui.core.models import Case, Message, RecordedSettings, SuiteKind
-from secbench_tui.planner import (
-    UsageError,
-    build_spec,
-    first_cases,
-    load_suite,
-    make_provider,
-    plan_settings,
-)
+from secbench_tui.core.run.catalog import Catalog, ModelInfo
+from secbench_tui.errors import UsageError
+from secbench_tui.lifecycle import make_provider
+from secbench_tui.planning.cells import matrix_cells
+from secbench_tui.planning.plan import build_spec, plan
+from secbench_tui.planning.suites import first_cases, load_suite
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "suite"
+NOTHING_KNOWN = Catalog([], "none")
 
 
 def case(app: str, i: int) -> Case:
@@ -29,6 +28,13 @@ def case(app: str, i: int) -> Case:
         code="c",
         messages=(Message(role="user", content="u"),),
     )
+
+
+def vdb_folder(tmp_path: Path) -> Path:
+    vdb = tmp_path / "vdb"
+    vdb.mkdir()
+    (vdb / "task1_code.jsonl").write_text("")
+    return vdb
 
 
 def test_limit_is_per_task_for_vuldetectbench_and_overall_otherwise() -> None:
@@ -72,19 +78,21 @@ def test_usage_errors_name_the_setting(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="OPENROUTER_API_KEY"):
         make_provider(RunSettings(model="vendor/m"))
     with pytest.raises(UsageError, match="--model"):
-        plan_settings(Settings())
+        plan(Settings(), NOTHING_KNOWN)
+    with pytest.raises(UsageError, match="--model baseline/nope: no such baseline"):
+        plan(Settings(model="baseline/nope", cases=FIXTURE), NOTHING_KNOWN)
 
 
 def test_flags_for_the_other_kind_of_suite_are_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--method applies to VulDetectBench"):
-        load_suite(RunSettings(model="m", cases=FIXTURE, method="cot"))
+        matrix_cells(Settings(model="m", cases=FIXTURE, method="cot"), NOTHING_KNOWN)
     with pytest.raises(UsageError, match="--vdb-scoring"):
-        load_suite(RunSettings(model="m", cases=FIXTURE, vdb_scoring="library"))
-    vdb = tmp_path / "vdb"
-    vdb.mkdir()
-    (vdb / "task1_code.jsonl").write_text("")
+        matrix_cells(Settings(model="m", cases=FIXTURE, vdb_scoring="library"), NOTHING_KNOWN)
+    vdb = vdb_folder(tmp_path)
     with pytest.raises(UsageError, match="--apps.*use --tasks"):
-        load_suite(RunSettings(model="m", cases=vdb, apps=["x"]))
+        matrix_cells(Settings(model="m", cases=vdb, apps=["x"]), NOTHING_KNOWN)
+    with pytest.raises(UsageError, match="--prompt applies to markdown suites"):
+        matrix_cells(Settings(model="m", cases=vdb, prompt="default"), NOTHING_KNOWN)
 
 
 def test_key_and_base_url_are_checked_and_tidied() -> None:
@@ -99,17 +107,55 @@ def test_key_and_base_url_are_checked_and_tidied() -> None:
 
 
 def test_the_original_request_style_is_for_markdown_suites_only(tmp_path: Path) -> None:
-    vdb = tmp_path / "vdb"
-    vdb.mkdir()
-    (vdb / "task1_code.jsonl").write_text("")
+    vdb = vdb_folder(tmp_path)
+    original = {"request_style": "security-bench"}
     with pytest.raises(UsageError, match="applies to markdown suites"):
-        load_suite(RunSettings(model="m", cases=vdb, request_style="security-bench"))
+        matrix_cells(Settings(model="m", cases=vdb, **original), NOTHING_KNOWN)
     with pytest.raises(ValueError, match="request_style"):
         Settings(request_style="other")
-    # a baseline may keep its seed: nothing is sent
-    load_suite(
-        RunSettings(model="baseline/random", cases=FIXTURE, request_style="security-bench", seed=1)
+    # a baseline may keep its seed: nothing is sent; any other model may not
+    asked = Settings(model="baseline/random", cases=FIXTURE, seed=1, **original)
+    assert [c.seed for c in matrix_cells(asked, NOTHING_KNOWN)] == [1]
+    with pytest.raises(UsageError, match="--seed cannot be combined"):
+        matrix_cells(asked.replace(models=["baseline/random", "vendor/m"]), NOTHING_KNOWN)
+
+
+def test_a_reasoning_model_gets_its_own_budget_from_the_catalog_it_is_planned_with() -> None:
+    """The catalog passed in decides; a model it does not list keeps the plain defaults."""
+    catalog = Catalog(
+        [
+            ModelInfo("think/big", reasoning=True),
+            ModelInfo("think/small", reasoning=True, max_completion_tokens=8000),
+            ModelInfo("plain/m", reasoning=False),
+        ],
+        "cache",
     )
+    models = ["think/big", "think/small", "plain/m", "unlisted/m", "baseline/random"]
+    asked = Settings(models=models, cases=FIXTURE, base_url="http://127.0.0.1:9/v1")
+    cells = {c.model: c for c in plan(asked, catalog).cells}
+    sent = {m: (c.settings.sent_max_tokens, c.settings.reasoning_model) for m, c in cells.items()}
+    assert sent == {
+        "think/big": (32768, True),
+        "think/small": (8000, True),
+        "plain/m": (1024, False),
+        "unlisted/m": (1024, None),
+        "baseline/random": (1024, None),
+    }
+    assert cells["think/big"].spec.settings.max_tokens == 32768
+    given = plan(asked.replace(max_tokens=500), catalog).cells
+    assert {c.settings.sent_max_tokens for c in given} == {500}  # --max-tokens wins
+
+
+def test_a_plan_names_the_requests_larger_than_their_models_context() -> None:
+    """Known before anything is sent, from the catalog the plan was made with; `refused` is
+    empty with --force, which sends them anyway."""
+    catalog = Catalog([ModelInfo("small/m", context_length=10), ModelInfo("big/m")], "cache")
+    asked = Settings(models=["small/m", "big/m"], cases=FIXTURE, base_url="http://127.0.0.1:9/v1")
+    planned = plan(asked, catalog)
+    assert [o.model for o in planned.overflows] == ["small/m"]
+    assert planned.refused == planned.overflows
+    assert "10-token context of small/m" in planned.overflows[0].message()
+    assert plan(asked.replace(force=True), catalog).refused == ()
 
 
 def test_default_request_settings_keep_earlier_request_hashes() -> None:
@@ -147,8 +193,8 @@ def test_retry_backoff_reaches_the_providers_retry_policy() -> None:
     from secbench_tui.core.run.providers.retry import BACKOFF_BASE
 
     settings = Settings(model="m/x", base_url="http://127.0.0.1:9/v1", cases=FIXTURE)
-    (default,) = plan_settings(settings)
-    (short,) = plan_settings(settings.replace(retry_backoff=0.01))
+    (default,) = matrix_cells(settings, NOTHING_KNOWN)
+    (short,) = matrix_cells(settings.replace(retry_backoff=0.01), NOTHING_KNOWN)
     for one, base in ((default, BACKOFF_BASE), (short, 0.01)):
         provider = make_provider(one)
         assert isinstance(provider, OpenAICompatibleProvider)

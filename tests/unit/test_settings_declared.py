@@ -11,7 +11,9 @@ from pydantic import ValidationError
 
 from secbench_tui.cli import build_parser, main, parse_command, settings_from_args
 from secbench_tui.config import Settings, describe_error
-from secbench_tui.planner import plan_matrix, plan_settings
+from secbench_tui.core.run.catalog import Catalog
+from secbench_tui.planning.cells import matrix_cells
+from secbench_tui.planning.plan import plan
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "suite"
 LOCAL = "http://127.0.0.1:9/v1"  # never asked: the plan is built without providers
@@ -43,11 +45,11 @@ def test_a_changed_default_reaches_the_cli_and_the_recorded_settings(
 ) -> None:
     settings = _from_cli("--model", "vendor/m", "--cases", str(FIXTURE), "--base-url", LOCAL)
     assert (settings.max_retries, settings.concurrency, settings.timeout) == (3, 4, 42.0)
-    plan = plan_matrix(settings, with_providers=False)
-    recorded = plan.runs[0].spec.settings
+    planned = plan(settings, Catalog([], "none"))
+    recorded = planned.cells[0].spec.settings
     assert recorded.max_retries == 3
     assert recorded.timeout == 42.0
-    assert plan.runs[0].spec.concurrency == 4
+    assert planned.cells[0].spec.concurrency == 4
     help_text = build_parser().format_help()
     assert "(default: 3)" in " ".join(help_text.split())  # --max-retries says so too
 
@@ -121,7 +123,7 @@ def test_the_matrix_request_and_one_run_are_two_types(tmp_path: Path) -> None:
         *("--cases", str(FIXTURE), "--temperature", "0.3"),
     )
     assert not hasattr(asked, "model") and asked.models == ["baseline/random", "vendor/m"]
-    cells = plan_settings(asked)
+    cells = matrix_cells(asked, Catalog([], "none"))
     assert [(c.model, c.prompt.name if c.prompt else None) for c in cells] == [
         ("baseline/random", "default"),
         ("baseline/random", "attacker"),

@@ -4,6 +4,10 @@ The endpoint needs no key, so the list loads before any key is set. The last goo
 kept in `$XDG_CACHE_HOME/secbench-tui/models-<host>.json` (default `~/.cache`), so the list
 still works offline; a model id typed by hand is always accepted. The offline baselines are
 always listed, and models used before (from the database's runs) come first.
+
+A command reads the catalog once, through `read_catalog`, and passes the `Catalog` on: a plan
+looks its models up there (what a reasoning model is sent, a model's context, its prices), so
+the run, the app's estimate and `--dry-run` read the same entries.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NamedTuple
 from urllib.parse import urlparse
 
 import httpx
@@ -228,15 +232,18 @@ def _cached_model(entry: Any) -> ModelInfo | None:
     )
 
 
-def load_cache(path: Path) -> tuple[list[ModelInfo], str | None] | None:
-    """The cached list and when it was fetched, or None when there is no usable cache."""
-    read = _read_cache(path)
-    return None if read is None else (read[0], read[1])
+class _Cache(NamedTuple):
+    """A cache file as read: its models, when they were fetched, and whether it lists every
+    field as the server gave it (`CACHE_FORMAT`; files written before it may lack whether a
+    model reasons)."""
+
+    models: list[ModelInfo]
+    fetched_at: str | None
+    whole: bool
 
 
-def _read_cache(path: Path) -> tuple[list[ModelInfo], str | None, bool] | None:
-    """`load_cache`, and whether the file lists every field as the server gave it
-    (`CACHE_FORMAT`; files written before it may lack whether a model reasons)."""
+def _read_cache(path: Path) -> _Cache | None:
+    """The cache file, or None when there is no usable one."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -247,7 +254,7 @@ def _read_cache(path: Path) -> tuple[list[ModelInfo], str | None, bool] | None:
     models = [m for m in map(_cached_model, entries) if m is not None]
     fetched = data.get("fetched_at")
     whole = data.get("format") == CACHE_FORMAT
-    return models, fetched if isinstance(fetched, str) else None, whole
+    return _Cache(models, fetched if isinstance(fetched, str) else None, whole)
 
 
 def arrange(models: Iterable[ModelInfo], recent: Sequence[str]) -> list[ModelInfo]:
@@ -272,82 +279,61 @@ async def recent_models(store: Store, limit: int = 10) -> list[str]:
     return [str(row[0]) for row in await cursor.fetchall()]
 
 
-def cached_catalog(
-    base_url: str, recent: Sequence[str] = (), directory: Path | None = None
-) -> Catalog:
-    """What can be shown at once, without the network: the cache, or the baselines alone."""
-    cached = load_cache(cache_path(base_url, directory))
-    if cached is None:
-        return Catalog(arrange([], recent), "none", recent=list(recent))
-    models, fetched_at = cached
-    return Catalog(arrange(models, recent), "cache", fetched_at, recent=list(recent))
+Fetch = Literal["never", "missing", "always"]
 
 
-async def load_catalog(
+async def read_catalog(
     base_url: str,
+    *,
+    fetch: Fetch,
+    wanted: Sequence[str] = (),
     recent: Sequence[str] = (),
     directory: Path | None = None,
-    client: httpx.AsyncClient | None = None,
     timeout: float = 10.0,
+    client: httpx.AsyncClient | None = None,
 ) -> Catalog:
-    """Fetch and cache the list; offline (or on any failure) fall back to the cache."""
+    """The catalog, the one way to get it: the cache file, and `GET {base_url}/models` as
+    `fetch` says: "never" (what shows at once, or never the network), "missing" (only when
+    the cache lacks one of the `wanted` models, or, in a file written before `CACHE_FORMAT`,
+    whether it reasons), "always" (the list to choose from; prices as they are now).
+
+    A fetched list is cached, so the next command starts without asking, also against a
+    server that does not say which models reason. When the fetch fails (offline, a server
+    without /models, a bad body, a bad port), the cache answers, or the baselines alone, and
+    `error` says why; a model the list does not hold is not known (`find` gives None) and
+    callers keep their defaults.
+    """
     path = cache_path(base_url, directory)
+    cached = _read_cache(path)
+    if fetch == "never" or (fetch == "missing" and not _lacks(cached, wanted)):
+        return _cached(cached, recent)
     try:
         models = await fetch_models(base_url, client, timeout)
-    except Exception as exc:  # any failure (an httpx error, a bad body, a bad port) is offline
-        fallback = cached_catalog(base_url, recent, directory)
-        fallback.error = fetch_error(base_url, exc)
-        return fallback
+    except Exception as exc:  # any failure is offline: the cache answers
+        found = _cached(cached, recent)
+        found.error = fetch_error(base_url, exc)
+        return found
     try:
         fetched_at: str | None = save_cache(path, base_url, models)
     except OSError:
-        fetched_at = None  # an unwritable cache folder costs only the offline fallback
+        fetched_at = None  # an unwritable cache folder costs only the next command's request
     return Catalog(arrange(models, recent), "network", fetched_at, recent=list(recent))
 
 
-async def lookup_model(
-    base_url: str,
-    model_id: str,
-    directory: Path | None = None,
-    timeout: float = 10.0,
-    fetch: bool = True,
-) -> ModelInfo | None:
-    """One model's entry (see `lookup_models`)."""
-    return (await lookup_models(base_url, [model_id], directory, timeout, fetch))[model_id]
+def _lacks(cached: _Cache | None, wanted: Sequence[str]) -> bool:
+    """Does the cache lack one of `wanted` (a baseline is never lacking), or, in a file of an
+    older format, whether one of them reasons?"""
+    asked = [m for m in wanted if m not in BASELINES]
+    if not asked:
+        return False
+    if cached is None:
+        return True
+    known = {m.id for m in cached.models if cached.whole or m.reasoning is not None}
+    return any(m not in known for m in asked)
 
 
-async def lookup_models(
-    base_url: str,
-    model_ids: Sequence[str],
-    directory: Path | None = None,
-    timeout: float = 10.0,
-    fetch: bool = True,
-) -> dict[str, ModelInfo | None]:
-    """Each model's entry: from the cache when it lists the model (a cache written before
-    `CACHE_FORMAT` only when it says whether the model reasons), else from one
-    `GET {base_url}/models` for all the others, which is then cached, so the next run starts
-    without asking, also against a server that does not say which models reason. None for a
-    model not listed, or when the list cannot be had: callers then keep their defaults."""
-    found: dict[str, ModelInfo | None] = dict.fromkeys(model_ids)
-    path = cache_path(base_url, directory)
-    cached = _read_cache(path)
-    if cached is not None:
-        models, _, whole = cached
-        for model in models:
-            if model.id in found and (whole or model.reasoning is not None):
-                found[model.id] = model
-    missing = [m for m, info in found.items() if info is None]
-    if not missing or not fetch:
-        return found
-    try:
-        models = await fetch_models(base_url, timeout=timeout)
-    except Exception:  # offline, a server without /models, a bad body: not known
-        return found
-    try:
-        save_cache(path, base_url, models)
-    except OSError:
-        pass  # an unwritable cache folder costs only the next run's request
-    listed = {m.id: m for m in models}
-    for model_id in missing:
-        found[model_id] = listed.get(model_id)
-    return found
+def _cached(cached: _Cache | None, recent: Sequence[str]) -> Catalog:
+    """What the cache holds, or the baselines alone."""
+    if cached is None:
+        return Catalog(arrange([], recent), "none", recent=list(recent))
+    return Catalog(arrange(cached.models, recent), "cache", cached.fetched_at, recent=list(recent))

@@ -1,5 +1,5 @@
 """Whether each run's largest request fits its model's context, by the catalog, before any
-is sent. Every run checks it (`planner.context_refusals`); the estimate of what a plan will
+is sent. Every plan holds the overflows it finds (`Plan.overflows`); the estimate of what it will
 cost (`estimate`, for --dry-run and the app's setup) counts tokens the same way, from here.
 
 Tokens are estimated, not counted: the characters of the messages sent divided by

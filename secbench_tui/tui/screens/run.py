@@ -13,7 +13,8 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.measure import Measurement
@@ -43,6 +44,8 @@ from secbench_tui.core.run.events import (
 from secbench_tui.core.run.matrix import PlannedRun
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.lifecycle import MatrixRun
+from secbench_tui.planning.plan import catalog_for
+from secbench_tui.planning.plan import plan as make_plan
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.inflight import InFlight
 from secbench_tui.tui.messages import (
@@ -62,6 +65,9 @@ from secbench_tui.tui.widgets.footer import KeyFooter
 from secbench_tui.tui.widgets.live_line import LiveLine
 from secbench_tui.tui.widgets.results_table import shrink_columns
 from secbench_tui.tui.widgets.run_stats import MatrixProgress, RunStats, RunTally
+
+if TYPE_CHECKING:
+    from secbench_tui.core.run.catalog import Catalog
 
 MAX_ROWS = 1000
 # How often the engine's reports and the current case are drawn: `tui.host.Intervals`.
@@ -165,9 +171,10 @@ class RunScreen(BaseScreen):
 
     state: reactive[str] = reactive("starting")
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, catalog: Catalog | None = None) -> None:
         super().__init__()
         self.settings = settings
+        self.catalog = catalog  # the setup screen's (its estimate's); None: read once here
         self.lifecycle: MatrixRun | None = None
         self._stop_asked = False  # stop() came before the runs' lifecycle existed
         self._engine_loop: asyncio.AbstractEventLoop | None = None  # the runs' own, in a thread
@@ -279,33 +286,38 @@ class RunScreen(BaseScreen):
         def notice(text: str) -> None:  # from opening the store: shown as the app's are
             app.call_from_thread(app.notify, text, title="Database", timeout=20)
 
-        run = self.lifecycle = MatrixRun(
-            self.settings,
-            on_notice=notice,
-            cache_dir=self.secbench.cache_dir,
-            fetch_catalog=not self.secbench.offline_catalog,
-        )
-        if self._stop_asked:
-            run.stop()
         try:
-            plan = await run.plan()
-            refused = await run.refusals()  # a prompt larger than the model's context
-            if not refused:
+            run = self.lifecycle = await self._planned_run(notice)
+            if self._stop_asked:
+                run.stop()
+            if not run.plan.refused:  # a prompt larger than the model's context
                 await run.open_store()
         except Exception as exc:
-            await run.aclose()
             self.post_message(RunFailed(describe_error(exc)))
             return
-        if refused:
+        if run.plan.refused:
             await run.aclose()
-            self.post_message(RunFailed("; ".join(o.message() for o in refused)))
+            self.post_message(RunFailed("; ".join(o.message() for o in run.plan.refused)))
             return
-        self.post_message(RunPlanned(plan.runs))
+        self.post_message(RunPlanned(run.runs))
         try:
             async for tagged in run.events():  # closes the store on this loop, however it ends
                 self._post_event(tagged.event, tagged.slot)
         finally:
             self._post_gathered()
+
+    async def _planned_run(self, notice: Callable[[str], None]) -> MatrixRun:
+        """The plan of the settings, made as `--no-ui` makes it, with the setup screen's
+        catalog (the one its estimate priced) or, started without one, the catalog read once."""
+        catalog = self.catalog
+        if catalog is None:
+            catalog = await catalog_for(
+                self.settings,
+                directory=self.secbench.cache_dir,
+                offline=self.secbench.offline_catalog,
+            )
+        plan = await asyncio.to_thread(make_plan, self.settings, catalog)
+        return MatrixRun(plan, on_notice=notice)
 
     def _post_event(self, event: object, slot: int = 0) -> None:
         """In the engine's thread: cases started and finished are gathered and posted every

@@ -22,7 +22,7 @@ from textual.widgets.selection_list import Selection
 from secbench_tui.config import Settings, describe_error
 from secbench_tui.core.run import catalog as model_catalog
 from secbench_tui.core.run.endpoint import check_endpoint
-from secbench_tui.core.run.estimate import Estimate, estimate, estimate_lines
+from secbench_tui.core.run.estimate import Estimate, estimate_lines
 from secbench_tui.core.run.providers.baselines import is_baseline
 from secbench_tui.core.suites.prompts import LOCAL_PROMPT, bundled_prompt_names
 from secbench_tui.core.untrusted import inert, inert_line, redact_url
@@ -127,12 +127,16 @@ class SetupScreen(BaseScreen):
         # the model given first, then the ones used before; only those are tagged "recent"
         first = list(dict.fromkeys([*self.settings.models[:1], *used]))
         base_url = self.settings.base_url
-        cached = model_catalog.cached_catalog(base_url, first, app.cache_dir)
+        cached = await model_catalog.read_catalog(
+            base_url, fetch="never", recent=first, directory=app.cache_dir
+        )
         cached.recent = used
         self.post_message(CatalogLoaded(cached))
         if app.offline_catalog:
             return
-        fresh = await model_catalog.load_catalog(base_url, first, app.cache_dir)
+        fresh = await model_catalog.read_catalog(
+            base_url, fetch="always", recent=first, directory=app.cache_dir
+        )
         fresh.recent = used
         self.post_message(CatalogLoaded(fresh))
         if fresh.error:
@@ -194,15 +198,11 @@ class SetupScreen(BaseScreen):
             if not settings.models:
                 field.update("")
                 return
-            from secbench_tui.planner import catalog_defaults, plan_matrix
+            from secbench_tui.planning.plan import plan as make_plan
 
-            catalog = self.query_one(ModelPicker).catalog
-            resolved = catalog_defaults(settings, catalog)
-            plan = await asyncio.to_thread(plan_matrix, settings, False, resolved)
-            store = await self.secbench.store()
-            found = await estimate(
-                [r.spec for r in plan.runs], settings.sent_max_tokens, catalog, store
-            )
+            catalog = self.query_one(ModelPicker).catalog  # what the run will be given
+            plan = await asyncio.to_thread(make_plan, settings, catalog)
+            found = await plan.estimate(await self.secbench.store())
         except Exception as exc:  # settings still being typed: say what is wrong, quietly
             if mine == self._estimates:
                 field.update(Text(f"estimate: {describe(exc)}", style="dim"))
@@ -210,7 +210,7 @@ class SetupScreen(BaseScreen):
         if mine != self._estimates:
             return
         lines = estimate_lines(found)
-        runs = f"{len(plan.runs)} run(s): " if len(plan.runs) > 1 else ""
+        runs = f"{len(plan.cells)} run(s): " if len(plan.cells) > 1 else ""
         field.update(Text(runs + "\n".join(lines[-2:]), style="dim"))
         self.estimated = found
 
@@ -292,7 +292,7 @@ class SetupScreen(BaseScreen):
             self.notify("choose at least one evaluation prompt", severity="warning")
             return
         if all(is_baseline(m) for m in settings.models):
-            self.secbench.start_run(settings)
+            self.secbench.start_run(settings, self.query_one(ModelPicker).catalog)
         elif self.secbench.offline_catalog:  # asked never to touch the network from here
             self.confirm_key_then_start(settings)
         else:
@@ -323,7 +323,7 @@ class SetupScreen(BaseScreen):
 
     def confirm_key_then_start(self, settings: Settings) -> None:
         if settings.key or not is_remote(settings.base_url):
-            self.secbench.start_run(settings)
+            self.secbench.start_run(settings, self.query_one(ModelPicker).catalog)
             return
         if is_openrouter(settings.base_url):  # it refuses every request without a key
             self.notify(
@@ -337,7 +337,7 @@ class SetupScreen(BaseScreen):
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.secbench.start_run(settings)
+                self.secbench.start_run(settings, self.query_one(ModelPicker).catalog)
 
         self.app.push_screen(
             ConfirmScreen(

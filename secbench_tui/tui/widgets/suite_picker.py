@@ -20,7 +20,7 @@ from textual.widgets.selection_list import Selection
 from secbench_tui.config import VDB_METHODS
 from secbench_tui.core.suites.markdown import SuiteError, read_app_prompt
 from secbench_tui.core.untrusted import inert
-from secbench_tui.planner import is_vuldetectbench
+from secbench_tui.planning.cells import is_vuldetectbench
 from secbench_tui.tui.errors import Guarded
 from secbench_tui.tui.plain import plain_line
 from secbench_tui.tui.widgets.checklist import CheckList

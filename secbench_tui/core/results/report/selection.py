@@ -20,13 +20,9 @@ def choose_runs(
 ) -> list[RunRecord]:
     """The runs asked for, or by default, per model and suite, the latest
     whole run (completed, not narrowed by --apps or --limit), else the latest run."""
-    if run_ids:
-        missing = sorted(set(run_ids) - {r.id for r in every})
-        if missing:
-            raise ReportError(
-                f"--runs: no run {', '.join(map(str, missing))} in {path}; "
-                f"runs there: {_id_ranges([r.id for r in every]) or 'none'}"
-            )
+    no_such_run = unknown_runs(run_ids or (), [r.id for r in every], path)
+    if no_such_run:
+        raise ReportError(no_such_run)
     if models:
         known = sorted({r.model_name for r in every})
         unknown = [m for m in models if m not in known]
@@ -69,6 +65,18 @@ def choose_runs(
             if r.prompt_hash or worded.get(_suite_identity(r)[:4], 0) < r.id
         ),
         key=lambda r: r.id,
+    )
+
+
+def unknown_runs(asked: Sequence[int], there: Sequence[int], path: Path) -> str | None:
+    """What is wrong with a `--runs` that names runs `path` does not hold (None: nothing),
+    naming the runs it does hold: every command that takes `--runs` says it so."""
+    missing = sorted(set(asked) - set(there))
+    if not missing:
+        return None
+    held = _id_ranges(there)
+    return f"--runs: no run {', '.join(map(str, missing))} in {path}; " + (
+        f"runs there: {held}" if held else "it holds no run yet; run an evaluation first"
     )
 
 

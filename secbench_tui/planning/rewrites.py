@@ -1,0 +1,120 @@
+"""`--rewrites`: variants of each case made by a semantics-preserving rewrite, each proven
+equivalent to its original on PostgreSQL before it may be sent (or sent unproven, when asked),
+then asked beside the originals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from secbench_tui.config import Settings
+from secbench_tui.core.models import Case, RewritesRecord
+from secbench_tui.errors import UsageError
+
+
+@dataclass
+class Rewrites:
+    """What `--rewrites` made of the suite: variants proven (or sent unproven) by original
+    case, and what the equivalence gate dropped, with why."""
+
+    relations: tuple[str, ...]
+    seed: int
+    made: int = 0
+    not_applicable: int = 0
+    proven: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # id -> (rel, code)
+    unproven: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)  # by relation
+    reasons: list[tuple[str, str]] = field(default_factory=list)  # (variant id, why)
+    engine: str = ""
+    seconds: float = 0.0
+
+    def recorded(self) -> RewritesRecord:
+        """What a run records of them (its settings' `rewrites`), for the figures."""
+        from secbench_tui.core.rewrites.relations import BY_NAME
+
+        return RewritesRecord(
+            relations=list(self.relations),
+            kinds={name: BY_NAME[name].kind for name in self.relations},
+            seed=self.seed,
+            made=self.made,
+            dropped=dict(sorted(self.dropped.items())),
+            unproven=sum(len(v) for v in self.unproven.values()),
+            reasons=[list(r) for r in self.reasons[:50]],
+            engine=self.engine,
+        )
+
+    def lines(self) -> list[str]:
+        """What a front end says about them before the run starts."""
+        proven = sum(len(v) for v in self.proven.values())
+        unproven = sum(len(v) for v in self.unproven.values())
+        dropped = sum(self.dropped.values())
+        head = (
+            f"rewrites: {self.made} variant(s) made ({', '.join(self.relations)}; seed "
+            f"{self.seed}), {proven} proven equivalent"
+            + (f" on {self.engine} in {self.seconds:.0f}s" if self.engine else "")
+            + f", {dropped} dropped"
+            + (f", {unproven} sent unproven" if unproven else "")
+        )
+        out = [head]
+        for relation, count in sorted(self.dropped.items()):
+            why = next((r for v, r in self.reasons if f"#{relation}/" in v), "")
+            out.append(f"  dropped {count} {relation}: e.g. {why}")
+        return out
+
+
+def prepare_rewrites(settings: Settings, cases: list[Case], root: Path) -> Rewrites:
+    """Make the variants of `--rewrites` and prove each before it may be sent."""
+    from secbench_tui.core.rewrites.relations import make_variants
+
+    seed = settings.seed or 0
+    variants, skipped = make_variants(cases, settings.rewrites, seed)
+    outcome = Rewrites(tuple(settings.rewrites), seed, len(variants), len(skipped))
+    try:
+        from secbench_tui.core.rewrites.gate import prove_variants, unproven_report
+        from secbench_tui.core.verify.server import ServerError
+    except ImportError as exc:
+        if not settings.unproven_rewrites:
+            raise UsageError(
+                "--rewrites proves every variant on PostgreSQL: install the verify extra "
+                f"(pip install 'secbench-tui[verify]'; {exc}), or add --unproven-rewrites "
+                "to send variants without proof"
+            ) from exc
+        report = unproven_report(variants, f"the verify extra is not installed ({exc})", True)
+    else:
+        try:
+            report = prove_variants(
+                root, cases, variants, settings.pg_url, settings.unproven_rewrites
+            )
+        except ServerError as exc:
+            if not settings.unproven_rewrites:
+                raise UsageError(
+                    f"--rewrites proves every variant on PostgreSQL: {exc}; or add "
+                    "--unproven-rewrites to send variants without proof"
+                ) from exc
+            report = unproven_report(variants, str(exc), True)
+    outcome.engine, outcome.seconds = report.engine, report.seconds
+    for variant in report.proven:
+        outcome.proven.setdefault(variant.original.case_id, []).append(
+            (variant.relation, variant.code)
+        )
+    for variant in report.unproven:
+        outcome.unproven.setdefault(variant.original.case_id, []).append(
+            (variant.relation, variant.code)
+        )
+    for dropped in report.dropped:
+        relation = dropped.variant.relation
+        outcome.dropped[relation] = outcome.dropped.get(relation, 0) + 1
+        outcome.reasons.append((dropped.variant.case_id, dropped.reason))
+    return outcome
+
+
+def with_variants(cases: list[Case], rewrites: Rewrites) -> list[Case]:
+    """The originals, then each one's variants (the original's prompt around new code)."""
+    from secbench_tui.core.rewrites.relations import Variant
+
+    added: list[Case] = []
+    for case in cases:
+        for proven, table in ((True, rewrites.proven), (False, rewrites.unproven)):
+            for relation, code in table.get(case.case_id, []):
+                added.append(Variant(case, relation, rewrites.seed, code).as_case(proven))
+    return [*cases, *added]
