@@ -1,7 +1,7 @@
 """The headless path never imports Textual or Rich: `--no-ui` must not pay for them. Nor
 does it load what only other commands use: jinja2 (the report), the parsers of --rewrites and
---verify, python-dotenv without a .env: each costs every start its import. pydantic it does
-load: the settings and the verdict reply are pydantic models.
+--verify: each costs every start its import. pydantic and python-dotenv it does load: the
+settings and the verdict reply are pydantic models, and a `.env` file is read at every start.
 
 Each check runs in a fresh interpreter, since this test process has Textual loaded; one
 interpreter imports every core module in turn and looks at `sys.modules` after each.
@@ -36,7 +36,6 @@ UNUSED = (
     "pglast",
     "psycopg",
     "pgserver",
-    "dotenv",
 )
 
 # Runs the real command line, then reports the forbidden modules loaded by the time it ends.
@@ -117,9 +116,10 @@ def test_no_ui_run_loads_nothing_only_other_commands_use(tmp_path: Path) -> None
 
 
 def test_the_unused_check_names_what_a_run_loaded(tmp_path: Path) -> None:
-    """The check above can fail: with a .env file to read, the run loads python-dotenv."""
+    """The check above can fail: asked about python-dotenv, which every start loads to read
+    a `.env` file, it names it."""
     (tmp_path / ".env").write_text("SECBENCH_TUI_UNUSED=1\n", encoding="utf-8")
-    (loaded,) = _run_no_ui(tmp_path, UNUSED, BLOCK_HTTPX_CLI)
+    (loaded,) = _run_no_ui(tmp_path, (*UNUSED, "dotenv"), BLOCK_HTTPX_CLI)
     assert loaded.startswith("LOADED=dotenv")
 
 
