@@ -22,10 +22,11 @@ range over the rounds, provider-like latency first:
 - peak memory at `--latency`, concurrency 10: the maximum resident set by GNU time.
 
 `--tool-root` runs the tool from another checkout (e.g. a commit before a change, extracted
-with `git archive`), so two versions can be measured back to back on the same machine state.
+with `git archive`); given twice, both versions run in the same rounds beside the floor, their
+bodies are checked to be the same bytes, and the second is also compared with the first.
 
 Usage: python scripts/bench_floor.py [--cases 400] [--rounds 5] [--latency 0.1]
-                                     [--tool-root DIR]
+                                     [--tool-root DIR [--tool-root DIR]]
 """
 
 from __future__ import annotations
@@ -112,12 +113,17 @@ def floor_sample(url: str, bodies: Path, work: Path, concurrency: int) -> Sample
     return Sample(float(json.loads(m.stdout)["wall"]), m.elapsed, m.cpu, m.peak_mb)
 
 
-def capture_bodies(suite: Path, work: Path, root: Path) -> Path:
+def capture_bodies(suite: Path, work: Path, tools: dict[str, Path]) -> Path:
     """The request bodies the tool sends for `suite`, one a line, checked to be the bytes
-    httpx's `json=` writes for them (what the floor sends)."""
-    with Loopback(0.0, keep_bodies=True) as server:
-        tool_sample(server.base_url, suite, work, 1, root)
-        bodies = server.bodies()
+    httpx's `json=` writes for them (what the floor sends), and the same from every tool."""
+    sent: dict[str, list[bytes]] = {}
+    for name, root in tools.items():
+        with Loopback(0.0, keep_bodies=True) as server:
+            tool_sample(server.base_url, suite, work, 1, root)
+            sent[name] = server.bodies()
+    bodies = next(iter(sent.values()))
+    if any(other != bodies for other in sent.values()):
+        raise RuntimeError(f"the tools sent different bodies for {suite.name}")
     for body in bodies:
         again = httpx.Request("POST", server.base_url, json=json.loads(body)).content
         if again != body or b"\n" in body:
@@ -129,9 +135,15 @@ def capture_bodies(suite: Path, work: Path, root: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     p = figures.parser(__doc__, cases=400, rounds=5, latency=0.1)
-    p.add_argument("--tool-root", type=Path, default=REPO_ROOT, help="the tool's checkout")
+    p.add_argument(
+        "--tool-root",
+        type=Path,
+        action="append",
+        help="a checkout of the tool to measure (default: this one); give it twice to measure"
+        " two versions in the same rounds",
+    )
     args = p.parse_args(argv)
-    root = args.tool_root.resolve()
+    tools = {label(root): root.resolve() for root in args.tool_root or [REPO_ROOT]}
     plan = configs(args.latency)
     with figures.workdir("bench-floor-", args.keep) as work:
         suites = {
@@ -139,59 +151,76 @@ def main(argv: list[str] | None = None) -> int:
             "few": make_suite(work / "few", max(1, args.cases // 10)),
             "one": make_suite(work / "one", 1),
         }
-        bodies = {name: capture_bodies(s, work, root) for name, s in suites.items()}
+        bodies = {name: capture_bodies(s, work, tools) for name, s in suites.items()}
         print(
             "secbench-tui against its floor on the same stack (httpx, aiosqlite, python-dotenv,"
-            f" pydantic); the tool from {root}\n"
-            f"measured: {args.rounds} interleaved rounds; {case_count(suites['many'])} cases,"
-            f" {case_count(suites['few'])} at concurrency 1 with latency; loopback server in its"
-            f" own process answering after {args.latency * 1000:.0f} ms and after 0 ms;"
-            f" SQLite WAL, synchronous=NORMAL, busy timeout {BUSY_TIMEOUT_S:g} s, checkpoint"
-            f" every {WAL_CHECKPOINT_PAGES} pages; peak memory "
+            " pydantic); the tool from "
+            + ", ".join(f"{root} ({name})" for name, root in tools.items())
+            + f"\nmeasured: {args.rounds} interleaved rounds, the order rotating;"
+            f" {case_count(suites['many'])} cases, {case_count(suites['few'])} at concurrency 1"
+            f" with latency; loopback server in its own process answering after"
+            f" {args.latency * 1000:.0f} ms and after 0 ms; SQLite WAL, synchronous=NORMAL,"
+            f" busy timeout {BUSY_TIMEOUT_S:g} s, checkpoint every {WAL_CHECKPOINT_PAGES} pages;"
+            " peak memory "
             + ("by GNU time" if GNU_TIME else "NOT MEASURABLE HERE (no /usr/bin/time)")
             + f"\nmachine at the start: {figures.machine()}\n",
             flush=True,
         )
-        rows: list[dict[str, tuple[Sample, Sample]]] = []
+        rows: list[dict[str, dict[str, Sample]]] = []
         with Loopback(args.latency) as slow, Loopback(0.0) as fast:
-            # one untimed pair first: page cache, bytecode and the servers warmed for both
-            tool_sample(fast.base_url, suites["one"], work, 1, root)
+            # one untimed run of each first: page cache, bytecode and the servers warmed
+            for root in tools.values():
+                tool_sample(fast.base_url, suites["one"], work, 1, root)
             floor_sample(fast.base_url, bodies["one"], work, 1)
             for r in range(args.rounds):
-                row: dict[str, tuple[Sample, Sample]] = {}
+                row: dict[str, dict[str, Sample]] = {}
                 for c in plan:
                     url = (slow if c.latency else fast).base_url
-                    order = ("tool", "floor") if (r + len(row)) % 2 == 0 else ("floor", "tool")
-                    got: dict[str, Sample] = {}
-                    for who in order:
-                        if who == "tool":
-                            got[who] = tool_sample(url, suites[c.suite], work, c.concurrency, root)
+                    who = [*tools, FLOOR_LABEL]
+                    turn = (r + len(row)) % len(who)
+                    row[c.label] = {}
+                    for name in who[turn:] + who[:turn]:
+                        if name == FLOOR_LABEL:
+                            got = floor_sample(url, bodies[c.suite], work, c.concurrency)
                         else:
-                            got[who] = floor_sample(url, bodies[c.suite], work, c.concurrency)
-                    row[c.label] = (got["tool"], got["floor"])
+                            got = tool_sample(
+                                url, suites[c.suite], work, c.concurrency, tools[name]
+                            )
+                        row[c.label][name] = got
                 rows.append(row)
-                print(
-                    f"round {r + 1}: "
-                    + "  ".join(
-                        f"{label} {t.wall:.2f}/{f.wall:.2f}s"
-                        if label != "one case"
-                        else f"start-up {t.process:.3f}/{f.process:.3f}s"
-                        for label, (t, f) in row.items()
-                    )
-                    + "   (tool/floor)",
-                    flush=True,
-                )
-        report(rows, args.latency, plan)
+                print(f"round {r + 1}: {round_line(row, [*tools, FLOOR_LABEL])}", flush=True)
+        for name in tools:
+            report(rows, name, args.latency, plan)
+        if len(tools) > 1:
+            compare(rows, list(tools), plan)
+        print(f"\nmachine at the end: {figures.machine()}")
     return 0
 
 
+FLOOR_LABEL = "floor"
+
+
+def label(root: Path) -> str:
+    return "tool" if root.resolve() == REPO_ROOT else root.resolve().name
+
+
+def round_line(row: dict[str, dict[str, Sample]], names: list[str]) -> str:
+    """One round's times, each configuration's in the order of `names` (not the run order)."""
+    parts = []
+    for c, samples in row.items():
+        what = "process" if c == "one case" else "wall"
+        times = "/".join(f"{getattr(samples[n], what):.2f}" for n in names)
+        parts.append(f"{'start-up' if c == 'one case' else c} {times}s")
+    return "  ".join(parts) + f"   ({'/'.join(names)})"
+
+
 def report(
-    rows: list[dict[str, tuple[Sample, Sample]]], latency: float, plan: list[Config]
+    rows: list[dict[str, dict[str, Sample]]], tool: str, latency: float, plan: list[Config]
 ) -> None:
-    print(f"\n{'figure':<20} {'tool / floor, median':<30} goal")
+    print(f"\n{'figure':<20} {tool + ' / floor, median':<30} goal")
     met = True
-    for name, label, what, goal in goals(latency):
-        pairs = [(getattr(row[label][0], what), getattr(row[label][1], what)) for row in rows]
+    for name, c, what, goal in goals(latency):
+        pairs = [(getattr(row[c][tool], what), getattr(row[c][FLOOR_LABEL], what)) for row in rows]
         if any(t is None or f is None for t, f in pairs):
             print(f"{name:<20} {'not measured':<30} <= {goal:.2f}x")
             continue
@@ -199,22 +228,31 @@ def report(
         ok = statistics.median(ratios) <= goal
         met &= ok
         print(f"{name:<20} {figures.spread(ratios):<30} <= {goal:.2f}x {'met' if ok else 'MISSED'}")
-    print("\nthe figures themselves, medians (tool / floor):")
-    for c in plan:
-        t = [row[c.label][0] for row in rows]
-        f = [row[c.label][1] for row in rows]
-        wall = "process" if c.suite == "one" else "wall"
-        print(
-            f"{c.label:<12} {wall} {med(t, wall):.3f}/{med(f, wall):.3f} s"
-            f"  cpu {med(t, 'cpu'):.3f}/{med(f, 'cpu'):.3f} s"
-            + (
-                f"  memory {med(t, 'peak_mb'):.0f}/{med(f, 'peak_mb'):.0f} MB"
-                if t[0].peak_mb is not None
-                else ""
-            )
-        )
-    print(f"\nmachine at the end: {figures.machine()}")
     print("all goals met" if met else "some goals missed")
+    print(f"the figures themselves, medians ({tool} / floor):")
+    for c in plan:
+        t = [row[c.label][tool] for row in rows]
+        f = [row[c.label][FLOOR_LABEL] for row in rows]
+        wall = "process" if c.suite == "one" else "wall"
+        memory = f"  memory {med(t, 'peak_mb'):.0f}/{med(f, 'peak_mb'):.0f} MB"
+        print(
+            f"  {c.label:<12} {wall} {med(t, wall):.3f}/{med(f, wall):.3f} s"
+            f"  cpu {med(t, 'cpu'):.3f}/{med(f, 'cpu'):.3f} s"
+            + (memory if t[0].peak_mb is not None else "")
+        )
+
+
+def compare(rows: list[dict[str, dict[str, Sample]]], tools: list[str], plan: list[Config]) -> None:
+    """The second tool against the first, within each round (before and after a change)."""
+    first, second = tools[0], tools[1]
+    print(f"\n{second} / {first}, within each round, median (range):")
+    for c in plan:
+        wall = "process" if c.suite == "one" else "wall"
+        for what in (wall, "cpu"):
+            ratios = [
+                getattr(r[c.label][second], what) / getattr(r[c.label][first], what) for r in rows
+            ]
+            print(f"  {c.label:<12} {what:<8} {figures.spread(ratios)}")
 
 
 def med(samples: list[Sample], what: str) -> float:
