@@ -26,9 +26,10 @@ def parser(
     rounds: int | None = None,
     latency: float | None = None,
     concurrency: int | None = None,
+    keep: bool = True,
 ) -> argparse.ArgumentParser:
-    """The benchmark's parser, described by its docstring's first line, with `--keep` and each
-    common flag whose default is given."""
+    """The benchmark's parser, described by its docstring, with each common flag whose default
+    is given, and `--keep` (its scratch folder) unless `keep` is False."""
     p = argparse.ArgumentParser(
         description=doc.splitlines()[0] if doc else None,
         epilog="\n".join(doc.splitlines()[1:]) if doc else None,
@@ -54,7 +55,8 @@ def parser(
             default=concurrency,
             help=f"requests in flight (default {concurrency})",
         )
-    p.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    if keep:
+        p.add_argument("--keep", action="store_true", help="keep the temporary folder")
     return p
 
 

@@ -3,7 +3,7 @@
 It answers `POST .../chat/completions` as OpenRouter does (a chat completion with usage and
 cost) after a configurable latency, with the verdict an `expect:good` / `expect:bad` marker in
 the prompt names (the suites of `harness.suites` carry one per case), and `GET .../models`
-with a one-model catalog. A fault rate (seeded) answers that share of requests with a transient
+with a two-model catalog. A fault rate (seeded) answers that share of requests with a transient
 fault instead: a 429 with `Retry-After: 0`, a 500, 502 or 503, a 200 carrying an error, or a
 dropped connection. `GET /_stats` counts the requests; with `--keep-bodies`, `GET /_bodies`
 returns every request body as sent (base64).
@@ -40,9 +40,17 @@ CATALOG = [
         "pricing": {"prompt": "0.00000015", "completion": "0.0000006"},
         "top_provider": {"context_length": 128000, "max_completion_tokens": 16384},
         "supported_parameters": ["max_tokens", "temperature", "seed", "response_format"],
-    }
+    },
+    {
+        "id": "anthropic/claude-3.5-haiku",
+        "name": "Anthropic: Claude 3.5 Haiku",
+        "context_length": 200000,
+        "pricing": {"prompt": "0.0000008", "completion": "0.000004"},
+        "top_provider": {"context_length": 200000, "max_completion_tokens": 8192},
+        "supported_parameters": ["max_tokens", "temperature"],
+    },
 ]
-PRICE_IN, PRICE_OUT = 0.00000015, 0.0000006
+PRICE_IN, PRICE_OUT = 0.00000015, 0.0000006  # per token, whatever the model
 FAULTS = ("429", "500", "502", "503", "error-in-200", "dropped")
 
 

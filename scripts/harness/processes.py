@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,30 +88,25 @@ def measure(args: list[str], cwd: Path, env: dict[str, str]) -> Measured:
 
 
 def tool_command(
-    base_url: str, suite: Path, db: Path, concurrency: int, *extra: str, model: str = MODEL
+    base_url: str,
+    suite: Path,
+    db: Path,
+    concurrency: int,
+    *extra: str,
+    models: Sequence[str] = (MODEL,),
+    max_retries: int | None = 0,
 ) -> list[str]:
-    """`python -m secbench_tui --no-ui` on `suite` into `db`, no retries, a summary beside."""
-    return [
-        sys.executable,
-        "-m",
-        "secbench_tui",
-        "--no-ui",
-        "--model",
-        model,
-        "--base-url",
-        base_url,
-        "--db",
-        str(db),
-        "--cases",
-        str(suite),
-        "--concurrency",
-        str(concurrency),
-        "--max-retries",
-        "0",
-        "--summary-json",
-        str(db.with_suffix(".summary.json")),
-        *extra,
-    ]
+    """`python -m secbench_tui --no-ui` on `suite` into `db`, a summary beside it; no retries
+    unless `max_retries` says (None: the tool's default)."""
+    args = [sys.executable, "-m", "secbench_tui", "--no-ui"]
+    for model in models:
+        args += ["--model", model]
+    args += ["--base-url", base_url, "--db", str(db), "--cases", str(suite)]
+    args += ["--concurrency", str(concurrency)]
+    args += ["--summary-json", str(db.with_suffix(".summary.json"))]
+    if max_retries is not None:
+        args += ["--max-retries", str(max_retries)]
+    return [*args, *extra]
 
 
 def run_tool(
@@ -120,11 +116,15 @@ def run_tool(
     concurrency: int,
     *extra: str,
     root: Path = REPO_ROOT,
-    prefix: tuple[str, ...] = (),
+    prefix: Sequence[str] = (),
+    models: Sequence[str] = (MODEL,),
+    max_retries: int | None = 0,
 ) -> tuple[dict[str, Any], Measured]:
     """One real run from `db`'s folder: its summary (`--summary-json`) and what it cost.
     `prefix` goes between the interpreter and `-m` (e.g. `-m cProfile -o out.prof`)."""
-    args = tool_command(base_url, suite, db, concurrency, *extra)
+    args = tool_command(
+        base_url, suite, db, concurrency, *extra, models=models, max_retries=max_retries
+    )
     args[1:1] = prefix
     measured = measure(args, db.parent, bench_env(root))
     summary = json.loads(db.with_suffix(".summary.json").read_text(encoding="utf-8"))
