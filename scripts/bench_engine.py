@@ -1,42 +1,42 @@
 """How much time and memory secbench-tui itself adds to a run (a benchmark, not a test).
 
-Runs the real command (`python -m secbench_tui --no-ui`) against the loopback OpenRouter
-server (tests/e2e/server.py, in its own process so the two do not share a GIL) and prints:
+Runs the real command (`python -m secbench_tui --no-ui`) against the loopback OpenAI-compatible
+server (scripts/harness/loopback.py, in its own process so the two do not share a GIL) and
+prints:
 
-- overhead per case with no server delay, at concurrency 1 and 16, over >= 2,000 cases
+- overhead per case with the server answering at once, at concurrency 1 and 16, over >= 2,000 cases
   (the run's own wall time divided by the cases: everything the tool does per case, plus the
   loopback server's sub-millisecond answer, so it is an upper bound);
-- the same runs with the server adding 50 ms to every request, next to the ideal
-  (cases x delay / concurrency);
-- peak memory (max RSS of the tool's process) of each run, and of a 20,000-case run, then of
-  a second 20,000-case run into a database that already holds 80,000 results (100,000 after).
+- the same runs with the server answering after `--latency` (50 ms), next to the ideal
+  (cases x latency / concurrency);
+- peak memory (max RSS of the tool's process, by GNU time) of each run, and of a 20,000-case
+  run, then of a second 20,000-case run into a database that already holds 80,000 results
+  (100,000 after).
 
-Usage: python scripts/bench_engine.py [--cases 2000] [--big 20000] [--skip-slow] [--profile]
+Usage: python scripts/bench_engine.py [--cases 2000] [--big 20000] [--latency 0.05]
+                                      [--skip-slow] [--profile]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import re
-import shutil
+import asyncio
+import pstats
 import sqlite3
-import subprocess
 import sys
-import tempfile
 import time
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from tests.e2e.harness import cli_env, write_suite  # noqa: E402
-
-SERVER = REPO_ROOT / "tests" / "e2e" / "server.py"
-MODEL = "openai/gpt-4o-mini"
+from scripts.harness import MODEL, figures  # noqa: E402
+from scripts.harness.loopback import Loopback  # noqa: E402
+from scripts.harness.processes import run_tool  # noqa: E402
+from scripts.harness.suites import case_count, make_suite  # noqa: E402
 
 
 @dataclass
@@ -44,16 +44,16 @@ class Measure:
     label: str
     cases: int
     concurrency: int
-    delay: float
+    latency: float
     wall: float  # the run, as the engine timed it (after start-up and suite loading)
     process: float  # the whole process, start to exit
-    peak_mb: float
+    peak_mb: float | None  # by GNU time (None without it)
     requests: int
     floor: float | None = None  # the same requests from bare httpx, no engine, no database
 
     @property
     def ideal(self) -> float:
-        return self.cases * self.delay / self.concurrency
+        return self.cases * self.latency / self.concurrency
 
     @property
     def per_case_ms(self) -> float:
@@ -68,52 +68,12 @@ class Measure:
         return (self.wall - self.floor) / self.cases * 1000
 
 
-class Server:
-    """The loopback server in a child process."""
-
-    def __init__(self, delay: float, keep_bodies: bool = False) -> None:
-        keep = ["--keep-bodies"] if keep_bodies else []
-        self.proc = subprocess.Popen(
-            [sys.executable, str(SERVER), "--delay", str(delay), "--until-stdin-closes", *keep],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        match = re.match(r"base_url (\S+)", line)
-        if not match:
-            self.stop()
-            raise RuntimeError(f"the loopback server did not start: {line!r}")
-        self.base_url = match.group(1)
-
-    def requests(self) -> int:
-        import urllib.request
-
-        root = self.base_url.rsplit("/api/v1", 1)[0]
-        with urllib.request.urlopen(f"{root}/_stats") as response:  # noqa: S310 - loopback
-            return int(json.load(response)["requests"])
-
-    def stop(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
 def bare_httpx(base_url: str, prompt: str, cases: int, concurrency: int) -> float:
     """Seconds for `cases` requests from `concurrency` workers on one httpx client, and no more.
 
     The floor the tool is measured against: the same HTTP client, the same request, no engine,
     no parsing, no database.
     """
-    import asyncio
-
-    import httpx
-
     body = {
         "model": MODEL,
         "messages": [{"role": "user", "content": prompt}],
@@ -148,91 +108,24 @@ def a_prompt(suite: Path) -> str:
     return f"{spec}\n\n{evaluation}\n\n{case.read_text(encoding='utf-8')}"
 
 
-def make_suite(root: Path, cases: int) -> Path:
-    """`cases` cases in 10 apps, each app with a SPEC.md as large as the bundled ones.
-
-    The bundled apps' `# Prompt` sections run to about 11 kB and are sent with every case,
-    so a benchmark with a one-line SPEC.md would flatter memory and JSON costs.
-    """
-    apps = 10
-    per_app = cases // apps
-    verdicts = {
-        f"app{a:02d}": ["good" if i % 2 else "bad" for i in range(per_app)] for a in range(apps)
-    }
-    write_suite(root, verdicts)
-    bundled = sorted((REPO_ROOT / "secbench_tui" / "cases").glob("*/SPEC.md"))
-    if bundled:
-        for n, app in enumerate(sorted(verdicts)):
-            shutil.copyfile(bundled[n % len(bundled)], root / app / "SPEC.md")
-    return root
-
-
-def run_tool(
-    base_url: str, suite: Path, db: Path, concurrency: int, *extra: str, profile: Path | None = None
-) -> tuple[dict[str, object], float, float]:
-    """(summary, process seconds, peak RSS in MB) of one real run."""
-    summary = db.with_suffix(".summary.json")
-    prefix = [sys.executable]
-    if profile is not None:
-        prefix += ["-m", "cProfile", "-o", str(profile)]
-    args = [
-        *prefix,
-        "-m",
-        "secbench_tui",
-        "--no-ui",
-        "--model",
-        MODEL,
-        "--base-url",
-        base_url,
-        "--db",
-        str(db),
-        "--cases",
-        str(suite),
-        "--concurrency",
-        str(concurrency),
-        "--summary-json",
-        str(summary),
-        "--max-retries",
-        "0",
-        *extra,
-    ]
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        args, cwd=db.parent, env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    if proc.returncode != 0:
-        raise RuntimeError(f"the run failed ({proc.returncode}): {err[-2000:]}")
-    data = json.loads(summary.read_text(encoding="utf-8"))
-    return data, elapsed, usage.ru_maxrss / 1024
-
-
 def measure(
     label: str,
     suite: Path,
-    cases: int,
     concurrency: int,
-    delay: float,
-    workdir: Path,
+    latency: float,
+    db: Path,
     *extra: str,
-    db: Path | None = None,
     floor: bool = True,
 ) -> Measure:
-    server = Server(delay)
-    try:
-        db = db or workdir / f"{label.replace(' ', '_').replace(',', '')}.db"
-        data, elapsed, peak = run_tool(server.base_url, suite, db, concurrency, *extra)
+    cases = case_count(suite)
+    with Loopback(latency) as server:
+        data, m = run_tool(server.base_url, suite, db, concurrency, *extra)
         requests = server.requests()
         bare = bare_httpx(server.base_url, a_prompt(suite), cases, concurrency) if floor else None
-    finally:
-        server.stop()
     assert data["cases"] == cases, f"{label}: {data['cases']} results for {cases} cases"
     assert data["errors"] == 0, f"{label}: {data['errors']} errors"
-    wall = float(data["wall_seconds"])  # type: ignore[arg-type]
-    return Measure(label, cases, concurrency, delay, wall, elapsed, peak, requests, bare)
+    wall = float(data["wall_seconds"])
+    return Measure(label, cases, concurrency, latency, wall, m.elapsed, m.peak_mb, requests, bare)
 
 
 def grow_database(db: Path, copies: int) -> int:
@@ -259,35 +152,30 @@ def grow_database(db: Path, copies: int) -> int:
 
 
 HEADER = (
-    f"{'run':<24} {'cases':>6} {'conc':>4} {'delay':>6} {'wall':>8} {'ideal':>8} {'vs ideal':>8}"
-    f" {'ms/case':>8} {'httpx':>8} {'own ms':>7} {'process':>8} {'peak RSS':>9}"
+    f"{'run':<24} {'cases':>6} {'conc':>4} {'latency':>7} {'wall':>8} {'ideal':>8}"
+    f" {'vs ideal':>8} {'ms/case':>8} {'httpx':>8} {'own ms':>7} {'process':>8} {'peak RSS':>9}"
 )
 
 
 def show(m: Measure) -> None:
-    ideal = f"{m.ideal:7.2f}s" if m.delay else "       -"
-    ratio = f"{(m.wall / m.ideal - 1) * 100:+7.1f}%" if m.delay else "       -"
+    ideal = f"{m.ideal:7.2f}s" if m.latency else "       -"
+    ratio = f"{(m.wall / m.ideal - 1) * 100:+7.1f}%" if m.latency else "       -"
     floor = f"{m.floor:7.2f}s" if m.floor is not None else "       -"
     own = f"{m.own_ms:7.3f}" if m.own_ms is not None else "      -"
+    peak = f"{m.peak_mb:7.1f}MB" if m.peak_mb is not None else "      -"
     print(
-        f"{m.label:<24} {m.cases:>6} {m.concurrency:>4} {m.delay * 1000:>4.0f}ms"
+        f"{m.label:<24} {m.cases:>6} {m.concurrency:>4} {m.latency * 1000:>5.0f}ms"
         f" {m.wall:7.2f}s {ideal} {ratio} {m.per_case_ms:8.3f} {floor} {own}"
-        f" {m.process:7.2f}s {m.peak_mb:7.1f}MB",
+        f" {m.process:7.2f}s {peak}",
         flush=True,
     )
 
 
 def profile(suite: Path, workdir: Path, concurrency: int) -> None:
-    import pstats
-
-    server = Server(0.0)
     out = workdir / f"profile-c{concurrency}.prof"
-    try:
-        run_tool(
-            server.base_url, suite, workdir / f"profile-c{concurrency}.db", concurrency, profile=out
-        )
-    finally:
-        server.stop()
+    with Loopback(0.0) as server:
+        db = workdir / f"profile-c{concurrency}.db"
+        run_tool(server.base_url, suite, db, concurrency, prefix=("-m", "cProfile", "-o", str(out)))
     print(f"\n--- profile, concurrency {concurrency}: top 30 by own time ---")
     pstats.Stats(str(out)).sort_stats("tottime").print_stats(30)
     print(f"--- profile, concurrency {concurrency}: top 30 by cumulative time ---")
@@ -296,61 +184,49 @@ def profile(suite: Path, workdir: Path, concurrency: int) -> None:
 
 LEGEND = """
 wall      the run as the engine timed it (RunStarted to RunFinished)
-ideal     cases x delay / concurrency
+ideal     cases x latency / concurrency
 ms/case   (wall - ideal) / cases: the tool, httpx and the loopback server together
 httpx     the same number of requests, same concurrency, from bare httpx (no engine, no database)
 own ms    (wall - httpx) / cases: what the tool adds beyond its HTTP client
 process   the whole process, interpreter start and suite loading included
-peak RSS  maximum resident memory of the tool's process"""
+peak RSS  maximum resident memory of the tool's process (GNU time)"""
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("--cases", type=int, default=2000)
+    p = figures.parser(__doc__, cases=2000, latency=0.05)
     p.add_argument("--big", type=int, default=20000, help="cases of the memory run (0: skip)")
-    p.add_argument("--delay", type=float, default=0.05)
     p.add_argument(
         "--skip-slow",
         action="store_true",
-        help="skip the delayed run at concurrency 1 (cases x delay seconds)",
+        help="skip the run with latency at concurrency 1 (cases x latency seconds)",
     )
-    p.add_argument("--profile", action="store_true", help="profile the no-delay runs")
-    p.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    p.add_argument("--profile", action="store_true", help="profile the runs at 0 ms")
     args = p.parse_args(argv)
-
-    workdir = Path(tempfile.mkdtemp(prefix="bench-engine-"))
-    try:
+    with figures.workdir("bench-engine-", args.keep) as workdir:
         suite = make_suite(workdir / "suite", args.cases)
-        cases = len(list(suite.glob("*/*.md"))) - 10
         spec_kb = sum(p.stat().st_size for p in suite.glob("*/SPEC.md")) / 10 / 1000
         print(
-            f"secbench-tui engine benchmark: {cases} cases (SPEC.md {spec_kb:.1f} kB on average),"
-            " loopback server in its own process,"
-            f" {os.cpu_count()} CPUs, Python {sys.version.split()[0]}\n"
+            f"secbench-tui engine benchmark: {case_count(suite)} cases (SPEC.md {spec_kb:.1f} kB"
+            f" on average), loopback server in its own process; {figures.machine()}\n"
         )
         print(HEADER)
-        plan = [
-            ("no delay", 1, 0.0),
-            ("no delay", 16, 0.0),
-            (f"{args.delay * 1000:.0f} ms", 16, args.delay),
-        ]
+        ms = f"{args.latency * 1000:.0f} ms"
+        plan = [("0 ms", 1, 0.0), ("0 ms", 16, 0.0), (ms, 16, args.latency)]
         if not args.skip_slow:
-            plan.append((f"{args.delay * 1000:.0f} ms", 1, args.delay))
-        for label, concurrency, delay in plan:
-            show(measure(f"{label}, c={concurrency}", suite, cases, concurrency, delay, workdir))
+            plan.append((ms, 1, args.latency))
+        for label, concurrency, latency in plan:
+            name = f"{label}, c={concurrency}"
+            db = workdir / f"{name.replace(' ', '_').replace(',', '')}.db"
+            show(measure(name, suite, concurrency, latency, db))
         if args.profile:
             for concurrency in (1, 16):
                 profile(suite, workdir, concurrency)
         if args.big:
             big = make_suite(workdir / "big", args.big)
-            n = len(list(big.glob("*/*.md"))) - 10
             db = workdir / "big.db"
-            show(measure("big run, c=16", big, n, 16, 0.0, workdir, db=db, floor=False))
+            show(measure("big run, c=16", big, 16, 0.0, db, floor=False))
             total = grow_database(db, 3)
-            second = measure(
-                "big, into 80k-result db", big, n, 16, 0.0, workdir, "--force", db=db, floor=False
-            )
-            show(second)
+            show(measure("big, into 80k-result db", big, 16, 0.0, db, "--force", floor=False))
             with closing(sqlite3.connect(db)) as conn:
                 final = conn.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0]
             print(
@@ -358,11 +234,6 @@ def main(argv: list[str] | None = None) -> int:
                 f" file {db.stat().st_size / 1e6:.0f} MB)"
             )
         print(LEGEND)
-    finally:
-        if args.keep:
-            print(f"kept {workdir}")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
     return 0
 
 

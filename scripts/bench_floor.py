@@ -1,273 +1,262 @@
-"""Does the harness add anything? secbench-tui against the floor of httpx and SQLite.
+"""Does the harness add anything? secbench-tui against a floor on the same stack.
 
-The floor (`scripts/floor_loop.py`) is a bare loop of httpx and aiosqlite with the tool's
-SQLite settings (WAL, `synchronous=NORMAL`, one committed row per case), sending the bytes the
-tool sent. Both run as their own processes against the same loopback server
-(tests/e2e/server.py, in a third process, answering at once), in interleaved rounds: each
-round runs the tool and the floor back to back on every configuration, the order alternating
-from round to round, so that both see the same machine. Ratios are taken within a round; the
-script prints their median and their range over the rounds:
+The floor (`scripts/floor_loop.py`) is the least a harness on the tool's stack must do:
+python-dotenv loaded at start, one `httpx.AsyncClient`, aiosqlite with the tool's SQLite
+settings (WAL, `synchronous=NORMAL`, the busy timeout and checkpoint pages read from the tool
+here), each reply and its verdict validated by a pydantic model, one committed row per case. It
+sends the bodies the tool sent (captured at the loopback server, sent again with httpx's
+`json=`; the script checks the bytes are the same). Tool and floor each run as their own
+process against the same loopback OpenAI-compatible server (scripts/harness/loopback.py, a
+process of its own), in interleaved rounds: each round runs the tool and the floor back to back
+on every configuration, the order alternating from round to round, so both see the same
+machine. Ratios (tool / floor) are taken within a round; the script prints their median and
+range over the rounds, provider-like latency first:
 
-- wall, concurrency 1 and 10: the run's own time (the tool's `wall_seconds`, from its first
-  request to its last stored result; the floor's first request to its last commit);
-- start-up: the whole process, interpreter start to exit, for a suite of one case;
-- peak memory: the maximum resident set of the process, for the concurrency-10 run, as GNU
-  time (/usr/bin/time) reports it (a child's own ru_maxrss carries this script's memory in).
+- wall at `--latency` (100 ms, as a provider answers at best), concurrency 10 and 1: the run's
+  own time (the tool's `wall_seconds`, first request to last stored result; the floor's first
+  request to last commit). Concurrency 1 runs a tenth of the cases, to take as long;
+- wall at 0 ms, concurrency 1 and 10: what the harness itself costs per case, magnified;
+- processor time at 0 ms, concurrency 10: user + system of the whole process, every thread
+  (from `wait4`), which other load on the machine moves much less than wall time;
+- start-up: the whole process, interpreter start to exit, of a run of one case (at 0 ms);
+- peak memory at `--latency`, concurrency 10: the maximum resident set by GNU time.
 
-The floor imports httpx as any program does, and httpx then imports its own command line
-(`httpx._main`, with click, pygments and rich) when those are installed, as they are beside
-Textual; the tool keeps that import out. For reference the script also runs the one-case
-floor with that import kept out the same way, and prints the start-up ratios against it
-(not a goal: the floor the issue names is the plain loop).
+`--tool-root` runs the tool from another checkout (e.g. a commit before a change, extracted
+with `git archive`); given twice, both versions run in the same rounds beside the floor, their
+bodies are checked to be the same bytes, and the second is also compared with the first.
 
-Wall-clock ratios swing with whatever else runs on the machine; the processor time each
-process used (user + system, every thread, from `wait4`) swings much less, so the script also
-prints the same ratios of processor time ("cpu"), whole process, for the two 500-case runs and
-the one-case start-up.
-
-Usage: python scripts/bench_floor.py [--cases 500] [--rounds 7]
+Usage: python scripts/bench_floor.py [--cases 400] [--rounds 5] [--latency 0.1]
+                                     [--tool-root DIR [--tool-root DIR]]
 """
 
 from __future__ import annotations
 
-import argparse
-import base64
 import json
-import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+import httpx
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from scripts.bench_engine import MODEL, Server, make_suite  # noqa: E402
-from tests.e2e.harness import cli_env, write_suite  # noqa: E402
+from scripts.harness import figures  # noqa: E402
+from scripts.harness.loopback import Loopback  # noqa: E402
+from scripts.harness.processes import GNU_TIME, bench_env, measure, run_tool  # noqa: E402
+from scripts.harness.suites import case_count, make_suite  # noqa: E402
+from secbench_tui.core.store.connection import (  # noqa: E402  (the tool's own settings)
+    BUSY_TIMEOUT_S,
+    WAL_CHECKPOINT_PAGES,
+)
 
 FLOOR = REPO_ROOT / "scripts" / "floor_loop.py"
 
 
-def bench_env() -> dict[str, str]:
-    """The command's environment, with bytecode cached as an installed program has it (pip
-    compiles what it installs; PYTHONDONTWRITEBYTECODE, set in CI, would make every start
-    compile the tool's own modules again, and the floor has almost none)."""
-    env = cli_env()
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    return env
+@dataclass(frozen=True)
+class Config:
+    label: str
+    latency: float
+    concurrency: int
+    suite: str  # "many", "few" or "one"
 
 
-GOALS = {"wall c=1": 1.2, "wall c=10": 1.2, "start-up": 1.2, "peak memory": 1.2}
-CPU_FIGURES = {"cpu c=1": "c=1", "cpu c=10": "c=10", "cpu start-up": "one"}
-
-
-@dataclass
+@dataclass(frozen=True)
 class Sample:
     wall: float  # the run's own time
     process: float  # the whole process
-    peak_mb: float
-    cpu: float  # processor seconds of the whole process (user + system, all threads)
+    cpu: float
+    peak_mb: float | None
 
 
-# GNU time reports the peak resident set of the command alone. The child's own `ru_maxrss`
-# (from wait4) is not that: Linux carries the high-water mark of the process that forked it
-# into the child across exec, so every child of this script reported at least this script's
-# own ~50 MB (both tool and floor "51 MB"). GNU time, a 2 MB process, starts the command.
-GNU_TIME = shutil.which("time", path="/usr/bin:/bin")
-
-
-def _run(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, float, str]:
-    """Run to the end; (elapsed seconds, peak RSS in MB, processor seconds, stdout). Output
-    goes to files, so a process that writes more than a pipe holds never waits for this one
-    to read."""
-    with (
-        tempfile.TemporaryFile() as out_f,
-        tempfile.TemporaryFile() as err_f,
-        tempfile.NamedTemporaryFile("r") as peak_f,
-    ):
-        command = [GNU_TIME, "-f", "%M", "-o", peak_f.name, *args] if GNU_TIME else args
-        started = time.perf_counter()
-        proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=out_f, stderr=err_f)
-        _, status, usage = os.wait4(proc.pid, 0)
-        elapsed = time.perf_counter() - started
-        out_f.seek(0)
-        err_f.seek(0)
-        out, err = out_f.read().decode(), err_f.read().decode()
-        peak_kb = float(peak_f.read().split()[-1]) if GNU_TIME else usage.ru_maxrss
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        raise RuntimeError(f"{args[1:3]} failed ({code}): {err[-2000:]}")
-    return elapsed, peak_kb / 1024, usage.ru_utime + usage.ru_stime, out
-
-
-def run_tool(base_url: str, suite: Path, work: Path, concurrency: int) -> Sample:
-    db = Path(tempfile.mkdtemp(dir=work)) / "results.db"
-    summary = db.with_suffix(".json")
-    args = [
-        sys.executable,
-        "-m",
-        "secbench_tui",
-        "--no-ui",
-        "--model",
-        MODEL,
-        "--base-url",
-        base_url,
-        "--db",
-        str(db),
-        "--cases",
-        str(suite),
-        "--concurrency",
-        str(concurrency),
-        "--max-retries",
-        "0",
-        "--summary-json",
-        str(summary),
+def configs(latency: float) -> list[Config]:
+    ms = f"{latency * 1000:.0f} ms"
+    return [
+        Config(f"{ms} c=10", latency, 10, "many"),
+        Config(f"{ms} c=1", latency, 1, "few"),
+        Config("0 ms c=1", 0.0, 1, "many"),
+        Config("0 ms c=10", 0.0, 10, "many"),
+        Config("one case", 0.0, 1, "one"),
     ]
-    elapsed, peak, cpu, _ = _run(args, db.parent, bench_env())
-    data = json.loads(summary.read_text(encoding="utf-8"))
-    assert data["errors"] == 0, data
-    return Sample(float(data["wall_seconds"]), elapsed, peak, cpu)
 
 
-def run_floor(
-    base_url: str, bodies: Path, work: Path, concurrency: int, without_httpx_cli: bool = False
-) -> Sample:
+def goals(latency: float) -> list[tuple[str, str, str, float]]:
+    """(figure, configuration, what of it, goal): provider-like latency first."""
+    ms = f"{latency * 1000:.0f} ms"
+    return [
+        (f"wall {ms} c=10", f"{ms} c=10", "wall", 1.05),
+        (f"wall {ms} c=1", f"{ms} c=1", "wall", 1.05),
+        ("wall 0 ms c=1", "0 ms c=1", "wall", 1.5),
+        ("wall 0 ms c=10", "0 ms c=10", "wall", 1.5),
+        ("cpu 0 ms c=10", "0 ms c=10", "cpu", 1.6),
+        ("start-up", "one case", "process", 1.4),
+        (f"memory {ms} c=10", f"{ms} c=10", "peak_mb", 1.3),
+    ]
+
+
+def tool_sample(url: str, suite: Path, work: Path, concurrency: int, root: Path) -> Sample:
+    db = Path(tempfile.mkdtemp(dir=work)) / "results.db"
+    summary, m = run_tool(url, suite, db, concurrency, root=root)
+    if summary["errors"] != 0 or summary["cases"] != case_count(suite):
+        raise RuntimeError(f"the tool's run went wrong: {summary}")
+    return Sample(float(summary["wall_seconds"]), m.elapsed, m.cpu, m.peak_mb)
+
+
+def floor_sample(url: str, bodies: Path, work: Path, concurrency: int) -> Sample:
     db = Path(tempfile.mkdtemp(dir=work)) / "floor.db"
-    args = [sys.executable, str(FLOOR), base_url, str(bodies), str(db), str(concurrency)]
-    if without_httpx_cli:  # the floor with httpx's command line kept out, as the tool does
-        argv = [str(FLOOR), base_url, str(bodies), str(db), str(concurrency)]
-        code = (
-            "import runpy, sys; sys.modules['httpx._main'] = None; "
-            f"sys.argv = {argv!r}; runpy.run_path({str(FLOOR)!r}, run_name='__main__')"
-        )
-        args = [sys.executable, "-c", code]
-    elapsed, peak, cpu, out = _run(args, db.parent, bench_env())
-    return Sample(float(json.loads(out)["wall"]), elapsed, peak, cpu)
+    args = [sys.executable, str(FLOOR), url, str(bodies), str(db), str(concurrency)]
+    args += ["--busy-timeout-ms", str(round(BUSY_TIMEOUT_S * 1000))]
+    args += ["--checkpoint-pages", str(WAL_CHECKPOINT_PAGES)]
+    m = measure(args, db.parent, bench_env())
+    return Sample(float(json.loads(m.stdout)["wall"]), m.elapsed, m.cpu, m.peak_mb)
 
 
-def capture_bodies(suite: Path, work: Path, name: str) -> Path:
-    """The request bodies the tool sends for `suite`, byte for byte, one a line."""
-    server = Server(0.0, keep_bodies=True)
-    try:
-        run_tool(server.base_url, suite, work, 1)
-        root = server.base_url.rsplit("/api/v1", 1)[0]
-        with urllib.request.urlopen(f"{root}/_bodies") as response:  # noqa: S310 - loopback
-            bodies = [base64.b64decode(b) for b in json.load(response)["bodies"]]
-    finally:
-        server.stop()
-    assert all(b"\n" not in b for b in bodies), "a body with a newline cannot go one a line"
-    out = work / f"{name}.bodies"
+def capture_bodies(suite: Path, work: Path, tools: dict[str, Path]) -> Path:
+    """The request bodies the tool sends for `suite`, one a line, checked to be the bytes
+    httpx's `json=` writes for them (what the floor sends), and the same from every tool."""
+    sent: dict[str, list[bytes]] = {}
+    for name, root in tools.items():
+        with Loopback(0.0, keep_bodies=True) as server:
+            tool_sample(server.base_url, suite, work, 1, root)
+            sent[name] = server.bodies()
+    bodies = next(iter(sent.values()))
+    if any(other != bodies for other in sent.values()):
+        raise RuntimeError(f"the tools sent different bodies for {suite.name}")
+    for body in bodies:
+        again = httpx.Request("POST", server.base_url, json=json.loads(body)).content
+        if again != body or b"\n" in body:
+            raise RuntimeError("the floor would not send the tool's bytes")
+    out = work / f"{suite.name}.bodies"
     out.write_bytes(b"".join(b + b"\n" for b in bodies))
     return out
 
 
-def one_case_suite(root: Path) -> Path:
-    write_suite(root, {"app00": ["bad"]})
-    spec = next(iter(sorted((REPO_ROOT / "secbench_tui" / "cases").glob("*/SPEC.md"))), None)
-    if spec is not None:
-        shutil.copyfile(spec, root / "app00" / "SPEC.md")
-    return root
-
-
-def spread(values: list[float]) -> str:
-    return f"{statistics.median(values):5.2f}x  (range {min(values):.2f}-{max(values):.2f})"
-
-
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("--cases", type=int, default=500)
-    p.add_argument("--rounds", type=int, default=7)
-    p.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    p = figures.parser(__doc__, cases=400, rounds=5, latency=0.1)
+    p.add_argument(
+        "--tool-root",
+        type=Path,
+        action="append",
+        help="a checkout of the tool to measure (default: this one); give it twice to measure"
+        " two versions in the same rounds",
+    )
     args = p.parse_args(argv)
-
-    work = Path(tempfile.mkdtemp(prefix="bench-floor-"))
-    try:
-        suite = make_suite(work / "suite", args.cases)
-        single = one_case_suite(work / "single")
-        cases = len(list(suite.glob("*/*.md"))) - 10
-        bodies = capture_bodies(suite, work, "suite")
-        single_bodies = capture_bodies(single, work, "single")
+    tools = {label(root): root.resolve() for root in args.tool_root or [REPO_ROOT]}
+    plan = configs(args.latency)
+    with figures.workdir("bench-floor-", args.keep) as work:
+        suites = {
+            "many": make_suite(work / "many", args.cases),
+            "few": make_suite(work / "few", max(1, args.cases // 10)),
+            "one": make_suite(work / "one", 1),
+        }
+        bodies = {name: capture_bodies(s, work, tools) for name, s in suites.items()}
         print(
-            f"secbench-tui against its floor: {cases} cases, {args.rounds} interleaved rounds,"
-            f" loopback server at 0 ms in its own process, {os.cpu_count()} CPUs,"
-            f" Python {sys.version.split()[0]}; peak memory "
-            + ("by GNU time\n" if GNU_TIME else "NOT MEASURABLE HERE (no /usr/bin/time)\n"),
+            "secbench-tui against its floor on the same stack (httpx, aiosqlite, python-dotenv,"
+            " pydantic); the tool from "
+            + ", ".join(f"{root} ({name})" for name, root in tools.items())
+            + f"\nmeasured: {args.rounds} interleaved rounds, the order rotating;"
+            f" {case_count(suites['many'])} cases, {case_count(suites['few'])} at concurrency 1"
+            f" with latency; loopback server in its own process answering after"
+            f" {args.latency * 1000:.0f} ms and after 0 ms; SQLite WAL, synchronous=NORMAL,"
+            f" busy timeout {BUSY_TIMEOUT_S:g} s, checkpoint every {WAL_CHECKPOINT_PAGES} pages;"
+            " peak memory "
+            + ("by GNU time" if GNU_TIME else "NOT MEASURABLE HERE (no /usr/bin/time)")
+            + f"\nmachine at the start: {figures.machine()}\n",
             flush=True,
         )
-        ratios: dict[str, list[float]] = {name: [] for name in (*GOALS, *CPU_FIGURES)}
-        bare: dict[str, list[float]] = {"start-up": [], "cpu start-up": []}
-        server = Server(0.0)
-        try:
-            url = server.base_url
-            # one untimed pair first: page cache, bytecode and the server warmed for both
-            run_tool(url, single, work, 1)
-            run_floor(url, single_bodies, work, 1)
-            run_floor(url, single_bodies, work, 1, without_httpx_cli=True)
+        rows: list[dict[str, dict[str, Sample]]] = []
+        with Loopback(args.latency) as slow, Loopback(0.0) as fast:
+            # one untimed run of each first: page cache, bytecode and the servers warmed
+            for root in tools.values():
+                tool_sample(fast.base_url, suites["one"], work, 1, root)
+            floor_sample(fast.base_url, bodies["one"], work, 1)
             for r in range(args.rounds):
-                tool_first = r % 2 == 0
-                row: dict[str, tuple[Sample, Sample]] = {}
-                for label, s, b, c in (
-                    ("c=1", suite, bodies, 1),
-                    ("c=10", suite, bodies, 10),
-                    ("one", single, single_bodies, 1),
-                ):
-                    if tool_first:
-                        tool = run_tool(url, s, work, c)
-                        floor = run_floor(url, b, work, c)
-                    else:
-                        floor = run_floor(url, b, work, c)
-                        tool = run_tool(url, s, work, c)
-                    row[label] = (tool, floor)
-                # for reference: the one-case floor with httpx's command line kept out
-                no_cli = run_floor(url, single_bodies, work, 1, without_httpx_cli=True)
-                bare["start-up"].append(row["one"][0].process / no_cli.process)
-                bare["cpu start-up"].append(row["one"][0].cpu / no_cli.cpu)
-                ratios["wall c=1"].append(row["c=1"][0].wall / row["c=1"][1].wall)
-                ratios["wall c=10"].append(row["c=10"][0].wall / row["c=10"][1].wall)
-                ratios["start-up"].append(row["one"][0].process / row["one"][1].process)
-                ratios["peak memory"].append(row["c=10"][0].peak_mb / row["c=10"][1].peak_mb)
-                for name, label in CPU_FIGURES.items():
-                    ratios[name].append(row[label][0].cpu / row[label][1].cpu)
-                t1, f1 = row["c=1"]
-                t10, f10 = row["c=10"]
-                one_t, one_f = row["one"]
-                print(
-                    f"round {r + 1}: c=1 {t1.wall:.2f}s/{f1.wall:.2f}s"
-                    f"  c=10 {t10.wall:.2f}s/{f10.wall:.2f}s"
-                    f"  start-up {one_t.process:.3f}s/{one_f.process:.3f}s"
-                    f"  memory {t10.peak_mb:.0f}/{f10.peak_mb:.0f} MB   (tool/floor)",
-                    flush=True,
-                )
-        finally:
-            server.stop()
-        print(f"\n{'figure':<14} {'tool / floor, median':<34} goal")
-        met = True
-        for name, goal in GOALS.items():
-            ok = statistics.median(ratios[name]) <= goal
-            met &= ok
-            print(
-                f"{name:<14} {spread(ratios[name]):<34} <= {goal:.1f}x {'met' if ok else 'MISSED'}"
-            )
-        print("\nprocessor time of the whole process (less sensitive to other load):")
-        for name in CPU_FIGURES:
-            print(f"{name:<14} {spread(ratios[name])}")
-        print("\nfor reference, start-up against the floor with httpx's command line kept out:")
-        for name, values in bare.items():
-            print(f"{name:<14} {spread(values)}")
-        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-        print(f"\nload average at the end: {load} (1, 5, 15 min; {os.cpu_count()} CPUs)")
-        print("all goals met" if met else "some goals missed")
-    finally:
-        if args.keep:
-            print(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+                row: dict[str, dict[str, Sample]] = {}
+                for c in plan:
+                    url = (slow if c.latency else fast).base_url
+                    who = [*tools, FLOOR_LABEL]
+                    turn = (r + len(row)) % len(who)
+                    row[c.label] = {}
+                    for name in who[turn:] + who[:turn]:
+                        if name == FLOOR_LABEL:
+                            got = floor_sample(url, bodies[c.suite], work, c.concurrency)
+                        else:
+                            got = tool_sample(
+                                url, suites[c.suite], work, c.concurrency, tools[name]
+                            )
+                        row[c.label][name] = got
+                rows.append(row)
+                print(f"round {r + 1}: {round_line(row, [*tools, FLOOR_LABEL])}", flush=True)
+        for name in tools:
+            report(rows, name, args.latency, plan)
+        if len(tools) > 1:
+            compare(rows, list(tools), plan)
+        print(f"\nmachine at the end: {figures.machine()}")
     return 0
+
+
+FLOOR_LABEL = "floor"
+
+
+def label(root: Path) -> str:
+    return "tool" if root.resolve() == REPO_ROOT else root.resolve().name
+
+
+def round_line(row: dict[str, dict[str, Sample]], names: list[str]) -> str:
+    """One round's times, each configuration's in the order of `names` (not the run order)."""
+    parts = []
+    for c, samples in row.items():
+        what = "process" if c == "one case" else "wall"
+        times = "/".join(f"{getattr(samples[n], what):.2f}" for n in names)
+        parts.append(f"{'start-up' if c == 'one case' else c} {times}s")
+    return "  ".join(parts) + f"   ({'/'.join(names)})"
+
+
+def report(
+    rows: list[dict[str, dict[str, Sample]]], tool: str, latency: float, plan: list[Config]
+) -> None:
+    print(f"\n{'figure':<20} {tool + ' / floor, median':<30} goal")
+    met = True
+    for name, c, what, goal in goals(latency):
+        pairs = [(getattr(row[c][tool], what), getattr(row[c][FLOOR_LABEL], what)) for row in rows]
+        if any(t is None or f is None for t, f in pairs):
+            print(f"{name:<20} {'not measured':<30} <= {goal:.2f}x")
+            continue
+        ratios = [t / f for t, f in pairs]
+        ok = statistics.median(ratios) <= goal
+        met &= ok
+        print(f"{name:<20} {figures.spread(ratios):<30} <= {goal:.2f}x {'met' if ok else 'MISSED'}")
+    print("all goals met" if met else "some goals missed")
+    print(f"the figures themselves, medians ({tool} / floor):")
+    for c in plan:
+        t = [row[c.label][tool] for row in rows]
+        f = [row[c.label][FLOOR_LABEL] for row in rows]
+        wall = "process" if c.suite == "one" else "wall"
+        memory = f"  memory {med(t, 'peak_mb'):.0f}/{med(f, 'peak_mb'):.0f} MB"
+        print(
+            f"  {c.label:<12} {wall} {med(t, wall):.3f}/{med(f, wall):.3f} s"
+            f"  cpu {med(t, 'cpu'):.3f}/{med(f, 'cpu'):.3f} s"
+            + (memory if t[0].peak_mb is not None else "")
+        )
+
+
+def compare(rows: list[dict[str, dict[str, Sample]]], tools: list[str], plan: list[Config]) -> None:
+    """The second tool against the first, within each round (before and after a change)."""
+    first, second = tools[0], tools[1]
+    print(f"\n{second} / {first}, within each round, median (range):")
+    for c in plan:
+        wall = "process" if c.suite == "one" else "wall"
+        for what in (wall, "cpu"):
+            ratios = [
+                getattr(r[c.label][second], what) / getattr(r[c.label][first], what) for r in rows
+            ]
+            print(f"  {c.label:<12} {what:<8} {figures.spread(ratios)}")
+
+
+def med(samples: list[Sample], what: str) -> float:
+    return statistics.median(float(getattr(s, what)) for s in samples)
 
 
 if __name__ == "__main__":

@@ -24,9 +24,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from scripts.harness import original_db as original  # noqa: E402
+from scripts.harness.original_db import Row  # noqa: E402
 from secbench_tui.core.store.database import Store  # noqa: E402
-from tests.e2e import original  # noqa: E402
-from tests.e2e.original import Row  # noqa: E402
 
 CASES = 240
 

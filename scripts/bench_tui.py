@@ -191,7 +191,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    from tests.tui.bulk import fill_results
+    from scripts.harness.databases import fill_results
 
     with tempfile.TemporaryDirectory(prefix="secbench-bench-") as tmp:
         empty = Path(tmp) / "empty.db"

@@ -12,6 +12,7 @@ has a `# Rule`, or whose description names no rule or several, is left as it is 
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 from secbench_tui.core.suites.markdown import split_sections
 
 BREAKS = re.compile(r"\bBreaks rules? (\d+)", re.IGNORECASE)
+BUNDLED = Path(__file__).resolve().parent.parent / "secbench_tui" / "cases"
 EXPECTED = re.compile(r"^#[ \t]+Expected[ \t]*$", re.MULTILINE | re.IGNORECASE)
 
 
@@ -41,10 +43,21 @@ def migrated(text: str) -> tuple[str | None, str]:
     return text[:at] + section + text[at:], "rule added"
 
 
-def main(argv: list[str]) -> int:
-    check = "--check" in argv
-    args = [a for a in argv if a != "--check"]
-    root = Path(args[0]) if args else Path(__file__).resolve().parent.parent / "secbench_tui/cases"
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0] if __doc__ else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "suite",
+        nargs="?",
+        type=Path,
+        default=BUNDLED,
+        help="the suite's folder (default: the bundled suite)",
+    )
+    p.add_argument("--check", action="store_true", help="exit 1 if a file would change")
+    args = p.parse_args(argv)
+    root, check = args.suite, args.check
     changed = 0
     for path in sorted(root.glob("*/*-bad.md")):
         text = path.read_bytes().decode("utf-8")
@@ -61,4 +74,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -14,16 +14,11 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, NoReturn, Union, get_args, get_origin
 
-# httpx imports its own command line (httpx._main) whenever click, pygments and rich are
-# installed, as they are beside Textual: about 40 ms of every start, for a command this
-# program never runs. A None entry makes that import fail, and httpx falls back to a stub.
-sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+from pydantic import BaseModel, SecretStr, ValidationError
+from pydantic.fields import FieldInfo
 
-from pydantic import BaseModel, SecretStr, ValidationError  # noqa: E402
-from pydantic.fields import FieldInfo  # noqa: E402
-
-from secbench_tui import __version__  # noqa: E402
-from secbench_tui.config import (  # noqa: E402
+from secbench_tui import __version__
+from secbench_tui.config import (
     ENDPOINT,
     MATRIX,
     MODE,
@@ -35,8 +30,8 @@ from secbench_tui.config import (  # noqa: E402
     declared,
     describe_error,
 )
-from secbench_tui.errors import PROG, say_error  # noqa: E402
-from secbench_tui.exit_codes import EXIT_CODES, EXIT_USAGE  # noqa: E402
+from secbench_tui.errors import PROG, say_error
+from secbench_tui.exit_codes import EXIT_CODES, EXIT_USAGE
 
 GROUPS = (MODE, RUN, ENDPOINT, SELECTION)  # the order --help lists them in
 

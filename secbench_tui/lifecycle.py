@@ -23,7 +23,13 @@ from secbench_tui.errors import UsageError
 from secbench_tui.planning.plan import Plan
 from secbench_tui.results_db import open_results
 
-GIL_SWITCH = 0.0005  # seconds: sys.setswitchinterval while runs go on (see MatrixRun.events)
+# Seconds: sys.setswitchinterval while runs go on (see MatrixRun.events). Kept because it pays
+# where a user waits: the app's run of 80 cases at 100 ms latency, concurrency 4, took 4.6 s
+# without it and 3.0-3.7 s with it (app / headless 1.98x against 1.37-1.55x; 2 CPUs, load
+# average 14-16), and at 200 ms 4.93 s against 4.35 s (12%; load 6-7) with
+# scripts/bench_app_overhead.py. Headless runs gain nothing measurable from it (bench_floor at
+# 100 ms: 0.99x), and lose nothing.
+GIL_SWITCH = 0.0005
 
 
 class MatrixRun:

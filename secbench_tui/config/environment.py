@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from dotenv import dotenv_values
+
 
 def bundled_cases_dir() -> Path:
     """The suite shipped inside the package, from any working directory or install."""
@@ -21,13 +23,10 @@ def is_bundled_suite(cases_dir: Path) -> bool:
 
 
 def load_env(dotenv_path: Path | None = None) -> dict[str, str]:
-    """The environment with `.env` (from the working directory) beneath it. python-dotenv is
-    imported only when there is a file to read (it costs a start about 10 ms)."""
+    """The environment with `.env` (from the working directory) beneath it."""
     values: dict[str, str] = {}
     path = dotenv_path or Path(".env")
     if path.is_file():
-        from dotenv import dotenv_values
-
         values.update({k: v for k, v in dotenv_values(path).items() if v is not None})
     values.update(os.environ)
     return values

@@ -11,8 +11,7 @@ read (`ReasonScore.from_json`). What a run records of its settings (`RecordedSet
 pydantic model: written once per run, and read back from files any version may have written.
 """
 
-# No `from __future__ import annotations` here: the typed dicts below are made at every start,
-# and an annotation kept as text costs each of their fields a compile (issue 23).
+from __future__ import annotations
 
 import json
 import re
@@ -231,7 +230,7 @@ class ReasonScore:
         return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> "ReasonScore":
+    def from_json(cls, text: str | bytes) -> ReasonScore:
         """A stored `reasons` value read back and checked: ValueError (json's included) for
         anything that is not what `to_json` writes (a hostile or damaged file). Keys it does
         not know are ignored; keys it knows that are missing take their defaults."""
@@ -360,7 +359,7 @@ class RecordedSettings(Recorded):
         return json.dumps(self.as_dict(), sort_keys=True)
 
     @classmethod
-    def from_stored(cls, data: JSONObject) -> "RecordedSettings":
+    def from_stored(cls, data: JSONObject) -> RecordedSettings:
         """Settings read back from a database (any version's, or a damaged one): a known key
         whose value is not of its type reads as not recorded, and the rest as recorded."""
         try:
@@ -384,7 +383,7 @@ class RunStatus(StrEnum):
     UNKNOWN = "unknown"
 
     @classmethod
-    def of(cls, value: str | None) -> "RunStatus":
+    def of(cls, value: str | None) -> RunStatus:
         try:
             return cls(value or "")
         except ValueError:

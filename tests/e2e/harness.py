@@ -124,7 +124,7 @@ def cli_env(key: str | None = None, **extra: str) -> dict[str, str]:
         [str(REPO_ROOT), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])]
     )
     env["PYTHONUNBUFFERED"] = "1"
-    # tests set their own (tests/conftest.py); a benchmark script gets one folder of its own
+    # tests set their own (tests/conftest.py); any other caller gets a folder of its own
     env.setdefault("XDG_CACHE_HOME", _scratch_cache())
     if key is not None:
         env["OPENROUTER_API_KEY"] = key

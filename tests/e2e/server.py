@@ -1,8 +1,8 @@
-"""A loopback server that speaks OpenRouter's wire format, for end-to-end tests and benchmarks.
+"""A loopback server that speaks OpenRouter's wire format, for end-to-end tests.
 
 It serves `POST .../chat/completions` and `GET .../models` on 127.0.0.1 at a free port, from a
-background thread (`LoopbackServer`, a context manager) or as a separate process
-(`python tests/e2e/server.py`, for benchmarks that must not share a GIL with the tool).
+background thread (`LoopbackServer`, a context manager). The benchmarks have a server of their
+own, in a process of its own (scripts/harness/loopback.py).
 
 What it answers is scripted per request. A `Rule` matches requests whose prompt contains a marker
 (a case's code, its id...) and answers them with its queue of `Behaviour`s in order; requests no
@@ -16,8 +16,6 @@ Only the standard library is used, so the server needs no dependency and starts 
 
 from __future__ import annotations
 
-import argparse
-import base64
 import json
 import re
 import socket
@@ -796,13 +794,6 @@ class _Handler(BaseHTTPRequestHandler):
             with self.loopback._lock:
                 self.loopback.catalog_requests += 1
             self._send(200, {"data": self.loopback.models})
-        elif path == "/_stats":
-            lb = self.loopback
-            self._send(200, {"requests": lb.request_count, "max_in_flight": lb.max_in_flight})
-        elif path == "/_bodies":  # the raw request bodies kept (--keep-bodies), base64
-            with self.loopback._lock:
-                kept = [base64.b64encode(r.raw or b"").decode() for r in self.loopback.requests]
-            self._send(200, {"bodies": kept})
         else:
             self._send(404, error_body(404, f"no route for GET {path}"))
 
@@ -877,34 +868,3 @@ class _Handler(BaseHTTPRequestHandler):
         request.response = payload
         self.loopback._finish(request)
         self._send(b.status, payload, b.headers, b.trickle)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Serve from its own process; prints `base_url <url>` once listening.
-
-    It stops on SIGTERM or Ctrl+C, or with `--until-stdin-closes` when its parent goes away.
-    """
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    p.add_argument("--delay", type=float, default=0.0, help="seconds added to every request")
-    p.add_argument("--keep-bodies", action="store_true", help="keep every request in memory")
-    p.add_argument(
-        "--until-stdin-closes",
-        action="store_true",
-        help="exit when standard input reaches its end (the parent has gone)",
-    )
-    args = p.parse_args(argv)
-    server = LoopbackServer(delay=args.delay, keep_bodies=args.keep_bodies)
-    with server:
-        print(f"base_url {server.base_url}", flush=True)
-        try:
-            if args.until_stdin_closes:
-                sys.stdin.read()
-            else:
-                threading.Event().wait()
-        except KeyboardInterrupt:
-            pass
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

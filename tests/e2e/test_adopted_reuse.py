@@ -1,11 +1,11 @@
 """Answers the original security-bench evaluator paid for are not paid for again (issue 22).
 
-A database is written in the original's layout (tests/e2e/original.py) holding, for each case,
-the request body `--request-style security-bench` sends (captured at a loopback server, as
-the original sends it byte for byte) and the reply it got. A run over that file with the same
-model, prompt and style must send nothing it already has (counted at the server), ask again
-only the case whose stored request differs, and the report and exports must list the imported
-and the new results of the same files together, by model and prompt.
+A database is written in the original's layout (scripts/harness/original_db.py) holding, for
+each case, the request body `--request-style security-bench` sends (captured at a loopback
+server, as the original sends it byte for byte) and the reply it got. A run over that file with
+the same model, prompt and style must send nothing it already has (counted at the server), ask
+again only the case whose stored request differs, and the report and exports must list the
+imported and the new results of the same files together, by model and prompt.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.e2e import original
+from scripts.harness import original_db as original
 from tests.e2e.harness import MODEL, SuiteCase, by_case, cli_env, run_cli, runs, write_suite
 from tests.e2e.server import LoopbackServer
 

@@ -47,6 +47,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         assert f"secbench_tui/prompts/{prompt}.txt" in names
     assert any(n.startswith("secbench_tui/cases/purchase-order/") for n in names)
     assert any(n.startswith("secbench_tui/core/results/templates/") for n in names)
+    assert not [n for n in names if n.startswith(("scripts/", "tests/"))]  # never shipped
     target = work / "site"
     subprocess.run(
         [

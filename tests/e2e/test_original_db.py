@@ -17,10 +17,10 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from tests.e2e import original
+from scripts.harness import original_db as original
+from scripts.harness.original_db import Row
 from tests.e2e import server as srv
 from tests.e2e.harness import FAKE_KEY, MODEL, cli_env, connect, run_cli, write_suite
-from tests.e2e.original import Row
 from tests.e2e.server import LoopbackServer
 
 OTHER = "anthropic/claude-3.5-haiku"

@@ -202,7 +202,7 @@ async def test_the_diff_of_a_run_defaults_to_the_run_before_it(
 
 async def test_the_store_pages_the_grid_by_case_id(tmp_path: Path) -> None:
     """Keyset pages: every case once, in order, however the pages fall."""
-    from tests.tui.bulk import fill_results
+    from scripts.harness.databases import fill_results
 
     db = tmp_path / "bulk.db"
     await fill_results(db, 1000, runs=4)
@@ -375,7 +375,7 @@ async def test_the_run_table_recuts_its_cases_after_a_resize(
 async def test_sorting_by_case_and_outcome_pages_through_everything(
     make_settings: Callable[..., Settings], clean_suite: Path, tmp_path: Path
 ) -> None:
-    from tests.tui.bulk import fill_results
+    from scripts.harness.databases import fill_results
 
     await fill_results(Path("results.db"), 900, runs=3)
     app = make_app(make_settings(), offline_catalog=True)

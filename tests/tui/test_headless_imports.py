@@ -1,14 +1,15 @@
 """The headless path never imports Textual or Rich: `--no-ui` must not pay for them. Nor
 does it load what only other commands use: jinja2 (the report), the parsers of --rewrites and
---verify, python-dotenv without a .env: each costs every start its import. pydantic it does
-load: the settings and the verdict reply are pydantic models.
+--verify: each costs every start its import. pydantic and python-dotenv it does load: the
+settings and the verdict reply are pydantic models, and a `.env` file is read at every start.
 
 Each check runs in a fresh interpreter, since this test process has Textual loaded; one
 interpreter imports every core module in turn and looks at `sys.modules` after each.
 
 httpx imports its own command line (`httpx._main`) when click, pygments and rich are installed,
-and that loads Rich; it is not our import. The Rich checks therefore block `httpx._main` (as
-the core could, see the report) and then require that nothing else loads Rich.
+and that loads Rich; it is httpx's import, not ours, and the program leaves it to httpx. The
+checks that name Rich therefore block `httpx._main` in the interpreter they start, and then
+require that nothing else loads Rich.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ UNUSED = (
     "pglast",
     "psycopg",
     "pgserver",
-    "dotenv",
 )
 
 # Runs the real command line, then reports the forbidden modules loaded by the time it ends.
@@ -103,20 +103,23 @@ def test_no_ui_run_loads_rich_only_through_the_httpx_cli(tmp_path: Path) -> None
 def test_no_ui_run_loads_nothing_only_other_commands_use(tmp_path: Path) -> None:
     """Offline and against a real endpoint on 127.0.0.1 (the client, the catalog lookup, the
     replies' parsing): neither loads jinja2 or the parsers of other commands."""
-    assert _run_no_ui(tmp_path, UNUSED, "") == ["LOADED="]
+    assert _run_no_ui(tmp_path, UNUSED, BLOCK_HTTPX_CLI) == ["LOADED="]
     with LoopbackServer() as server:
         remote = ("--base-url", server.base_url, "--limit", "2")
         (tmp_path / "remote").mkdir()
         env = {"OPENROUTER_API_KEY": "sk-test", "XDG_CACHE_HOME": str(tmp_path / "cache")}
-        loaded = _run_no_ui(tmp_path / "remote", UNUSED, "", "openai/gpt-4o-mini", remote, env)
+        loaded = _run_no_ui(
+            tmp_path / "remote", UNUSED, BLOCK_HTTPX_CLI, "openai/gpt-4o-mini", remote, env
+        )
         assert loaded == ["LOADED="]
         assert server.request_count == 2 and server.catalog_requests == 1
 
 
 def test_the_unused_check_names_what_a_run_loaded(tmp_path: Path) -> None:
-    """The check above can fail: with a .env file to read, the run loads python-dotenv."""
+    """The check above can fail: asked about python-dotenv, which every start loads to read
+    a `.env` file, it names it."""
     (tmp_path / ".env").write_text("SECBENCH_TUI_UNUSED=1\n", encoding="utf-8")
-    (loaded,) = _run_no_ui(tmp_path, UNUSED, "")
+    (loaded,) = _run_no_ui(tmp_path, (*UNUSED, "dotenv"), BLOCK_HTTPX_CLI)
     assert loaded.startswith("LOADED=dotenv")
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from textual.widgets import DataTable, Select
 
+from scripts.harness import original_db as original
 from secbench_tui.config import Settings
 from secbench_tui.tui.app import make_app
-from tests.e2e import original
 from tests.e2e.test_original_db import _original_db
 from tests.tui.conftest import SIZE
 from tests.tui.test_results import open_results

@@ -10,13 +10,13 @@ from pathlib import Path
 from rich.console import Console
 from textual.widgets import DataTable, Input, Select, Static
 
+from scripts.harness.databases import fill_results
 from secbench_tui.config import Settings
 from secbench_tui.tui.app import make_app
 from secbench_tui.tui.host import Intervals
 from secbench_tui.tui.screens.results import ResultsScreen
 from secbench_tui.tui.widgets.results_table import PAGE, ResultsTable
 from tests.e2e.server import LoopbackServer
-from tests.tui.bulk import fill_results
 from tests.tui.conftest import SIZE, record_run, settle, wait_until
 
 

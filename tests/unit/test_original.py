@@ -8,6 +8,8 @@ from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
+from scripts.harness import original_db as original
+from scripts.harness.original_db import Row
 from secbench_tui.core.models import Completion, Evaluation, Outcome, RecordedSettings, Scored
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.original import (
@@ -18,8 +20,6 @@ from secbench_tui.core.store.original import (
     prompt_name_of,
     read_exchange,
 )
-from tests.e2e import original
-from tests.e2e.original import Row
 from tests.unit.test_store import make_case
 
 REPLY = '{"explanation": "no tenant filter", "assessment": "bad"}'

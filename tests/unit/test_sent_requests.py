@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from scripts.harness import original_db as original
 from secbench_tui.config import bundled_cases_dir
 from secbench_tui.core.models import Case, SuiteKind
 from secbench_tui.core.run.engine import Engine
 from secbench_tui.core.store import requests
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.suites.markdown import load_markdown_suite
-from tests.e2e import original
 from tests.unit.test_matrix import Counting, spec
 
 

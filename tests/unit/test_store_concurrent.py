@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
+from scripts.harness import original_db as original
+from scripts.harness.original_db import Row
 from secbench_tui.core.store.schema import SCHEMA_VERSION
-from tests.e2e import original
-from tests.e2e.original import Row
 
 OPENER = """
 import asyncio, json, sys

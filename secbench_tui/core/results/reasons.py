@@ -12,6 +12,7 @@ other figures (the rewrites' "rule cited kept the same") compute reasons the sam
 from __future__ import annotations
 
 import bisect
+import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -153,8 +154,6 @@ def stored_reason(text: Any) -> ReasonScore | None:
 
 def stored_gold(text: Any) -> tuple[int, ...]:
     """The stored gold rules of a bad case: the gold rule first, then those also acceptable."""
-    import json
-
     if not isinstance(text, str) or not text:
         return ()
     try:

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from secbench_tui.core.models import Case, JSONObject, RecordedSettings
-from secbench_tui.core.run.providers.json_body import SharedPrefixes
 from secbench_tui.core.store.values import LEGACY_PROMPT_NAME, prompt_keyed, text_hash
 from secbench_tui.core.suites import security_bench
 from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
@@ -58,12 +57,6 @@ class RunSpec:
     base_url: str | None = None
     _request_bases: dict[int, tuple[Case, str]] = field(
         default_factory=dict, init=False, repr=False, compare=False
-    )
-    _prompt_strings: SharedPrefixes = field(
-        default_factory=lambda: SharedPrefixes(ensure_ascii=True),
-        init=False,
-        repr=False,
-        compare=False,
     )
 
     @cached_property
@@ -129,16 +122,7 @@ class RunSpec:
         known = self._request_bases.get(id(case))
         if known is not None and known[0] is case:
             return known[1]
-        # json.dumps([[m.role, m.content], ...]) written with the app's prompt escaped once
-        strings, prefix = self._prompt_strings, case.prompt_prefix
-        messages = (
-            "["
-            + ", ".join(
-                f"[{json.dumps(m.role)}, {strings.string(m.content, prefix)}]"
-                for m in case.prompt_messages()
-            )
-            + "]"
-        )
+        messages = json.dumps([[m.role, m.content] for m in case.prompt_messages()])
         base = text_hash(
             self.model, case.case_id, messages, str(case.structured), self._request_json
         )

@@ -12,6 +12,7 @@ line; code is compared line by line with difflib.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -114,8 +115,6 @@ def changed_lines(bad: str, good: str) -> tuple[int, ...]:
     a = [line.rstrip() for line in bad.split("\n")]
     b = [line.rstrip() for line in good.split("\n")]
     lines: set[int] = set()
-    import difflib  # only for a bad case with a good twin
-
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     for tag, i1, i2, _j1, _j2 in matcher.get_opcodes():
         if tag in ("replace", "delete"):

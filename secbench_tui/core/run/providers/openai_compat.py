@@ -28,7 +28,6 @@ from secbench_tui.core.models import Case, ChatRequest, Completion, JSONObject
 from secbench_tui.core.run.http import async_client
 from secbench_tui.core.run.providers import shallow_json
 from secbench_tui.core.run.providers.base import RetryCallback, RetryNotice, RunAborted
-from secbench_tui.core.run.providers.json_body import BodyEncoder
 from secbench_tui.core.run.providers.retry import (
     BACKOFF_BASE,
     RETRYABLE_STATUS,
@@ -173,7 +172,6 @@ class OpenAICompatibleProvider:
         self.reports_cost = self._openrouter  # usage.cost is OpenRouter's extension
         self._sleep = sleep
         self.endpoint = settings.base_url
-        self._bodies = BodyEncoder()
         self.policy = RetryPolicy(
             max_retries=settings.max_retries,
             backoff_base=settings.backoff_base,
@@ -256,23 +254,16 @@ class OpenAICompatibleProvider:
     async def attempt(self, case: Case) -> Completion:
         """One request: the reply, or a classified `Failure` (`RunAborted` for the run)."""
         body = self.payload(case)
-        completion, usage = await self._attempt(self._url, body, case.prompt_prefix)
+        completion, usage = await self._attempt(self._url, body)
         return _with_usage(completion, usage)
 
-    async def _attempt(
-        self, url: str, body: ChatRequest, shared: str = ""
-    ) -> tuple[Completion, Usage]:
-        """`shared`: the text the body's message starts with, which every case of its app
-        sends (`BodyEncoder`)."""
+    async def _attempt(self, url: str, body: ChatRequest) -> tuple[Completion, Usage]:
         limit = self.settings.timeout
         replied = False  # the reply's headers arrived: the endpoint is there, if slow
         try:
-            content = self._bodies.encode(body, shared)  # Content-Type is in the headers
             async with (
                 asyncio.timeout(limit),  # the whole attempt: httpx's timeouts are per read
-                self._client.stream(
-                    "POST", url, content=content, headers=self._headers
-                ) as response,
+                self._client.stream("POST", url, json=body, headers=self._headers) as response,
             ):
                 replied = True
                 await response.aread()
