@@ -14,7 +14,7 @@ from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, Scor
 from secbench_tui.core.run.events import CaseFinished, RunStarted
 from secbench_tui.tui.app import make_app
 from secbench_tui.tui.screens import run as run_screen
-from secbench_tui.tui.widgets.run_stats import PACE_WINDOW, RunTally
+from secbench_tui.tui.tally import PACE_WINDOW, RunTally
 from tests.tui.conftest import SIZE, record_run, settle, wait_until
 
 

@@ -60,11 +60,12 @@ from secbench_tui.tui.messages import (
 from secbench_tui.tui.plain import plain_line
 from secbench_tui.tui.screens.base import BaseScreen, describe_error
 from secbench_tui.tui.screens.confirm import ConfirmScreen
+from secbench_tui.tui.tally import MatrixProgress, RunTally
 from secbench_tui.tui.widgets.case_detail import code_language
 from secbench_tui.tui.widgets.footer import KeyFooter
 from secbench_tui.tui.widgets.live_line import LiveLine
 from secbench_tui.tui.widgets.results_table import shrink_columns
-from secbench_tui.tui.widgets.run_stats import MatrixProgress, RunStats, RunTally
+from secbench_tui.tui.widgets.run_stats import RunStats
 
 if TYPE_CHECKING:
     from secbench_tui.core.run.catalog import Catalog
