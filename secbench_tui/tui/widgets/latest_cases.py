@@ -119,7 +119,10 @@ class LatestCases(DataTable[Text | str]):
         if width == self.case_width or self._case_column is None:
             return
         self.case_width = width
+        cells = {key: self._case_cell(evaluation) for key, evaluation in self._answers.items()}
         column = self.columns[self._case_column]
-        column.content_width = column.label.cell_len  # it grows back with the cells below
-        for key, evaluation in self._answers.items():
-            self.update_cell(key, self._case_column, self._case_cell(evaluation), update_width=True)
+        # as wide as the cells below, at once: measured only when the table is idle, a frame
+        # drawn before would keep them cut
+        column.content_width = max([column.label.cell_len, *(c.cell_len for c in cells.values())])
+        for key, cell in cells.items():
+            self.update_cell(key, self._case_column, cell, update_width=True)

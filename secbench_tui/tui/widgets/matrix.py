@@ -16,7 +16,7 @@ from secbench_tui.tui import format as fmt
 from secbench_tui.tui.plain import plain_line
 from secbench_tui.tui.scoreboard import Scoreboard
 from secbench_tui.tui.widgets.live_line import LiveLine
-from secbench_tui.tui.widgets.results_table import shrink_columns
+from secbench_tui.tui.widgets.results_table import shrink_columns, widen_columns
 
 MATRIX_COLUMNS = ("run", "model", "prompt", "state", "progress", "elapsed", "accuracy")
 # cells the matrix table's columns other than model and prompt take: run, state, progress,
@@ -56,10 +56,10 @@ class MatrixTable(DataTable[Text | str]):
             self.add_row(*self._cells(slot), key=str(slot))
         self.focus()
 
-    def update_run(self, slot: int) -> None:
+    def update_run(self, slot: int, cells: tuple[str | Text, ...] | None = None) -> None:
         if not self.board.several:
             return
-        for column, value in enumerate(self._cells(slot)):
+        for column, value in enumerate(cells or self._cells(slot)):
             self.update_cell_at(Coordinate(slot, column), value, update_width=True)
 
     def _cells(self, slot: int) -> tuple[str | Text, ...]:
@@ -106,9 +106,11 @@ class MatrixTable(DataTable[Text | str]):
         if self._names_width == self._name_widths():
             return
         self._names_width = self._name_widths()
+        rows = [self._cells(slot) for slot in range(len(self.board.planned))]
         shrink_columns(self)
-        for slot in range(len(self.board.planned)):
-            self.update_run(slot)
+        widen_columns(self, rows)
+        for slot, cells in enumerate(rows):
+            self.update_run(slot, cells)
 
 
 class MatrixLine(LiveLine):

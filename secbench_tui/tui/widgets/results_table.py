@@ -9,8 +9,10 @@ The case column takes the width the other columns leave, recomputed on resize.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
@@ -71,6 +73,20 @@ def shrink_columns(table: DataTable[Any]) -> None:
     (DataTable only ever widens a column, so a narrower terminal would keep the old width)."""
     for column in table.columns.values():
         column.content_width = column.label.cell_len
+    table.refresh()
+
+
+def widen_columns(table: DataTable[Any], rows: Sequence[Sequence[str | Text]]) -> None:
+    """Before `rows` are added (or their cells updated): columns at least as wide as those
+    cells. DataTable measures new cells only once it is idle, and a frame drawn before that
+    keeps them cut to the columns' old widths for good (its render caches do not depend on
+    the widths): after `shrink_columns`, a table drawn while the app was busy stayed cut to
+    its headers."""
+    columns = table.ordered_columns
+    for row in rows:
+        for column, cell in zip(columns, row, strict=False):
+            width = cell.cell_len if isinstance(cell, Text) else cell_len(cell)
+            column.content_width = max(column.content_width, width)
     table.refresh()
 
 
@@ -209,8 +225,10 @@ class ResultsTable(Guarded, DataTable[Text | str]):
 
     def _draw(self, rows: list[ResultRow]) -> None:
         self._rows.extend(rows)
-        for row in rows:
-            self.add_row(*self._cells(row, self.case_width), key=str(row["id"]))
+        cells = [self._cells(row, self.case_width) for row in rows]
+        widen_columns(self, cells)
+        for row, row_cells in zip(rows, cells, strict=True):
+            self.add_row(*row_cells, key=str(row["id"]))
 
     def shows(self, result_id: int) -> bool:
         """Whether result `result_id` is one of the rows listed now."""

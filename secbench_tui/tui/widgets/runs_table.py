@@ -22,7 +22,7 @@ from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.errors import Guarded, WorkReported
 from secbench_tui.tui.plain import plain_line
-from secbench_tui.tui.widgets.results_table import shrink_columns
+from secbench_tui.tui.widgets.results_table import shrink_columns, widen_columns
 
 
 class RunAnswers(Protocol):
@@ -135,14 +135,17 @@ class RunsTable(Guarded, WorkReported, DataTable[Text | str]):
             self.clear(columns=True)
             self.add_columns(*columns)
             self._columns = columns
-        shrink_columns(self)
         scrollbar = len(self.runs) >= self.size.height - 3  # its border and header
         widths = name_widths(width + (0 if scrollbar else 2))
+        rows: dict[str, tuple[str | Text, ...]] = {}
         for run in sorted(self.runs.values(), key=lambda r: r.id, reverse=True):
             scored = self.pair_scores.get(run.id)
             pair_correct = fmt.pct(scored[1]) if scored is not None else "…"
-            cells = run_cells(run, run.id in self.marked, widths, pair_correct)
-            self.add_row(*cells, key=str(run.id))
+            rows[str(run.id)] = run_cells(run, run.id in self.marked, widths, pair_correct)
+        shrink_columns(self)
+        widen_columns(self, list(rows.values()))
+        for key, cells in rows.items():
+            self.add_row(*cells, key=key)
         if self.row_count:
             self.move_cursor(row=min(row, self.row_count - 1), animate=False)
         scoring = any(w.group == "pairs" and not w.is_finished for w in self.workers)
