@@ -112,7 +112,7 @@ def app_commands(app: PaletteHost) -> list[Command]:
 
 async def run_commands(app: PaletteHost) -> list[Command]:
     """`Jump to run N`: one command per run in the database, newest first."""
-    from secbench_tui.tui.screens.results import suite_label
+    from secbench_tui.tui.widgets.runs_table import suite_label
 
     try:
         runs = await (await app.store()).runs()

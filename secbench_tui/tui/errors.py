@@ -21,6 +21,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from textual.worker import Worker, WorkerState
+
 from secbench_tui.core.store.connection import StoreError
 from secbench_tui.errors import UsageError
 
@@ -29,6 +31,19 @@ if TYPE_CHECKING:
     from textual.message import Message
 
 LOG_NAME = "errors.log"
+
+# What each worker was doing, in the words a notification's title uses.
+WORK_TITLES = {
+    "load_catalog": "model list",
+    "run_engine": "run",
+    "load_runs": "reading the runs",
+    "reload_results": "reading the results",
+    "load_more": "reading more results",
+    "follow_run": "following the run",
+    "show_detail": "reading a result",
+    "score_pairs": "scoring the runs' pairs",
+    "run_verify": "verifying labels",
+}
 
 
 def is_ours(error: BaseException) -> bool:
@@ -79,3 +94,14 @@ class Guarded:
             await super()._dispatch_message(message)  # type: ignore[misc]
         except Exception as error:  # every error becomes a notification
             report_error(self.app, error)  # type: ignore[attr-defined]
+
+
+class WorkReported:
+    """Mixed into a screen or widget that runs workers: one that fails is reported by
+    `report_error`, titled with what it was doing (`WORK_TITLES`). A worker's state changes
+    go to the node that runs it only, so each such node mixes this in."""
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state is WorkerState.ERROR and event.worker.error is not None:
+            doing = WORK_TITLES.get(event.worker.name, event.worker.name or "a task")
+            report_error(self.app, event.worker.error, f"{doing} failed")  # type: ignore[attr-defined]

@@ -21,11 +21,12 @@ class Intervals:
     test makes them short instead of waiting them out."""
 
     tick: float = 1.0  # the run screen's clock: elapsed time, ETA, in flight, a retry's wait
-    # What the engine reports is drawn at this pace. The engine shares the app's event loop:
-    # drawing every case as it comes (tens a second) kept the loop busy most of the time, and
-    # every request then waited for a drawing to end before its reply was read (the run took
-    # 1.3x as long as headless). Cases started and finished are gathered and drawn together;
-    # a run's start, a retry and a run's end are drawn at once (after what was gathered).
+    # What the engine reports is drawn at this pace (`tui.engine_thread.Gathered`): drawing
+    # every case as it comes (tens a second) kept the app's loop busy most of the time, when
+    # the engine shared that loop every request waited for a drawing to end before its reply
+    # was read (the run took 1.3x as long as headless). Cases started and finished are
+    # gathered and drawn together; a run's start, a retry and a run's end are drawn at once
+    # (after what was gathered).
     draw: float = 0.25
     current: float = 1.0  # the current case's code is drawn again at most this often
     follow: float = 2.0  # the results look at the database while a run is active

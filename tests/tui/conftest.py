@@ -101,7 +101,7 @@ def runs_stopping(screen: Any) -> bool:
     """The runs' own event loop (in a thread of its own) has taken the stop: no case starts
     after it. Only then may a test release an answer it held: released before, the answer
     could let the run go on to its next cases, even to its end."""
-    lifecycle = getattr(screen, "lifecycle", None)
+    lifecycle = getattr(getattr(screen, "engine", None), "lifecycle", None)
     matrix = getattr(lifecycle, "matrix", None)
     return bool(matrix is not None and matrix.stopping)
 

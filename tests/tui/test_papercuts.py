@@ -15,10 +15,11 @@ from secbench_tui.core.run.events import RunFinished
 from secbench_tui.tui.app import make_app
 from secbench_tui.tui.screens.confirm import ConfirmScreen
 from secbench_tui.tui.screens.results import ResultsScreen
-from secbench_tui.tui.screens.run import RunScreen, summary_text
+from secbench_tui.tui.screens.run import RunScreen
 from secbench_tui.tui.screens.setup import SetupScreen
+from secbench_tui.tui.tally import RunTally
 from secbench_tui.tui.widgets.results_table import ResultsTable
-from secbench_tui.tui.widgets.run_stats import RunTally
+from secbench_tui.tui.widgets.run_end import summary_text
 from secbench_tui.tui.widgets.suite_picker import scan_suite
 from tests.e2e.server import LoopbackServer
 from tests.tui.conftest import SIZE, record_run, runs_stopping, settle, wait_for_state, wait_until

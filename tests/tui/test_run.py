@@ -383,8 +383,9 @@ async def test_the_app_closes_its_database_after_a_run_at_concurrency_four(
         run = await start(pilot, app)
         await settle(pilot)
         assert run.state == "completed"
-        assert run.lifecycle is not None and run.lifecycle.store is not None
-        runs_store = run.lifecycle.store
+        lifecycle = run.engine.lifecycle  # the engine's thread's
+        assert lifecycle is not None and lifecycle.store is not None
+        runs_store = lifecycle.store
         store = await app.store()
         assert store is not runs_store and [r.status for r in await store.runs()] == ["completed"]
     # out of run_test: the app has unmounted, and closed its store whatever the run left

@@ -12,9 +12,10 @@ from textual.widgets import DataTable
 from secbench_tui.config import Settings
 from secbench_tui.core.models import Case, Completion, Evaluation, Outcome, Scored, SuiteKind
 from secbench_tui.core.run.events import CaseFinished, RunStarted
+from secbench_tui.tui import scoreboard
 from secbench_tui.tui.app import make_app
 from secbench_tui.tui.screens import run as run_screen
-from secbench_tui.tui.widgets.run_stats import PACE_WINDOW, RunTally
+from secbench_tui.tui.tally import PACE_WINDOW, RunTally
 from tests.tui.conftest import SIZE, record_run, settle, wait_until
 
 
@@ -83,7 +84,7 @@ def test_the_eta_follows_the_latest_pace_and_holds_while_an_answer_is_late() -> 
 async def test_the_run_table_keeps_only_the_latest_rows(
     make_settings: Callable[..., Settings], clean_suite: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(run_screen, "MAX_ROWS", 3)
+    monkeypatch.setattr(scoreboard, "MAX_ROWS", 3)
     app = make_app(make_settings(model="baseline/always-bad"), offline_catalog=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

@@ -33,7 +33,7 @@ from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.queries import SORT_COLUMNS
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.headless import format_summary
-from secbench_tui.tui.screens.run import summary_text
+from secbench_tui.tui.widgets.run_end import summary_text
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 NUMBER = st.one_of(

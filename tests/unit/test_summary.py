@@ -9,7 +9,7 @@ from secbench_tui.core.results.metrics import summarize
 from secbench_tui.core.results.summary import RunSummary, plain, summary_lines, worst_status
 from secbench_tui.core.run.events import RunFinished
 from secbench_tui.headless import format_summary, write_summary_json
-from secbench_tui.tui.screens.run import summary_text
+from secbench_tui.tui.widgets.run_end import summary_text
 
 
 def _row(app: str, expected: str, outcome: str, cost: float | None = 0.01) -> dict[str, object]:

@@ -3,12 +3,14 @@
 `CompareScreen` is a case x run grid (one column per run: its model, and its prompt when runs
 carry one), `DiffScreen` the cases whose outcome changed from one run to another, and
 `AnswersScreen` one case with each run's answer side by side. All three read SQLite in pages
-(`Store.grid_page`, `Store.flips_page`, `Store.case_answers`): nothing loads a whole run.
+(the store's `grid_page`, `flips_page`, `case_answers`; each screen sees the store through
+`CompareReads`, the few methods they use): nothing loads a whole run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 from rich.console import Group, RenderableType
 from rich.rule import Rule
@@ -24,9 +26,11 @@ from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.runs import RunRecord
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.tui import format as fmt
+from secbench_tui.tui.host import Host
 from secbench_tui.tui.screens.base import BaseScreen
 from secbench_tui.tui.widgets.case_tables import (
     FLIP_STYLES,
+    CasePages,
     CaseTable,
     FlipTable,
     GridTable,
@@ -81,6 +85,21 @@ def diff_pair(
     return (pick.id, base.id) if pick is not None else None
 
 
+class CompareReads(CasePages, Protocol):
+    """What the comparison screens read: the tables' pages, the counts over them, and one
+    case's answers in every run."""
+
+    async def grid_counts(self, run_ids: Sequence[int]) -> GridCounts: ...
+
+    async def flip_counts(self, before: int, after: int) -> FlipCounts: ...
+
+    async def case_answers(self, run_ids: Sequence[int], case_id: str) -> list[ResultRow]: ...
+
+
+async def compare_reads(host: Host) -> CompareReads:
+    return await host.store()
+
+
 class CompareBase(BaseScreen):
     """What the grid and the diff share: paging on the cursor, answers on enter."""
 
@@ -99,7 +118,7 @@ class CompareBase(BaseScreen):
 
     @work(exclusive=True, group="compare_page", exit_on_error=False)
     async def load_more(self) -> None:
-        await self.table.load_more(await self.secbench.store())
+        await self.table.load_more(await compare_reads(self.secbench))
         self.draw_status()
 
     def draw_status(self) -> None:
@@ -201,7 +220,7 @@ class CompareScreen(CompareBase):
 
     @work(exclusive=True, group="compare", exit_on_error=False)
     async def reload(self) -> None:
-        store = await self.secbench.store()
+        store = await compare_reads(self.secbench)
         if self.counts is None:
             self.counts = await store.grid_counts(self.run_ids)
         await self.table.reload(store)
@@ -292,7 +311,7 @@ class DiffScreen(CompareBase):
 
     @work(exclusive=True, group="compare", exit_on_error=False)
     async def reload(self) -> None:
-        store = await self.secbench.store()
+        store = await compare_reads(self.secbench)
         if self.counts is None:
             self.counts = await store.flip_counts(self.before, self.after)
             self.draw_counts()
@@ -398,7 +417,7 @@ class AnswersScreen(BaseScreen):
 
     @work(exclusive=True, group="answers", exit_on_error=False)
     async def load(self) -> None:
-        store = await self.secbench.store()
+        store = await compare_reads(self.secbench)
         rows = await store.case_answers(self.run_ids, self.case_id)
         self.rows = {int(r["run_id"]): r for r in rows}
         first = rows[0] if rows else {}

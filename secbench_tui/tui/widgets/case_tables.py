@@ -1,6 +1,6 @@
 """The comparison views' tables: a case x run grid and the cases that flipped between two runs.
 
-Both read SQLite a page at a time by case id (`Store.grid_page`, `Store.flips_page`), keep
+Both read SQLite a page at a time by case id (the store's `grid_page`, `flips_page`), keep
 what they show so they can draw it again, and give the case column whatever width the other
 columns leave, recomputed when the terminal is resized. Case ids, model names and verdicts
 came from files and models: every cell is a `Text` of `inert_line` text, never markup.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from rich.text import Text
 from textual.widgets import DataTable
@@ -20,7 +20,6 @@ from secbench_tui.core.models import scenario_of
 from secbench_tui.core.results.pairwise import PairTally, scenario_tally
 from secbench_tui.core.results.reasons import Answer
 from secbench_tui.core.store.comparison import FlipRow, GridRow, Verdict
-from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.runs import RunRecord
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
@@ -32,6 +31,29 @@ PREFETCH = 40
 VERDICT_WIDTH = 8
 DISAGREE_STYLE = "bold yellow"
 FLIP_STYLES = {"fixed": "green", "broke": "red", "changed": "yellow"}
+
+
+class CasePages(Protocol):
+    """What the tables read: pages of cases, by case id, with each run's verdict."""
+
+    async def grid_page(
+        self,
+        run_ids: Sequence[int],
+        after_case: str | None = None,
+        limit: int = 200,
+        *,
+        only_disagreements: bool = False,
+        only_failures: bool = False,
+    ) -> list[GridRow]: ...
+
+    async def flips_page(
+        self,
+        before: int,
+        after: int,
+        after_case: str | None = None,
+        limit: int = 200,
+        only: str | None = None,
+    ) -> list[FlipRow]: ...
 
 
 def prompt_of(run: RunRecord | None) -> str | None:
@@ -80,11 +102,11 @@ class CaseTable(Guarded, DataTable[Text]):
     def cells(self, item: Any) -> tuple[Text, ...]:
         raise NotImplementedError
 
-    async def fetch(self, store: Store, after: str | None) -> Sequence[Any]:
+    async def fetch(self, store: CasePages, after: str | None) -> Sequence[Any]:
         raise NotImplementedError
 
     # paging
-    async def reload(self, store: Store) -> None:
+    async def reload(self, store: CasePages) -> None:
         self.fetching = True
         try:
             items = await self.fetch(store, None)
@@ -96,7 +118,7 @@ class CaseTable(Guarded, DataTable[Text]):
         self.case_width = self._fit()
         self._append(items)
 
-    async def load_more(self, store: Store) -> int:
+    async def load_more(self, store: CasePages) -> int:
         if self.exhausted or self.fetching:
             return 0
         self.fetching = True
@@ -253,7 +275,7 @@ class GridTable(CaseTable):
         index = column - 2
         return self.names[index] if 0 <= index < len(self.names) else None
 
-    async def fetch(self, store: Store, after: str | None) -> Sequence[GridRow]:
+    async def fetch(self, store: CasePages, after: str | None) -> Sequence[GridRow]:
         return await store.grid_page(
             self.run_ids,
             after,
@@ -293,7 +315,7 @@ class FlipTable(CaseTable):
         verdict = max(VERDICT_WIDTH, len(f"run {max(self.before, self.after)}"))
         return len("expected") + 2 * verdict + len("changed") + 5 * 2 + 2
 
-    async def fetch(self, store: Store, after: str | None) -> Sequence[FlipRow]:
+    async def fetch(self, store: CasePages, after: str | None) -> Sequence[FlipRow]:
         return await store.flips_page(self.before, self.after, after, PAGE, self.only)
 
     def cells(self, item: FlipRow) -> tuple[Text, ...]:
@@ -358,11 +380,11 @@ class PairGridTable(CaseTable):
         runs = sum(max(len(label), VERDICT_WIDTH) + 2 for label in self.labels)
         return len("cases") + 2 + runs + 2 + 2
 
-    async def reload(self, store: Store) -> None:
+    async def reload(self, store: CasePages) -> None:
         self._after, self._done = None, False
         await super().reload(store)
 
-    async def fetch(self, store: Store, after: str | None) -> Sequence[ScenarioRow]:
+    async def fetch(self, store: CasePages, after: str | None) -> Sequence[ScenarioRow]:
         rows = list(await store.grid_page(self.run_ids, self._after, PAGE))
         self._done = len(rows) < PAGE
         groups: dict[str, list[GridRow]] = {}

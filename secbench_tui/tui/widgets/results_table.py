@@ -1,23 +1,24 @@
 """A results table that reads SQLite a page at a time.
 
 Textual's DataTable renders lazily but adds rows eagerly, so loading 100,000 results into it
-blocks the app for seconds. This table asks `Store.results_page` for `PAGE` rows (keyset
+blocks the app for seconds. This table asks the store's `results_page` for `PAGE` rows (keyset
 pagination on the id, oldest or newest first; on (column, id) when sorted by another column,
-`Store.results_page_sorted`), and for the next page only when the cursor comes near the end.
+`results_page_sorted`), and for the next page only when the cursor comes near the end.
 The case column takes the width the other columns leave, recomputed on resize.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
 from secbench_tui.core.results.reasons import rule_text, stored_reason
-from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.queries import SORT_COLUMNS, ResultFilter
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.rows import column as row_column
@@ -42,11 +43,50 @@ COLUMNS = (
 SORTS = ("id", *SORT_COLUMNS)  # what `s` cycles through, by column key
 
 
+class ResultPages(Protocol):
+    """What the table reads: a count and pages of the results a filter matches."""
+
+    async def count_results(self, flt: ResultFilter | None = None) -> int: ...
+
+    async def results_page(
+        self,
+        flt: ResultFilter | None = None,
+        after_id: int | None = None,
+        limit: int = 200,
+        *,
+        newest_first: bool = False,
+    ) -> list[ResultRow]: ...
+
+    async def results_page_sorted(
+        self,
+        flt: ResultFilter | None,
+        sort: str,
+        after: tuple[Any, int] | None = None,
+        limit: int = 200,
+        *,
+        descending: bool = False,
+    ) -> list[ResultRow]: ...
+
+
 def shrink_columns(table: DataTable[Any]) -> None:
     """After `clear()`: columns as wide as their headers, to grow again with the rows drawn
     (DataTable only ever widens a column, so a narrower terminal would keep the old width)."""
     for column in table.columns.values():
         column.content_width = column.label.cell_len
+    table.refresh()
+
+
+def widen_columns(table: DataTable[Any], rows: Sequence[Sequence[str | Text]]) -> None:
+    """Before `rows` are added (or their cells updated): columns at least as wide as those
+    cells. DataTable measures new cells only once it is idle, and a frame drawn before that
+    keeps them cut to the columns' old widths for good (its render caches do not depend on
+    the widths): after `shrink_columns`, a table drawn while the app was busy stayed cut to
+    its headers."""
+    columns = table.ordered_columns
+    for row in rows:
+        for column, cell in zip(columns, row, strict=False):
+            width = cell.cell_len if isinstance(cell, Text) else cell_len(cell)
+            column.content_width = max(column.content_width, width)
     table.refresh()
 
 
@@ -84,7 +124,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         self._require_update_dimensions = True
         self.refresh()
 
-    async def _page(self, store: Store, after: ResultRow | None) -> list[ResultRow]:
+    async def _page(self, store: ResultPages, after: ResultRow | None) -> list[ResultRow]:
         if self.sort_key == "id":
             last = int(after["id"]) if after else None
             return await store.results_page(self.filter, last, PAGE, newest_first=self.newest_first)
@@ -93,7 +133,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
             self.filter, self.sort_key, key, PAGE, descending=self.newest_first
         )
 
-    async def reload(self, store: Store, flt: ResultFilter) -> None:
+    async def reload(self, store: ResultPages, flt: ResultFilter) -> None:
         """Start over with a new filter: count, then the first page."""
         self.filter = flt
         self.fetching = True
@@ -114,7 +154,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         self.exhausted = False
         self._append(rows)
 
-    async def load_more(self, store: Store, again: bool = False) -> int:
+    async def load_more(self, store: ResultPages, again: bool = False) -> int:
         """The next page after the last id shown; returns how many rows came.
 
         `again` looks past the end found before: a run may have written more since."""
@@ -128,7 +168,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         self._append(rows)
         return len(rows)
 
-    async def follow(self, store: Store) -> int:
+    async def follow(self, store: ResultPages) -> int:
         """While a run writes (oldest first): recount, and append rows newer than the last."""
         self.total = await store.count_results(self.filter)
         if self.newest_first or self.sort_key != "id" or not self.exhausted:
@@ -185,8 +225,10 @@ class ResultsTable(Guarded, DataTable[Text | str]):
 
     def _draw(self, rows: list[ResultRow]) -> None:
         self._rows.extend(rows)
-        for row in rows:
-            self.add_row(*self._cells(row, self.case_width), key=str(row["id"]))
+        cells = [self._cells(row, self.case_width) for row in rows]
+        widen_columns(self, cells)
+        for row, row_cells in zip(rows, cells, strict=True):
+            self.add_row(*row_cells, key=str(row["id"]))
 
     def shows(self, result_id: int) -> bool:
         """Whether result `result_id` is one of the rows listed now."""
