@@ -126,10 +126,18 @@ async def test_an_unusable_database_is_named_with_its_fix_on_every_screen(
 ) -> None:
     db = tmp_path / "no-such-folder" / "results.db"
     app = make_app(make_settings(model="baseline/random", db=db), offline_catalog=True)
+    said: dict[str, str] = {}  # every notice said, kept: a notice on screen expires (5 s)
+    notify = app.notify
+
+    def keep(message: str, *args: Any, **kwargs: Any) -> None:
+        said.setdefault(str(kwargs.get("title", "")), message)
+        notify(message, *args, **kwargs)
+
+    app.notify = keep  # type: ignore[method-assign]
     async with app.run_test(size=SIZE) as pilot:
 
         def titles() -> set[str]:
-            return {n.title for n in app._notifications}
+            return set(said)
 
         # each screen reads the database in a worker of its own, started when it mounts: wait
         # for what it says, not for the workers there happen to be at the moment of asking
@@ -137,7 +145,7 @@ async def test_an_unusable_database_is_named_with_its_fix_on_every_screen(
         await pilot.press("r")
         await wait_until(pilot, lambda: "reading the runs failed" in titles())
         await settle(pilot)
-        notes = {n.title: n.message for n in app._notifications}
+        notes = said
         assert "folder" in notes["database"] and str(db.parent) in notes["database"]
         assert notes["reading the runs failed"] == notes["database"]
         assert app.errors == []  # a known problem, said in words: not logged as a bug
