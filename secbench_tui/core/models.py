@@ -14,25 +14,15 @@ pydantic model: written once per run, and read back from files any version may h
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Required, TypedDict, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from secbench_tui.core.case_names import scenario_of
+
 T = TypeVar("T")
-_CASE_NAME = re.compile(r"^(?P<scenario>.+)-\d{2}-(?P<label>good|bad)\.md$")
-
-
-def scenario_of(case_id: str) -> str | None:
-    """`app/po-approve-03-bad.md` -> `app/po-approve`: the cases of one scenario are minimal
-    pairs of each other. None for a case id not named `<scenario>-NN-<good|bad>.md`."""
-    folder, _, name = case_id.rpartition("/")
-    match = _CASE_NAME.match(name)
-    if match is None:
-        return None
-    return f"{folder}/{match.group('scenario')}" if folder else match.group("scenario")
 
 
 class Outcome(StrEnum):
@@ -153,7 +143,8 @@ class Case:
 
     @property
     def scenario(self) -> str | None:
-        """The case's scenario (`app/name` without `-NN-good.md`), which pairs cases up."""
+        """The case's scenario (`app/name` without `-NN-good.md`), which pairs cases up
+        (`core.case_names`)."""
         return scenario_of(self.case_id)
 
     def prompt_messages(self) -> tuple[Message, ...]:

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from secbench_tui.core.case_names import read_name
 from secbench_tui.core.lint.comments import code_language
 from secbench_tui.core.lint.report import Finding, LintReport
 from secbench_tui.core.suites.gold import CaseGold, spec_rules
@@ -23,7 +24,6 @@ from secbench_tui.core.suites.markdown import (
 )
 
 _FENCE_INFO = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*([^\s`]*)")
-_CASE_NAME = re.compile(r"^(?P<scenario>.+)-(?P<nn>\d+)-(?P<label>good|bad)\.md$")
 
 
 @dataclass(frozen=True)
@@ -90,13 +90,12 @@ def read_lint_case(app: str, path: Path, root: Path, report: LintReport) -> Lint
     code, expected, description = read.code, read.expected, read.description
     if read.gold_problem is not None:
         report.findings.append(Finding("rule", read.gold_problem, shown, app))
-    name = _CASE_NAME.match(path.name)
+    name = read_name(path.name)
     if name is None:
-        report.findings.append(
-            Finding("name", "not named <scenario>-NN-<good|bad>.md", shown, app, fails=False)
-        )
-    elif name.group("label") != expected:
-        message = f"named {name.group('label')} but '# Expected' says {expected}"
+        message = "not named <scenario>-<number>-<good|bad>.md: it belongs to no scenario"
+        report.findings.append(Finding("name", message, shown, app, fails=False))
+    elif name.label != expected:
+        message = f"named {name.label} but '# Expected' says {expected}"
         report.findings.append(Finding("name", message, shown, app))
     if not description:
         message = "no '# Description'; name the rule the case tests"
@@ -104,5 +103,5 @@ def read_lint_case(app: str, path: Path, root: Path, report: LintReport) -> Lint
     sections = split_sections(path.read_text(encoding="utf-8"))
     fence = _FENCE_INFO.match(sections["code"].lstrip("\n").split("\n", 1)[0])
     language = code_language(fence.group(1) if fence else "", code)
-    scenario = name.group("scenario") if name else path.stem
+    scenario = name.scenario if name else path.stem
     return LintCase(app, shown, expected, code, language, scenario, read.gold)

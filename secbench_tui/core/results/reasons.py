@@ -18,7 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from secbench_tui.core.models import Case, Citation, ReasonScore, scenario_of
+from secbench_tui.core.case_names import scenario_of
+from secbench_tui.core.models import Case, Citation, ReasonScore
 from secbench_tui.core.results.parsing import Verdict
 from secbench_tui.core.store.rows import ResultRow
 

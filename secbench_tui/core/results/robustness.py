@@ -23,10 +23,10 @@ sensitivity relations (a false hint added) are reported apart and never blended:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
 
+from secbench_tui.core.case_names import scenario_of
 from secbench_tui.core.results.metrics import _verdict, label, mcnemar_exact, wilson_interval
 from secbench_tui.core.results.reasons import stored_reason
 from secbench_tui.core.store.rows import ResultRow
@@ -102,22 +102,17 @@ def _key(row: Row) -> tuple[str, int]:
     return str(row["case_id"]), int(row.get("repeat") or 0)
 
 
-def _scenario(case_id: str) -> str:
-    path = PurePosixPath(case_id)
-    stem = path.stem
-    parts = stem.rsplit("-", 2)
-    return f"{path.parent}/{parts[0]}" if len(parts) == 3 else str(path)
-
-
 def _pc(
     by_case: Mapping[str, Row], expected: Mapping[str, str], cases: Iterable[str]
 ) -> tuple[int, int]:
     """(pairs both right, pairs) over good x bad pairs of the same scenario."""
     scenarios: dict[str, dict[str, list[str]]] = {}
     for case in cases:
-        scenarios.setdefault(_scenario(case), {"good": [], "bad": []}).setdefault(
-            expected[case], []
-        ).append(case)
+        scenario = scenario_of(case)
+        if scenario is not None:  # a case named otherwise belongs to no pair
+            scenarios.setdefault(scenario, {"good": [], "bad": []}).setdefault(
+                expected[case], []
+            ).append(case)
     right = total = 0
     for halves in scenarios.values():
         for good in halves.get("good", []):
