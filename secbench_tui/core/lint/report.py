@@ -20,6 +20,7 @@ class Finding:
 
     check: str  # parse | duplicate | balance | name | comment | classifier | description | verify
     # | equivalent (a mutant the suite declares no real flaw) | rule (# Rule of a case)
+    # | pair (a case that belongs to no good/bad pair)
     message: str
     path: Path | None = None
     app: str | None = None
