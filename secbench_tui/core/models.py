@@ -180,11 +180,24 @@ class Completion:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Citation:
     """One violation a reply names: the rule, the quote as written, and the lines of the
-    case's code the quote was found on (1-based; empty when it is not in the code)."""
+    case's code the quote points at (1-based). Empty `lines`: the quote was not located, and
+    `note` says why (not in the code, too short, found more than once)."""
 
     rule: int
     quote: str = ""
     lines: tuple[int, ...] = ()
+    note: str | None = None
+
+    def stored(self) -> dict[str, object]:
+        """The stored form: `note` only when there is one, as versions without it wrote."""
+        data: dict[str, object] = {
+            "rule": self.rule,
+            "quote": self.quote,
+            "lines": list(self.lines),
+        }
+        if self.note is not None:
+            data["note"] = self.note
+        return data
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -211,9 +224,7 @@ class ReasonScore:
         escaped to ASCII), keys in declaration order, as every version has stored it."""
         data = {
             "given": self.given,
-            "citations": [
-                {"rule": c.rule, "quote": c.quote, "lines": list(c.lines)} for c in self.citations
-            ],
+            "citations": [c.stored() for c in self.citations],
             "problem": self.problem,
             "right_rule": self.right_rule,
             "right_line": self.right_line,
@@ -261,6 +272,7 @@ def _citation(data: object) -> Citation:
         rule=_typed(data.get("rule"), int, "citations.rule"),
         quote=_typed(data.get("quote", ""), str, "citations.quote"),
         lines=tuple(_typed(n, int, "citations.lines") for n in lines),
+        note=_maybe(data.get("note"), str, "citations.note"),
     )
 
 

@@ -329,6 +329,15 @@ def load_markdown_suite(
     return suite
 
 
+def spec_rules_beside(case_file: Path) -> tuple[int, ...]:
+    """The rule numbers of the SPEC.md beside a case file as it is now (none when it is gone or
+    cannot be read): for a result recorded before results kept them."""
+    try:
+        return spec_rules(read_app_prompt(case_file.parent / "SPEC.md"))
+    except SuiteError:
+        return ()
+
+
 def gold_from_file(
     path: Path, code: str | None
 ) -> tuple[int | None, tuple[int, ...], tuple[int, ...]]:
