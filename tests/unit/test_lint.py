@@ -349,3 +349,25 @@ def test_cases_in_no_pair_are_listed_whatever_their_digits(
     assert not any(f.fails for f in unpaired.values())  # listed, not failed
     main(root)
     assert "belongs to no pair" in capsys.readouterr().out
+
+
+def test_the_run_and_the_lint_find_the_same_leak(tmp_path: Path) -> None:
+    from secbench_tui.core.lint.leaks import from_record, record, suite_leaks
+
+    pairs = [(g, b + "\n-- SAFE: reviewed") for g, b in (pair_code(i) for i in range(12))]
+    root = write_suite(tmp_path, pairs)
+    check, guesses = suite_leaks(root)
+    lint = [f.message for f in lint_suite(root).findings if f.check == "classifier"]
+    assert check.leaky and len(check.cues) == len(lint)  # the comment made them longer too
+    for cue in check.cues:
+        shown = f"{cue.features} classifier (held out by {cue.holdout}) reaches"
+        assert any(f"{shown} {cue.balanced_accuracy:.2f}" in m for m in lint), (cue, lint)
+    strongest = check.strongest()
+    assert strongest is not None and strongest.features == "comment-words"
+    assert strongest.balanced_accuracy == 1.0
+    assert guesses["shop/s03-02-bad.md"] == 1.0 and guesses["shop/s03-01-good.md"] == 0.0
+    assert len(guesses) == 24
+    assert from_record(record(check, guesses)) == (check, guesses)
+    assert from_record({"threshold": "high"}) == (None, None)
+    clean, _ = suite_leaks(write_suite(tmp_path / "clean", [pair_code(i) for i in range(12)]))
+    assert not clean.leaky and "guesses" not in record(clean, {"x": 1.0})

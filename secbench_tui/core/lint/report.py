@@ -54,6 +54,8 @@ class ClassifierScore:
     features: str
     holdout: str
     accuracy: float
+    # each case's held-out chance of being called bad, in the order of `AppReport.case_ids`
+    guesses: tuple[float, ...] = field(default=(), repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,16 @@ class AppReport:
     counts: dict[str, int]
     lengths: tuple[LengthStats, ...]
     classifiers: tuple[ClassifierScore, ...]
+    case_ids: tuple[str, ...] = ()  # the cases scored, as a run names them (`app/file.md`)
+
+    def cues_over(self, limit: float) -> list[ClassifierScore]:
+        """The trivial classifiers above `limit`: surface cues that give the labels away.
+        The one test of a leak, for `--lint` and for a run alike."""
+        return [score for score in self.classifiers if score.accuracy > limit]
+
+    def best(self) -> ClassifierScore | None:
+        """The classifier that reads the labels best (the first of a tie)."""
+        return max(self.classifiers, key=lambda s: s.accuracy, default=None)
 
     def accuracy(self, features: str, holdout: str = "case") -> float | None:
         for score in self.classifiers:
