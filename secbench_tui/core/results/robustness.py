@@ -9,6 +9,8 @@ sensitivity relations (a false hint added) are reported apart and never blended:
 
 - noise floor: the flip rate of asking the unchanged case again (repeat 0 against repeat 1);
   it needs `--repeats 2` or more, and a run without says so.
+- coverage: robust accuracy and agreement cover the cases that have an invariance variant
+  (`covered` of `cases`), which every front end shows beside them;
 - per relation: flip rate with its Wilson interval; its excess over the noise floor on the
   same cases, with an exact McNemar test (variant flipped, repeat did not vs the reverse);
   robust accuracy (original and variant both right) and agreement (same verdict).
@@ -93,6 +95,9 @@ class Robustness(BaseModel):
     sensitivity_flip_rate: float | None = None
     robust_accuracy: float | None = None  # right on the original and every invariance variant
     agreement: float | None = None  # one verdict on the original and every invariance variant
+    # what robust accuracy and agreement cover: cases with an invariance variant, of the cases
+    covered: int = 0
+    cases: int = 0
     pc_original: float | None = None
     by_relation: dict[str, RelationFigures] = {}
     notes: list[str] = []
@@ -253,7 +258,14 @@ def robustness(
     figures.sensitivity_flip_rate = _share(all_sens_flips, all_sens_pairs)
     figures.robust_accuracy = _share(sum(robust.values()), len(robust))
     figures.agreement = _share(sum(agree.values()), len(agree))
+    figures.covered, figures.cases = len(robust), len(first_orig)
     return figures
+
+
+def coverage_text(r: Robustness) -> str:
+    """`178 of 196 cases`: what robust accuracy covers (the cases with an invariance
+    variant); one renderer for the summary, the report and the app."""
+    return f"{r.covered} of {r.cases} cases"
 
 
 def _rule_figures(

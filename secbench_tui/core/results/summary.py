@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from secbench_tui.core import numbers
 from secbench_tui.core.models import RunStatus
-from secbench_tui.core.results.robustness import Robustness
+from secbench_tui.core.results.robustness import Robustness, coverage_text
 from secbench_tui.core.untrusted import inert_line
 
 
@@ -324,7 +324,8 @@ def robustness_lines(r: Robustness | None) -> list[Line]:
             f"    noise floor (same case asked again) {_rate(r.noise_flip_rate)}"
             f" of {r.noise_pairs};  invariance flips {_rate(r.flip_rate, r.flip_rate_ci)}"
             f"  robust accuracy {numbers.pct(r.robust_accuracy)}"
-            f"  agreement {numbers.pct(r.agreement)}"
+            f"  agreement {numbers.pct(r.agreement)} (over {coverage_text(r)}:"
+            " those with an invariance variant)"
         ),
     ]
     for note in r.notes:
