@@ -366,7 +366,7 @@ async def test_a_lone_model_without_references_is_told_how_to_get_chance_level(
     assert verdict.reference is None and verdict.near_chance == []
     text = " ".join(re.sub(r"<[^>]+>", "", render_html(data)).split())
     assert "m/alone is the only model here: 93.3% of answers right" in text
-    assert "No reference in this report, so chance level is unknown" in text
+    assert "No reference run in this report to test the models against" in text
     assert "secbench-tui --model baseline/random --no-ui" in text
 
 
@@ -399,3 +399,29 @@ async def test_each_suite_gets_its_own_ranking_and_verdict(store: Store) -> None
     assert data.accuracy_chart is not None and data.accuracy_chart.marks == []
     html = render_html(data)
     assert "<h3>On <code>/one</code></h3>" in html and "<h3>On <code>/two</code></h3>" in html
+
+
+async def test_the_chance_row_is_computed_from_the_cases_asked(store: Store) -> None:
+    """An unbalanced suite (2 bad to 1 good): always bad scores 66.7%, not 50%."""
+    unbalanced = [
+        Case(
+            kind=SuiteKind.MARKDOWN,
+            app="shop",
+            case_id=f"shop/s{n // 3}-{n % 3 + 1:02d}-{'good' if n % 3 == 0 else 'bad'}.md",
+            test_file=f"/suite/{n}.md",
+            expected="good" if n % 3 == 0 else "bad",
+            code=f"SELECT {n};",
+        )
+        for n in range(30)
+    ]
+    await record_run(store, "m/model", [c.expected for c in unbalanced], cases=unbalanced)
+    data = await gather(store)
+    ((suite, chance),) = data.chance_rows
+    assert chance.accuracy == {"always_bad": 2 / 3, "always_good": 1 / 3, "majority": 2 / 3}
+    assert chance.p_c == {"coin_flip": 0.25, "always_bad": 0.0}
+    row = re.sub(r"<[^>]+>", " ", render_html(data).split('class="total chance"', 1)[1])
+    row = " ".join(row.split("</tr>", 1)[0].split())
+    assert "always bad 66.7%, always good 33.3%, majority label 66.7%" in row
+    assert "coin flip 25.0%, always bad 0.0%" in row
+    assert "50% / 50%" not in render_html(data)
+

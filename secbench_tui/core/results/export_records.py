@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_serializer
 
 from secbench_tui.core.models import JSONObject
+from secbench_tui.core.results.chance import ChanceLevels
 from secbench_tui.core.results.summary import PairwiseSummary, ReasonSummary, ScenarioSummary
 
 
@@ -140,6 +141,7 @@ class ExportedFigures(Record):
     pairwise: PairwiseSummary | None = None
     reason: ReasonSummary | None = None
     scenarios: ScenarioSummary | None = None
+    chance: ChanceLevels | None = None
 
 
 class ExportedRun(Record):

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from secbench_tui import __version__
+from secbench_tui.core.results.chance import ChanceLevels
 from secbench_tui.core.results.figures import AnswerFigures
 from secbench_tui.core.results.metrics import (
     CaseRepeats,
@@ -303,6 +304,19 @@ class ReportData:
     @property
     def prompts(self) -> list[str]:
         return sorted({c.prompt for c in self.runs if c.prompt})
+
+    @property
+    def chance_rows(self) -> list[tuple[str, ChanceLevels]]:
+        """Each suite's chance levels, from its run with the most cases (every run of a suite
+        asked the same cases, unless narrowed; the levels are the suite's, not a model's)."""
+        rows = []
+        for suite in self.suites:
+            group = [c for c in self.contenders if c.run.suite_path == suite]
+            widest = max(group, key=lambda c: c.case_count)
+            chance = widest.figures.get("chance")
+            if chance is not None:
+                rows.append((suite, chance))
+        return rows
 
     @property
     def runs(self) -> list[Contender | VdbContender]:
