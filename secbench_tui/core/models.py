@@ -356,6 +356,7 @@ class RecordedSettings(Recorded):
     api: str | None = None  # "python": recorded through the vuldetectbench library API
     prompt_name: str | None = None  # where older versions recorded the prompt's name
     rewrites: RewritesRecord | None = None  # --rewrites: relations, seed, what the gate dropped
+    leak: JSONObject | None = None  # the suite's surface cues, checked before the run
 
     def stored(self) -> str:
         """The `runs.settings` text: the keys recorded, sorted, as every version wrote them."""

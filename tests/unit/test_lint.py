@@ -352,7 +352,8 @@ def test_cases_in_no_pair_are_listed_whatever_their_digits(
 
 
 def test_the_run_and_the_lint_find_the_same_leak(tmp_path: Path) -> None:
-    from secbench_tui.core.lint.leaks import from_record, record, suite_leaks
+    from secbench_tui.core.lint.leaks import suite_leaks
+    from secbench_tui.core.lint.report import leak_record, read_leak_record
 
     pairs = [(g, b + "\n-- SAFE: reviewed") for g, b in (pair_code(i) for i in range(12))]
     root = write_suite(tmp_path, pairs)
@@ -367,7 +368,7 @@ def test_the_run_and_the_lint_find_the_same_leak(tmp_path: Path) -> None:
     assert strongest.balanced_accuracy == 1.0
     assert guesses["shop/s03-02-bad.md"] == 1.0 and guesses["shop/s03-01-good.md"] == 0.0
     assert len(guesses) == 24
-    assert from_record(record(check, guesses)) == (check, guesses)
-    assert from_record({"threshold": "high"}) == (None, None)
+    assert read_leak_record(leak_record(check, guesses)) == (check, guesses)
+    assert read_leak_record({"threshold": "high"}) == (None, None)
     clean, _ = suite_leaks(write_suite(tmp_path / "clean", [pair_code(i) for i in range(12)]))
-    assert not clean.leaky and "guesses" not in record(clean, {"x": 1.0})
+    assert not clean.leaky and "guesses" not in leak_record(clean, {"x": 1.0})

@@ -425,3 +425,27 @@ async def test_the_chance_row_is_computed_from_the_cases_asked(store: Store) -> 
     assert "coin flip 25.0%, always bad 0.0%" in row
     assert "50% / 50%" not in render_html(data)
 
+
+async def test_a_leaky_suite_is_said_first_and_gets_no_verdict(store: Store) -> None:
+    leak = {
+        "threshold": 0.6,
+        "cues": [
+            {"app": "shop", "features": "code-length", "holdout": "case", "balanced_accuracy": 0.83}
+        ],
+        "guesses": {c.case_id: 1.0 if c.expected == "bad" else 0.0 for c in CASES},
+    }
+    await record_run(store, "m/strong", STRONG, settings={"repeats": 1, "leak": leak})
+    await record_run(store, "m/weak", BAD_ONLY, settings={"repeats": 1, "leak": leak})
+    data = await gather(store)
+    assert [v.withheld is not None for v in data.verdicts] == [True]
+    assert data.shown_verdicts == []
+    page = render_html(data)
+    body = page.split("<body>", 1)[1]
+    assert 'id="verdict"' not in page and "is the most accurate" not in page
+    head = " ".join(re.sub(r"<[^>]+>", " ", body.split("<nav", 1)[0]).split())
+    assert "The labels leak" in head and "code-length in shop (held out by case) 0.83" in head
+    assert "leak" not in dict(data.common_settings)  # shown in its own section, not as JSON
+    import json
+
+    exported = json.loads(exports.to_json(data))
+    assert exported["runs"][0]["summary"]["leak"]["cues"][0]["balanced_accuracy"] == 0.83

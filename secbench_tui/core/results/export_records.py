@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_serializer
 
+from secbench_tui.core.lint.report import LeakCheck
 from secbench_tui.core.models import JSONObject
 from secbench_tui.core.results.chance import ChanceLevels
 from secbench_tui.core.results.summary import PairwiseSummary, ReasonSummary, ScenarioSummary
@@ -142,6 +143,7 @@ class ExportedFigures(Record):
     reason: ReasonSummary | None = None
     scenarios: ScenarioSummary | None = None
     chance: ChanceLevels | None = None
+    leak: LeakCheck | None = None
 
 
 class ExportedRun(Record):

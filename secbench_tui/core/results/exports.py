@@ -98,6 +98,8 @@ def _figures(c: Contender | VdbContender) -> ExportedFigures:
         found = c.figures.get(key)
         if found is not None:
             figures[key] = found
+    if c.leak is not None:
+        figures["leak"] = c.leak
     return ExportedFigures.model_validate(figures)
 
 

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from secbench_tui.core import numbers
+from secbench_tui.core.lint.report import LeakCheck
 from secbench_tui.core.models import RunStatus
 from secbench_tui.core.results.chance import STRATEGY_NAMES, ChanceLevels, Level
 from secbench_tui.core.results.robustness import Robustness, coverage_text
@@ -132,6 +133,8 @@ class RunSummary(VerdictStats):
     no_answer: Annotated[str | None, WhenApplies] = None
     # each lead figure's chance levels (results.chance), for a run of markdown cases
     chance: Annotated[ChanceLevels | None, WhenApplies] = None
+    # the suite's surface cues, checked before the run (core.lint.leaks)
+    leak: Annotated[LeakCheck | None, WhenApplies] = None
 
     @classmethod
     def from_figures(cls, figures: Mapping[str, Any]) -> RunSummary:
@@ -187,6 +190,7 @@ def summary_lines(
     lines = [
         _line(Segment(f"Run {s.run_id} {status}", "heading"), f": {inert_line(s.model)}{prompt}")
     ]
+    lines.extend(leak_lines(s.leak))
     if message:
         lines.append(_line("  ", Segment(inert_line(message), "warning")))
     if s.summary_error:
@@ -284,6 +288,25 @@ def chance_text(level: Level) -> str:
     return ", ".join(
         f"{STRATEGY_NAMES.get(name, name)} {numbers.pct(value)}" for name, value in level.items()
     )
+
+
+def leak_lines(leak: LeakCheck | None) -> list[Line]:
+    """When a surface cue gives the suite's labels away, what says so first: each cue and its
+    balanced accuracy against the threshold."""
+    if leak is None or not leak.leaky:
+        return []
+    return [
+        _line(
+            "  ",
+            Segment(
+                f"labels leak: a surface cue reads this suite's labels above"
+                f" {leak.threshold:.2f} balanced accuracy, so the figures may measure the cue,"
+                " not review (secbench-tui --lint says more):",
+                "warning",
+            ),
+        ),
+        *(_line("    ", Segment(inert_line(cue.text()), "warning")) for cue in leak.cues),
+    ]
 
 
 def reason_lines(s: RunSummary) -> list[Line]:
