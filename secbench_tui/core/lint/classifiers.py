@@ -11,6 +11,7 @@ score of breaking the tie with a coin.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -119,14 +120,7 @@ def _length_rules(train: Sequence[tuple[int, str]]) -> list[tuple[float, bool]]:
 
 
 def _count_le(sorted_values: Sequence[int], t: float) -> int:
-    lo, hi = 0, len(sorted_values)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if sorted_values[mid] <= t:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    return bisect.bisect_right(sorted_values, t)
 
 
 def _has_both(train: Sequence[tuple[object, str]]) -> bool:
