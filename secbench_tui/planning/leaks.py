@@ -4,25 +4,25 @@ markdown suite (`core.lint.leaks`), so its summary and its report can say so fir
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
-from secbench_tui.core.lint.report import LeakCheck, leak_record
-from secbench_tui.core.models import SuiteKind
+from secbench_tui.core.lint.report import LeakCheck
+from secbench_tui.core.models import JSONObject, SuiteKind
 from secbench_tui.planning.suites import LoadedSuite
 
 
 def check_leaks(suites: Iterable[LoadedSuite], apps: Sequence[str] | None) -> LeakCheck | None:
     """The check of the suite the markdown cells ask (None for VulDetectBench), recorded on
     each of their suites (`LoadedSuite.leak`)."""
-    from secbench_tui.core.lint.leaks import suite_leaks  # markdown suites only
-
     markdown = [s for s in suites if s.kind is SuiteKind.MARKDOWN]
     if not markdown:
         return None
-    check, guesses = suite_leaks(markdown[0].root, apps)
-    recorded = leak_record(check, guesses)
+    root = markdown[0].root
+    check, recorded = leaks_of(root, tuple(apps or ()), _files_signature(root))
     for suite in markdown:
-        suite.leak = recorded
+        suite.leak = dict(recorded)
     return check
 
 
@@ -35,3 +35,27 @@ def leak_lines(leak: LeakCheck | None) -> list[str]:
         f" {leak.threshold:.2f} balanced accuracy (secbench-tui --lint says more)",
         *(f"  {cue.text()}" for cue in leak.cues),
     ]
+
+
+def _files_signature(root: Path) -> tuple[tuple[str, int, int], ...]:
+    """The suite's markdown files by name, modification time and size: the app plans again on
+    every change of its setup screen, and the check is made again only when a file changed."""
+    found = []
+    for path in sorted(root.glob("*/*.md")):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        found.append((path.as_posix(), stat.st_mtime_ns, stat.st_size))
+    return tuple(found)
+
+
+@functools.lru_cache(maxsize=4)  # kept by suite folder, apps asked and files' signature
+def leaks_of(
+    root: Path, apps: tuple[str, ...], signature: tuple[tuple[str, int, int], ...]
+) -> tuple[LeakCheck, JSONObject]:
+    from secbench_tui.core.lint.leaks import suite_leaks
+    from secbench_tui.core.lint.report import leak_record
+
+    check, guesses = suite_leaks(root, apps or None)
+    return check, leak_record(check, guesses)
