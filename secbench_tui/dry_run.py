@@ -42,6 +42,7 @@ def plan_lines(plan: Plan, est: Estimate) -> list[str]:
     lines = [f"warning: {inert_line(skipped)}" for skipped in plan.skipped]
     if plan.rewrites is not None:
         lines += [inert_line(line) for line in plan.rewrites.lines()]
+    lines += [inert_line(line) for line in plan.leak_lines()]
     lines.append(
         f"Plan: {len(plan.cells)} run(s) = {len(plan.models)} model(s) x "
         f"{len(plan.prompts)} prompt(s), repeats {settings.repeats}; dry run, nothing is sent"

@@ -299,6 +299,8 @@ async def _start(plan: Plan) -> MatrixRun | int:
     if plan.rewrites is not None:
         for line in plan.rewrites.lines():
             print(inert_line(line), file=sys.stderr)
+    for line in plan.leak_lines():
+        print(inert_line(line), file=sys.stderr)
     try:
         store = await matrix.open_store()
     except DatabaseError as exc:

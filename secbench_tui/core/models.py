@@ -14,25 +14,15 @@ pydantic model: written once per run, and read back from files any version may h
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Required, TypedDict, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from secbench_tui.core.case_names import scenario_of
+
 T = TypeVar("T")
-_CASE_NAME = re.compile(r"^(?P<scenario>.+)-\d{2}-(?P<label>good|bad)\.md$")
-
-
-def scenario_of(case_id: str) -> str | None:
-    """`app/po-approve-03-bad.md` -> `app/po-approve`: the cases of one scenario are minimal
-    pairs of each other. None for a case id not named `<scenario>-NN-<good|bad>.md`."""
-    folder, _, name = case_id.rpartition("/")
-    match = _CASE_NAME.match(name)
-    if match is None:
-        return None
-    return f"{folder}/{match.group('scenario')}" if folder else match.group("scenario")
 
 
 class Outcome(StrEnum):
@@ -153,7 +143,8 @@ class Case:
 
     @property
     def scenario(self) -> str | None:
-        """The case's scenario (`app/name` without `-NN-good.md`), which pairs cases up."""
+        """The case's scenario (`app/name` without `-NN-good.md`), which pairs cases up
+        (`core.case_names`)."""
         return scenario_of(self.case_id)
 
     def prompt_messages(self) -> tuple[Message, ...]:
@@ -189,11 +180,24 @@ class Completion:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Citation:
     """One violation a reply names: the rule, the quote as written, and the lines of the
-    case's code the quote was found on (1-based; empty when it is not in the code)."""
+    case's code the quote points at (1-based). Empty `lines`: the quote was not located, and
+    `note` says why (not in the code, too short, found more than once)."""
 
     rule: int
     quote: str = ""
     lines: tuple[int, ...] = ()
+    note: str | None = None
+
+    def stored(self) -> dict[str, object]:
+        """The stored form: `note` only when there is one, as versions without it wrote."""
+        data: dict[str, object] = {
+            "rule": self.rule,
+            "quote": self.quote,
+            "lines": list(self.lines),
+        }
+        if self.note is not None:
+            data["note"] = self.note
+        return data
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -220,9 +224,7 @@ class ReasonScore:
         escaped to ASCII), keys in declaration order, as every version has stored it."""
         data = {
             "given": self.given,
-            "citations": [
-                {"rule": c.rule, "quote": c.quote, "lines": list(c.lines)} for c in self.citations
-            ],
+            "citations": [c.stored() for c in self.citations],
             "problem": self.problem,
             "right_rule": self.right_rule,
             "right_line": self.right_line,
@@ -270,6 +272,7 @@ def _citation(data: object) -> Citation:
         rule=_typed(data.get("rule"), int, "citations.rule"),
         quote=_typed(data.get("quote", ""), str, "citations.quote"),
         lines=tuple(_typed(n, int, "citations.lines") for n in lines),
+        note=_maybe(data.get("note"), str, "citations.note"),
     )
 
 
@@ -353,6 +356,7 @@ class RecordedSettings(Recorded):
     api: str | None = None  # "python": recorded through the vuldetectbench library API
     prompt_name: str | None = None  # where older versions recorded the prompt's name
     rewrites: RewritesRecord | None = None  # --rewrites: relations, seed, what the gate dropped
+    leak: JSONObject | None = None  # the suite's surface cues, checked before the run
 
     def stored(self) -> str:
         """The `runs.settings` text: the keys recorded, sorted, as every version wrote them."""

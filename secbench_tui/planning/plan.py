@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from secbench_tui.config import RunSettings, Settings
+from secbench_tui.core.lint.report import LeakCheck
 from secbench_tui.core.models import SuiteKind
 from secbench_tui.core.run.catalog import Catalog, Fetch, read_catalog
 from secbench_tui.core.run.context import Overflow, context_overflows
@@ -22,6 +23,7 @@ from secbench_tui.core.run.providers.baselines import is_baseline
 from secbench_tui.core.store.database import Store
 from secbench_tui.errors import UsageError
 from secbench_tui.planning.cells import matrix_cells, remote_models
+from secbench_tui.planning.leaks import check_leaks, leak_lines
 from secbench_tui.planning.rewrites import Rewrites, prepare_rewrites, with_variants
 from secbench_tui.planning.suites import LoadedSuite, load_suite
 
@@ -50,6 +52,11 @@ class Plan:
     skipped: tuple[str, ...]  # the suite's files that were skipped, and why (said once)
     rewrites: Rewrites | None  # what --rewrites made, proved and dropped
     overflows: tuple[Overflow, ...]  # runs whose largest request exceeds the model's context
+    leak: LeakCheck | None = None  # the suite's surface cues, found before the run
+
+    def leak_lines(self) -> list[str]:
+        """What a front end says before the run when the suite's labels leak."""
+        return leak_lines(self.leak)
 
     @property
     def refused(self) -> tuple[Overflow, ...]:
@@ -77,6 +84,7 @@ def plan(settings: Settings, catalog: Catalog) -> Plan:
     on an event loop call it in a thread."""
     cells = matrix_cells(settings, catalog)
     suites = load_suites(cells)
+    leak = check_leaks(suites.values(), settings.apps)
     rewrites = rewrite_suites(settings, list(suites.values()))
     planned = tuple(
         PlannedCell(one, build_spec(one, suites[_suite_key(one)], rewrites)) for one in cells
@@ -90,6 +98,7 @@ def plan(settings: Settings, catalog: Catalog) -> Plan:
         skipped=tuple(next(iter(suites.values())).skipped),
         rewrites=rewrites,
         overflows=tuple(context_overflows(specs, contexts)),
+        leak=leak,
     )
 
 
@@ -139,6 +148,8 @@ def build_spec(one: RunSettings, suite: LoadedSuite, rewrites: Rewrites | None =
     )
     if rewrites is not None:
         recorded = recorded.model_copy(update={"rewrites": rewrites.recorded()})
+    if suite.leak is not None:
+        recorded = recorded.model_copy(update={"leak": suite.leak})
     return RunSpec(
         model=one.model,
         cases=suite.cases,

@@ -8,7 +8,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from secbench_tui.config import RunSettings
-from secbench_tui.core.models import Case, SuiteKind
+from secbench_tui.core.models import Case, JSONObject, SuiteKind
 from secbench_tui.core.store.values import vdb_prompt_name
 from secbench_tui.core.suites.markdown import SuiteError, load_markdown_suite
 from secbench_tui.core.suites.prompts import PromptError, default_prompt, sha256_text
@@ -24,6 +24,7 @@ class LoadedSuite:
     skipped: list[str]
     prompt_hash: str
     prompt_name: str = ""
+    leak: JSONObject | None = None  # the leak check as the run records it (markdown suites)
 
 
 def load_suite(one: RunSettings) -> LoadedSuite:

@@ -6,8 +6,7 @@ they come from `core.numbers`, re-exported here for the widgets.
 
 from __future__ import annotations
 
-import re
-
+from secbench_tui.core.case_names import read_name
 from secbench_tui.core.numbers import EMPTY as EMPTY
 from secbench_tui.core.numbers import clock as clock
 from secbench_tui.core.numbers import count as count
@@ -65,14 +64,12 @@ def file_name(name: str, width: int) -> str:
     cells of the scenario, else its middle cut (`NAME_END` of it kept from the end)."""
     if len(name) <= width:
         return name
-    label = _CASE_END.search(name)
-    if label is not None and width - (len(name) - label.start()) >= 5:
-        end = name[label.start() :]
+    read = read_name(name)
+    if read is not None and width - (len(name) - len(read.scenario)) >= 5:
+        end = name[len(read.scenario) :]
         return name[: width - len(end) - 1] + "…" + end
     return middle(name, width, NAME_END)
 
-
-_CASE_END = re.compile(r"-\d{2}-(?:good|bad)\.md$")
 
 NAME_END = 0.6  # of a cut file name, the end (`-03-bad.md`) keeps the larger share
 

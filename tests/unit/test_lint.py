@@ -307,3 +307,68 @@ def test_apps_reaches_the_lint_from_the_command_line(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "leaky" not in run.stdout
+
+
+def test_also_acceptable_is_capped_and_never_repeats_the_gold_rule(tmp_path: Path) -> None:
+    root = write_suite(tmp_path, [pair_code(i) for i in range(12)])
+    folder = root / "shop"
+    (folder / "SPEC.md").write_text(SPEC + "\n".join(f"{n}. Rule {n}." for n in range(1, 6)))
+    sections = {
+        "s00-02-bad.md": "# Rule\n1\n\n# Also acceptable\n2, 3\n\n",  # the cap: fine
+        "s01-02-bad.md": "# Rule\n1\n\n# Also acceptable\n2, 3, 4\n\n",  # one too many
+        "s02-02-bad.md": "# Rule\n1\n\n# Also acceptable\n1, 2\n\n",  # the gold rule again
+    }
+    for path in folder.glob("*-bad.md"):
+        text = path.read_text().replace(
+            "# Expected", sections.get(path.name, "# Rule\n1\n\n") + "# Expected"
+        )
+        path.write_text(text)
+    report = lint_suite(root)
+    failed = {str(f.path): f.message for f in report.findings if f.check == "rule" and f.fails}
+    assert set(failed) == {"shop/s01-02-bad.md", "shop/s02-02-bad.md"}, failed
+    assert "lists 3 rules, more than 2" in failed["shop/s01-02-bad.md"]
+    assert "lists rule 1, the case's '# Rule'" in failed["shop/s02-02-bad.md"]
+    assert main(root) == 1
+
+
+def test_cases_in_no_pair_are_listed_whatever_their_digits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pairs = [pair_code(i) for i in range(12)]
+    root = write_suite(tmp_path, pairs)
+    folder = root / "shop"
+    for path in sorted(folder.glob("s*-0?-*.md")):  # three digits: still pairs
+        path.rename(folder / path.name.replace("-01-", "-001-").replace("-02-", "-002-"))
+    good, bad = pair_code(30)
+    (folder / "lonely-001-good.md").write_text(case_text(good, "good"))
+    (folder / "unnamed-bad.md").write_text(case_text(bad, "bad"))
+    report = lint_suite(root)
+    unpaired = {str(f.path): f for f in report.findings if f.check == "pair"}
+    assert set(unpaired) == {"shop/lonely-001-good.md", "shop/unnamed-bad.md"}
+    assert "scenario 'lonely' has no bad case" in unpaired["shop/lonely-001-good.md"].message
+    assert not any(f.fails for f in unpaired.values())  # listed, not failed
+    main(root)
+    assert "belongs to no pair" in capsys.readouterr().out
+
+
+def test_the_run_and_the_lint_find_the_same_leak(tmp_path: Path) -> None:
+    from secbench_tui.core.lint.leaks import suite_leaks
+    from secbench_tui.core.lint.report import leak_record, read_leak_record
+
+    pairs = [(g, b + "\n-- SAFE: reviewed") for g, b in (pair_code(i) for i in range(12))]
+    root = write_suite(tmp_path, pairs)
+    check, guesses = suite_leaks(root)
+    lint = [f.message for f in lint_suite(root).findings if f.check == "classifier"]
+    assert check.leaky and len(check.cues) == len(lint)  # the comment made them longer too
+    for cue in check.cues:
+        shown = f"{cue.features} classifier (held out by {cue.holdout}) reaches"
+        assert any(f"{shown} {cue.balanced_accuracy:.2f}" in m for m in lint), (cue, lint)
+    strongest = check.strongest()
+    assert strongest is not None and strongest.features == "comment-words"
+    assert strongest.balanced_accuracy == 1.0
+    assert guesses["shop/s03-02-bad.md"] == 1.0 and guesses["shop/s03-01-good.md"] == 0.0
+    assert len(guesses) == 24
+    assert read_leak_record(leak_record(check, guesses)) == (check, guesses)
+    assert read_leak_record({"threshold": "high"}) == (None, None)
+    clean, _ = suite_leaks(write_suite(tmp_path / "clean", [pair_code(i) for i in range(12)]))
+    assert not clean.leaky and "guesses" not in leak_record(clean, {"x": 1.0})

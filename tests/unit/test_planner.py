@@ -203,3 +203,36 @@ def test_retry_backoff_reaches_the_providers_retry_policy() -> None:
     assert "retry_backoff" not in recorded and "max_retries" in recorded
     with pytest.raises(ValueError, match="retry_backoff"):
         Settings(model="m/x", retry_backoff=-1)
+
+
+def test_the_plan_checks_the_suite_for_leaks_again_when_a_file_changes(tmp_path: Path) -> None:
+    """The app plans on every change of its setup screen: the check is kept while the suite's
+    files are unchanged, and made again when one changes."""
+    from secbench_tui.cli import parse_command, settings_from_args
+
+    folder = tmp_path / "suite" / "shop"
+    folder.mkdir(parents=True)
+    (folder / "SPEC.md").write_text("# Prompt\nShop.\n1. Filter by tenant.\n")
+    for s in range(6):
+        for n, label in enumerate(("good", "bad"), start=1):
+            code = f"SELECT id{', total' * (s % 3)} FROM t{s} WHERE id = :id;"
+            (folder / f"s{s}-{n:02d}-{label}.md").write_text(
+                f"# Code\n```sql\n{code}\n```\n\n# Expected\n{label}\n"
+            )
+    argv = ["--model", "vendor/m", "--cases", str(tmp_path / "suite")]
+    settings = settings_from_args(parse_command(argv), env={})
+    from secbench_tui.planning.leaks import leaks_of
+
+    first = plan(settings, NOTHING_KNOWN)
+    assert first.leak is not None and not first.leak.leaky and first.leak_lines() == []
+    hits = leaks_of.cache_info().hits
+    assert plan(settings, NOTHING_KNOWN).leak == first.leak
+    assert leaks_of.cache_info().hits == hits + 1  # unchanged files: not checked again
+    assert first.cells[0].spec.settings.leak == {"threshold": 0.6, "cues": []}
+    for path in folder.glob("*-bad.md"):  # every bad case now says so in a comment
+        path.write_text(path.read_text().replace(";\n```", ";\n-- SAFE: reviewed\n```"))
+    again = plan(settings, NOTHING_KNOWN)
+    assert again.leak is not None and again.leak.leaky
+    assert "labels leak" in again.leak_lines()[0]
+    recorded = again.cells[0].spec.settings.leak
+    assert recorded is not None and recorded["guesses"]["shop/s0-02-bad.md"] == 1.0

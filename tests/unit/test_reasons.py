@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from secbench_tui.core.lint.suite import lint_suite
-from secbench_tui.core.models import Case, SuiteKind, scenario_of
+from secbench_tui.core.models import Case, ReasonScore, SuiteKind, scenario_of
 from secbench_tui.core.results.grading import score_markdown
 from secbench_tui.core.results.pairwise import (
     PairTally,
@@ -23,8 +23,11 @@ from secbench_tui.core.results.reasons import (
     Answer,
     judge,
     locate,
+    precise,
     reason_figures,
+    reason_summary_text,
     rule_text,
+    within,
 )
 from secbench_tui.core.suites.gold import changed_lines, derived_lines, parse_lines, spec_rules
 from secbench_tui.core.suites.markdown import load_markdown_suite
@@ -120,11 +123,47 @@ def test_a_broken_schema_is_unparsed_never_scored() -> None:
 
 
 def test_quotes_are_found_ignoring_whitespace_on_every_line_they_span() -> None:
-    assert locate("AND   org_id=org_id", CODE) == (4,)
-    assert locate("WHERE id = :id AND org_id", CODE) == (3, 4)
-    assert locate("DROP TABLE", CODE) == ()
-    assert locate("  ", CODE) == ()
-    assert locate("id", "id\nx\nid") == (1, 3)
+    assert locate("AND   org_id=org_id", CODE).lines == (4,)
+    assert locate("WHERE id = :id AND org_id", CODE).lines == (3, 4)
+    assert locate("LIMIT 10;", CODE).lines == (5,)  # short, but a whole line
+    for nowhere, why in (
+        ("DROP TABLE users", "not in the code"),
+        ("  ", "empty quote"),
+        ("e", "too short"),  # in the code many times, and one letter says nothing
+        ("org_id", "too short"),  # 6 characters, part of a line
+        ("id", "too short"),
+    ):
+        where = locate(nowhere, CODE)
+        assert where.lines == () and why in (where.note or ""), (nowhere, where)
+    twice = locate("AND org_id = :org_id", "SELECT 1\nAND org_id = :org_id\nAND org_id = :org_id")
+    assert twice.lines == () and "found 2 times" in (twice.note or "")
+
+
+def test_a_quote_points_at_the_flaw_only_when_it_lies_within_the_gold_lines() -> None:
+    case = bad_case()
+    whole_block = judge(case, parse_verdict(reply("bad", (1, CODE))))
+    assert whole_block.right_rule and not whole_block.right_line  # lines 1-5, gold is 4
+    letter = judge(case, parse_verdict(reply("bad", (1, "e"))))
+    assert letter.right_rule and not letter.right_line
+    assert letter.citations[0].lines == () and "too short" in (letter.citations[0].note or "")
+    assert within((3, 4, 5), (4,)) and not within((2, 3, 4), (4,)) and not within((), (4,))
+
+
+def test_the_right_reason_rewards_precision() -> None:
+    case = bad_case(spec_rules=(1, 2, 3, 4, 5))  # gold 1, also acceptable 2
+    quote = "AND org_id = org_id"
+
+    def said(*rules: int) -> ReasonScore:
+        return judge(case, parse_verdict(reply("bad", *((r, quote) for r in rules))))
+
+    assert said(1).right_rule and said(2).right_rule and said(1, 2).right_rule
+    assert said(1, 3).right_rule and said(1, 2, 3).right_rule  # one other rule is allowed
+    assert not said(1, 3, 4).right_rule and not said(1, 2, 3, 4, 5).right_rule  # every rule
+    assert not said(3).right_rule
+    assert precise((1, 3), frozenset({1})) and not precise((3,), frozenset({1}))
+    imprecise = said(1, 3, 4)
+    text = reason_summary_text(imprecise, (1, 2))
+    assert "a right rule among 2 others (at most 1 allowed)" in text[-1]
 
 
 def test_the_right_rule_and_the_right_line() -> None:
@@ -237,3 +276,11 @@ def test_a_pairwise_interval_is_never_zero_wide_when_every_scenario_scored_alike
         assert interval is not None
         assert interval == proportion_interval(p_c / 4, count)  # scenarios as the units
         assert interval[1] - interval[0] > 0.05
+
+
+def test_recall_counts_a_right_rule_among_too_many_and_the_lead_figure_does_not() -> None:
+    every = Answer("x/c-03-bad.md", "bad", "bad", 1, frozenset({1}), (1, 2, 3), False, False)
+    figures = reason_figures([*answers(), every])
+    assert (figures.bad_cases, figures.right_rule, figures.imprecise) == (4, 1, 1)
+    assert (figures.wrong_rule, figures.wrong_verdict) == (1, 1)
+    assert figures.rule_recall == pytest.approx(2 / 4) and figures.right_rule_rate == 0.25

@@ -366,7 +366,7 @@ async def test_a_lone_model_without_references_is_told_how_to_get_chance_level(
     assert verdict.reference is None and verdict.near_chance == []
     text = " ".join(re.sub(r"<[^>]+>", "", render_html(data)).split())
     assert "m/alone is the only model here: 93.3% of answers right" in text
-    assert "No reference in this report, so chance level is unknown" in text
+    assert "No reference run in this report to test the models against" in text
     assert "secbench-tui --model baseline/random --no-ui" in text
 
 
@@ -399,3 +399,53 @@ async def test_each_suite_gets_its_own_ranking_and_verdict(store: Store) -> None
     assert data.accuracy_chart is not None and data.accuracy_chart.marks == []
     html = render_html(data)
     assert "<h3>On <code>/one</code></h3>" in html and "<h3>On <code>/two</code></h3>" in html
+
+
+async def test_the_chance_row_is_computed_from_the_cases_asked(store: Store) -> None:
+    """An unbalanced suite (2 bad to 1 good): always bad scores 66.7%, not 50%."""
+    unbalanced = [
+        Case(
+            kind=SuiteKind.MARKDOWN,
+            app="shop",
+            case_id=f"shop/s{n // 3}-{n % 3 + 1:02d}-{'good' if n % 3 == 0 else 'bad'}.md",
+            test_file=f"/suite/{n}.md",
+            expected="good" if n % 3 == 0 else "bad",
+            code=f"SELECT {n};",
+        )
+        for n in range(30)
+    ]
+    await record_run(store, "m/model", [c.expected for c in unbalanced], cases=unbalanced)
+    data = await gather(store)
+    ((suite, chance),) = data.chance_rows
+    assert chance.accuracy == {"always_bad": 2 / 3, "always_good": 1 / 3, "majority": 2 / 3}
+    assert chance.p_c == {"coin_flip": 0.25, "always_bad": 0.0}
+    row = re.sub(r"<[^>]+>", " ", render_html(data).split('class="total chance"', 1)[1])
+    row = " ".join(row.split("</tr>", 1)[0].split())
+    assert "always bad 66.7%, always good 33.3%, majority label 66.7%" in row
+    assert "coin flip 25.0%, always bad 0.0%" in row
+    assert "50% / 50%" not in render_html(data)
+
+
+async def test_a_leaky_suite_is_said_first_and_gets_no_verdict(store: Store) -> None:
+    leak = {
+        "threshold": 0.6,
+        "cues": [
+            {"app": "shop", "features": "code-length", "holdout": "case", "balanced_accuracy": 0.83}
+        ],
+        "guesses": {c.case_id: 1.0 if c.expected == "bad" else 0.0 for c in CASES},
+    }
+    await record_run(store, "m/strong", STRONG, settings={"repeats": 1, "leak": leak})
+    await record_run(store, "m/weak", BAD_ONLY, settings={"repeats": 1, "leak": leak})
+    data = await gather(store)
+    assert [v.withheld is not None for v in data.verdicts] == [True]
+    assert data.shown_verdicts == []
+    page = render_html(data)
+    body = page.split("<body>", 1)[1]
+    assert 'id="verdict"' not in page and "is the most accurate" not in page
+    head = " ".join(re.sub(r"<[^>]+>", " ", body.split("<nav", 1)[0]).split())
+    assert "The labels leak" in head and "code-length in shop (held out by case) 0.83" in head
+    assert "leak" not in dict(data.common_settings)  # shown in its own section, not as JSON
+    import json
+
+    exported = json.loads(exports.to_json(data))
+    assert exported["runs"][0]["summary"]["leak"]["cues"][0]["balanced_accuracy"] == 0.83

@@ -80,3 +80,22 @@ def test_noise_floor_and_excess_on_the_same_cases() -> None:
 
 def test_no_variant_no_figures() -> None:
     assert robustness([_row("a/s-01-good.md", "good", "good")]) is None
+
+
+def test_robust_accuracy_states_the_cases_it_covers() -> None:
+    """Only originals with an invariance variant count; the summary says how many of all."""
+    from secbench_tui.core.results.summary import robustness_lines
+
+    rows = [
+        _row("a/s-01-good.md", "good", "good"),
+        _row("a/s-03-bad.md", "bad", "bad"),
+        _row("a/t-01-good.md", "good", "good"),  # no variant: not covered
+        _row("a/s-01-good.md", "good", "good", relation="layout"),
+        _row("a/s-03-bad.md", "bad", "good", relation="layout"),
+        _row("a/t-01-good.md", "good", "good", relation="comment-safe"),  # sensitivity only
+    ]
+    figures = robustness(rows, {}, {"layout": "invariance"}, repeats=1)
+    assert figures is not None
+    assert (figures.covered, figures.cases, figures.robust_accuracy) == (2, 3, 0.5)
+    shown = " ".join(seg.text for line in robustness_lines(figures) for seg in line)
+    assert "robust accuracy 50.0%  agreement 50.0% (over 2 of 3 cases" in shown

@@ -9,8 +9,9 @@ from collections.abc import Sequence
 from secbench_tui.core.lint.cases import LintCase
 from secbench_tui.core.lint.classifiers import (
     classifiable,
-    comment_classifier_accuracy,
-    length_classifier_accuracy,
+    comment_classifier_guesses,
+    held_out_accuracy,
+    length_classifier_guesses,
 )
 from secbench_tui.core.lint.comments import normalise
 from secbench_tui.core.lint.report import (
@@ -36,12 +37,14 @@ def app_report(app: str, cases: Sequence[LintCase], words: Sequence[list[str]]) 
     if classifiable(labels):
         scenarios = [f"{c.app}/{c.scenario}" for c in cases]
         for holdout, groups in (("case", None), ("scenario", scenarios)):
-            comment = comment_classifier_accuracy(words, labels, groups)
-            length = length_classifier_accuracy(lengths, labels, groups)
-            scores.append(ClassifierScore("comment-words", holdout, comment))
-            scores.append(ClassifierScore("code-length", holdout, length))
+            comment = comment_classifier_guesses(words, labels, groups)
+            length = length_classifier_guesses(lengths, labels, groups)
+            for features, guesses in (("comment-words", comment), ("code-length", length)):
+                accuracy = held_out_accuracy(guesses, labels)
+                scores.append(ClassifierScore(features, holdout, accuracy, tuple(guesses)))
     counts = {label: labels.count(label) for label in LABELS}
-    return AppReport(app, counts, tuple(stats), tuple(scores))
+    ids = tuple(c.path.as_posix() for c in cases)
+    return AppReport(app, counts, tuple(stats), tuple(scores), ids)
 
 
 def app_findings(app: AppReport, limit: float) -> list[Finding]:
@@ -56,11 +59,10 @@ def app_findings(app: AppReport, limit: float) -> list[Finding]:
             " (add good and bad cases until there are at least 2 of each)"
         )
         findings.append(Finding("classifier", message, app=app.app))
-    for score in app.classifiers:
-        if score.accuracy > limit:
-            message = (
-                f"{score.features} classifier (held out by {score.holdout}) reaches "
-                f"{score.accuracy:.2f} balanced accuracy (limit {limit:.2f})"
-            )
-            findings.append(Finding("classifier", message, app=app.app))
+    for score in app.cues_over(limit):
+        message = (
+            f"{score.features} classifier (held out by {score.holdout}) reaches "
+            f"{score.accuracy:.2f} balanced accuracy (limit {limit:.2f})"
+        )
+        findings.append(Finding("classifier", message, app=app.app))
     return findings

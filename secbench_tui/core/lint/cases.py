@@ -11,9 +11,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from secbench_tui.core.case_names import read_name
 from secbench_tui.core.lint.comments import code_language
 from secbench_tui.core.lint.report import Finding, LintReport
-from secbench_tui.core.suites.gold import CaseGold, spec_rules
+from secbench_tui.core.suites.gold import CaseGold, listed_also, spec_rules
 from secbench_tui.core.suites.markdown import (
     SuiteError,
     discover_apps,
@@ -23,7 +24,6 @@ from secbench_tui.core.suites.markdown import (
 )
 
 _FENCE_INFO = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*([^\s`]*)")
-_CASE_NAME = re.compile(r"^(?P<scenario>.+)-(?P<nn>\d+)-(?P<label>good|bad)\.md$")
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,8 @@ class LintCase:
     language: str
     scenario: str
     gold: CaseGold = CaseGold()
+    also_listed: tuple[int, ...] = ()  # `# Also acceptable` as written, the gold rule kept
+    named: bool = True  # the file name follows the rule of `core.case_names`
 
 
 def load_apps(root: Path, report: LintReport) -> list[tuple[str, tuple[Path, ...]]]:
@@ -90,13 +92,9 @@ def read_lint_case(app: str, path: Path, root: Path, report: LintReport) -> Lint
     code, expected, description = read.code, read.expected, read.description
     if read.gold_problem is not None:
         report.findings.append(Finding("rule", read.gold_problem, shown, app))
-    name = _CASE_NAME.match(path.name)
-    if name is None:
-        report.findings.append(
-            Finding("name", "not named <scenario>-NN-<good|bad>.md", shown, app, fails=False)
-        )
-    elif name.group("label") != expected:
-        message = f"named {name.group('label')} but '# Expected' says {expected}"
+    name = read_name(path.name)  # a name that follows no rule: `pair_findings` says so
+    if name is not None and name.label != expected:
+        message = f"named {name.label} but '# Expected' says {expected}"
         report.findings.append(Finding("name", message, shown, app))
     if not description:
         message = "no '# Description'; name the rule the case tests"
@@ -104,5 +102,15 @@ def read_lint_case(app: str, path: Path, root: Path, report: LintReport) -> Lint
     sections = split_sections(path.read_text(encoding="utf-8"))
     fence = _FENCE_INFO.match(sections["code"].lstrip("\n").split("\n", 1)[0])
     language = code_language(fence.group(1) if fence else "", code)
-    scenario = name.group("scenario") if name else path.stem
-    return LintCase(app, shown, expected, code, language, scenario, read.gold)
+    scenario = name.scenario if name else path.stem
+    return LintCase(
+        app,
+        shown,
+        expected,
+        code,
+        language,
+        scenario,
+        read.gold,
+        also_listed=listed_also(sections),
+        named=name is not None,
+    )

@@ -11,6 +11,7 @@ score of breaking the tie with a coin.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -63,23 +64,34 @@ def _folds(n: int, groups: Sequence[str] | None) -> list[list[int]]:
     return [[j for j in range(n) if groups[j] != groups[i]] for i in range(n)]
 
 
-def comment_classifier_accuracy(
+def held_out_accuracy(guesses: Sequence[float], labels: Sequence[str]) -> float:
+    """Balanced accuracy of held-out guesses (each case's chance of being called bad)."""
+    scores = [p if label == "bad" else 1 - p for p, label in zip(guesses, labels, strict=True)]
+    return _balanced(scores, labels)
+
+
+def comment_classifier_guesses(
     words: Sequence[Sequence[str]], labels: Sequence[str], groups: Sequence[str] | None = None
-) -> float:
-    """Held-out balanced accuracy of naive Bayes over each case's comment words.
+) -> list[float]:
+    """Each case's held-out chance of being called bad by naive Bayes over comment words.
 
     Leave-one-out by default; with `groups` (scenarios), each case is predicted by a model
     fitted without any case of its group. A case without comments has the single word
     NO_COMMENT, so "only the good cases have comments" is learnt as readily as any word.
     """
     bags = [Counter(w) if w else Counter([NO_COMMENT]) for w in words]
-    scores = []
+    guesses = []
     for i, train_ids in enumerate(_folds(len(bags), groups)):
-        label = labels[i]
         train = [(bags[j], labels[j]) for j in train_ids]
-        p_bad = _nb_score(bags[i], train) if _has_both(train) else 0.5
-        scores.append(p_bad if label == "bad" else 1 - p_bad)
-    return _balanced(scores, labels)
+        guesses.append(_nb_score(bags[i], train) if _has_both(train) else 0.5)
+    return guesses
+
+
+def comment_classifier_accuracy(
+    words: Sequence[Sequence[str]], labels: Sequence[str], groups: Sequence[str] | None = None
+) -> float:
+    """Held-out balanced accuracy of naive Bayes over each case's comment words."""
+    return held_out_accuracy(comment_classifier_guesses(words, labels, groups), labels)
 
 
 def _length_rules(train: Sequence[tuple[int, str]]) -> list[tuple[float, bool]]:
@@ -108,37 +120,34 @@ def _length_rules(train: Sequence[tuple[int, str]]) -> list[tuple[float, bool]]:
 
 
 def _count_le(sorted_values: Sequence[int], t: float) -> int:
-    lo, hi = 0, len(sorted_values)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if sorted_values[mid] <= t:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    return bisect.bisect_right(sorted_values, t)
 
 
 def _has_both(train: Sequence[tuple[object, str]]) -> bool:
     return {y for _, y in train} == set(LABELS)
 
 
-def length_classifier_accuracy(
+def length_classifier_guesses(
     lengths: Sequence[int], labels: Sequence[str], groups: Sequence[str] | None = None
-) -> float:
-    """Held-out balanced accuracy of one threshold on code length (direction learnt).
-
-    Leave-one-out by default, leave-one-group-out with `groups`.
-    """
+) -> list[float]:
+    """Each case's held-out chance of being called bad by one threshold on code length
+    (direction learnt). Leave-one-out by default, leave-one-group-out with `groups`."""
     pairs = list(zip(lengths, labels, strict=True))
-    scores = []
+    guesses = []
     for i, train_ids in enumerate(_folds(len(pairs), groups)):
-        length, label = pairs[i]
+        length = pairs[i][0]
         train = [pairs[j] for j in train_ids]
         if not _has_both(train):
-            scores.append(0.5)
+            guesses.append(0.5)
             continue
         rules = _length_rules(train)
         says_bad = [(length <= t) == shorter for t, shorter in rules]
-        p_bad = sum(says_bad) / len(says_bad)
-        scores.append(p_bad if label == "bad" else 1 - p_bad)
-    return _balanced(scores, labels)
+        guesses.append(sum(says_bad) / len(says_bad))
+    return guesses
+
+
+def length_classifier_accuracy(
+    lengths: Sequence[int], labels: Sequence[str], groups: Sequence[str] | None = None
+) -> float:
+    """Held-out balanced accuracy of one threshold on code length (direction learnt)."""
+    return held_out_accuracy(length_classifier_guesses(lengths, labels, groups), labels)

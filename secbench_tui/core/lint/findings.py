@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from secbench_tui.core.lint.cases import LintCase
 from secbench_tui.core.lint.comments import WORD, Comment, normalise
 from secbench_tui.core.lint.report import Finding
+from secbench_tui.core.suites.gold import MAX_ALSO_ACCEPTABLE
 
 # Words that state or hint a verdict. "check-in" and "check_out" stay single tokens, so
 # domain words are not flagged; a bare "check" is, since "-- check the tenant" is a hint.
@@ -63,6 +64,46 @@ def rule_findings(cases: Sequence[LintCase], rules: Sequence[int]) -> list[Findi
             if number is not None and number not in rules:
                 message = f"rule {number} is not in the SPEC's numbered list (rules: {known})"
                 findings.append(Finding("rule", message, case.path, case.app))
+        findings.extend(_also_findings(case))
+    return findings
+
+
+def _also_findings(case: LintCase) -> list[Finding]:
+    """`# Also acceptable` names other rules, and few: listing many would credit a model
+    that cites them all (the right-reason rate rewards the gold rule and these only)."""
+    findings = []
+    rule = case.gold.rule
+    if rule is not None and rule in case.also_listed:
+        message = f"'# Also acceptable' lists rule {rule}, the case's '# Rule': remove it there"
+        findings.append(Finding("rule", message, case.path, case.app))
+    others = set(case.also_listed) - {rule}
+    if len(others) > MAX_ALSO_ACCEPTABLE:
+        message = (
+            f"'# Also acceptable' lists {len(others)} rules, more than {MAX_ALSO_ACCEPTABLE}:"
+            " keep the ones a careful reviewer could cite instead of the '# Rule'"
+        )
+        findings.append(Finding("rule", message, case.path, case.app))
+    return findings
+
+
+def pair_findings(cases: Sequence[LintCase]) -> list[Finding]:
+    """A warning for each case that belongs to no pair: its name does not follow the rule of
+    `core.case_names`, or its scenario has no case of the other label. Such a case still
+    counts for accuracy, but for none of the pair or scenario figures."""
+    labels: dict[tuple[str, str], set[str]] = {}
+    for case in cases:
+        if case.named:
+            labels.setdefault((case.app, case.scenario), set()).add(case.expected)
+    findings = []
+    for case in cases:
+        if not case.named:
+            message = "belongs to no pair: its name is not <scenario>-<number>-<good|bad>.md"
+        elif len(labels[(case.app, case.scenario)]) < 2:
+            other = "bad" if case.expected == "good" else "good"
+            message = f"belongs to no pair: scenario {case.scenario!r} has no {other} case"
+        else:
+            continue
+        findings.append(Finding("pair", message, case.path, case.app, fails=False))
     return findings
 
 

@@ -27,7 +27,12 @@ from secbench_tui.core.lint.cases import (
     read_lint_case,
 )
 from secbench_tui.core.lint.comments import comment_words, find_comments, strip_comments
-from secbench_tui.core.lint.findings import comment_findings, duplicate_findings, rule_findings
+from secbench_tui.core.lint.findings import (
+    comment_findings,
+    duplicate_findings,
+    pair_findings,
+    rule_findings,
+)
 from secbench_tui.core.lint.report import MAX_TRIVIAL_ACCURACY, LintReport
 from secbench_tui.core.lint.verification import verification_findings
 
@@ -51,6 +56,7 @@ def lint_suite(
     for app, files in apps:
         cases = [c for p in files if (c := read_lint_case(app, p, root, report)) is not None]
         report.findings.extend(rule_findings(cases, app_rules(root / app)))
+        report.findings.extend(pair_findings(cases))
         report.findings.extend(verification_findings(app, root / app, cases))
         words = []
         for case in cases:

@@ -13,7 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_serializer
 
+from secbench_tui.core.lint.report import LeakCheck
 from secbench_tui.core.models import JSONObject
+from secbench_tui.core.results.chance import ChanceLevels
 from secbench_tui.core.results.summary import PairwiseSummary, ReasonSummary, ScenarioSummary
 
 
@@ -140,6 +142,8 @@ class ExportedFigures(Record):
     pairwise: PairwiseSummary | None = None
     reason: ReasonSummary | None = None
     scenarios: ScenarioSummary | None = None
+    chance: ChanceLevels | None = None
+    leak: LeakCheck | None = None
 
 
 class ExportedRun(Record):

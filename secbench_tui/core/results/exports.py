@@ -94,10 +94,12 @@ def _figures(c: Contender | VdbContender) -> ExportedFigures:
         figures["repeats"] = c.repeat
     if c.vdb:
         figures["vuldetectbench"] = c.vdb
-    for key in ("pairwise", "reason", "scenarios"):
+    for key in ("pairwise", "reason", "scenarios", "chance"):
         found = c.figures.get(key)
         if found is not None:
             figures[key] = found
+    if c.leak is not None:
+        figures["leak"] = c.leak
     return ExportedFigures.model_validate(figures)
 
 

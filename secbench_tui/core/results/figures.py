@@ -7,10 +7,11 @@ one answer to each of its two cases.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TypedDict
 
 from secbench_tui.core.results import pairwise
+from secbench_tui.core.results.chance import ChanceLevels, chance_levels
 from secbench_tui.core.results.metrics import wilson_interval
 from secbench_tui.core.results.reasons import Answer, ReasonFigures, first_answers, reason_figures
 from secbench_tui.core.results.summary import PairwiseSummary, ReasonSummary, ScenarioSummary
@@ -18,12 +19,13 @@ from secbench_tui.core.store.rows import ResultRow
 
 
 class AnswerFigures(TypedDict, total=False):
-    """`answer_figures`: a run's pairwise, reason and scenario figures; none without a
-    markdown case."""
+    """`answer_figures`: a run's pairwise, reason and scenario figures and the chance levels
+    of the lead figures; none without a markdown case."""
 
     pairwise: PairwiseSummary
     reason: ReasonSummary
     scenarios: ScenarioSummary
+    chance: ChanceLevels
 
 
 def pairwise_summary(tallies: Sequence[pairwise.PairTally]) -> PairwiseSummary:
@@ -51,6 +53,8 @@ def reason_summary(figures: ReasonFigures) -> ReasonSummary:
         right_rule_and_line_ci=wilson_interval(figures.right_rule_and_line, n) if n else None,
         right_rule_cases=figures.right_rule,
         right_rule_and_line_cases=figures.right_rule_and_line,
+        rule_recall=figures.rule_recall,
+        imprecise=figures.imprecise,
         wrong_rule=figures.wrong_rule,
         wrong_verdict=figures.wrong_verdict,
         per_rule={
@@ -75,18 +79,29 @@ def scenario_summary(tallies: Sequence[pairwise.PairTally]) -> ScenarioSummary:
     )
 
 
-def answer_figures(answers: Sequence[Answer]) -> AnswerFigures:
-    """`pairwise`, `reason` and `scenarios` for one run's answers; {} with no markdown case."""
+def answer_figures(
+    answers: Sequence[Answer], surface_cue: Mapping[str, float] | None = None
+) -> AnswerFigures:
+    """`pairwise`, `reason`, `scenarios` and `chance` for one run's answers; {} with no
+    markdown case. `surface_cue`: the leak check's held-out answers, when the suite leaks.
+    P-C with the rule is None (not available) when no bad case names a rule."""
     if not answers:
         return AnswerFigures()
     tallies = list(pairwise.scenario_tallies(answers).values())
+    reasons = reason_figures(answers)
+    pairs = pairwise_summary(tallies)
+    if not reasons.available:
+        pairs.p_c_rule = None
     return {
-        "pairwise": pairwise_summary(tallies),
-        "reason": reason_summary(reason_figures(answers)),
+        "pairwise": pairs,
+        "reason": reason_summary(reasons),
         "scenarios": scenario_summary(tallies),
+        "chance": chance_levels(answers, surface_cue),
     }
 
 
-def run_figures(rows: Iterable[ResultRow]) -> AnswerFigures:
+def run_figures(
+    rows: Iterable[ResultRow], surface_cue: Mapping[str, float] | None = None
+) -> AnswerFigures:
     """The same, from a run's stored rows (`Store.run_results`)."""
-    return answer_figures(first_answers(rows))
+    return answer_figures(first_answers(rows), surface_cue)

@@ -10,7 +10,9 @@ from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 # Stored beside every score. Raise it whenever a change here or in parsing/reasons would score
 # a stored reply differently; `--rescore` then recomputes stored results from their raw replies.
 # 1: the verdict alone. 2: verdict schema 2, reasons (rule cited, quote on the gold lines).
-SCORING_VERSION = 2
+# 3: the right reason needs precision (an acceptable rule and at most one other), and a quote
+# points at lines only when it is long enough (or whole lines) and found once.
+SCORING_VERSION = 3
 
 
 def score_markdown(case: Case, reply: str | None) -> Scored:

@@ -1,7 +1,8 @@
 """Minimal pairs scored as pairs (PrimeVul's P-C, P-V, P-B, P-R) and scenarios scored whole.
 
-A scenario is a case file name without `-NN-good.md` / `-NN-bad.md`, within its folder; every
-(good case, bad case) of one scenario is a pair. For a pair:
+A scenario is a case file name without `-NN-good.md` / `-NN-bad.md` (any number of digits:
+`core.case_names`), within its folder; every (good case, bad case) of one scenario is a pair.
+For a pair:
 
 - P-C: the good case answered good and the bad case answered bad (both right);
 - P-V: both answered bad; P-B: both answered good; P-R: both wrong (reversed);

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from secbench_tui.core.models import Case, SuiteKind
 from secbench_tui.core.results.grading import SCORING_VERSION, score_markdown
-from secbench_tui.core.results.reasons import stored_gold
+from secbench_tui.core.results.reasons import stored_gold, stored_spec
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.values import storable
-from secbench_tui.core.suites.markdown import gold_from_file
+from secbench_tui.core.suites.markdown import gold_from_file, spec_rules_beside
 
 
 @dataclass
@@ -56,6 +56,15 @@ def _gold_of(row: ResultRow) -> tuple[int | None, tuple[int, ...], tuple[int, ..
     return rule, also, lines, rule is not None
 
 
+def _spec_of(row: ResultRow) -> tuple[int, ...]:
+    """The SPEC's rule numbers as stored with the gold, else as its SPEC.md lists them now
+    (a result recorded before they were kept), else none."""
+    spec = stored_spec(row.get("gold"))
+    if spec or not row.get("test_file"):
+        return spec
+    return spec_rules_beside(Path(row["test_file"]))
+
+
 def case_of(row: ResultRow) -> tuple[Case, bool]:
     """The case a stored result answered, as scoring needs it."""
     rule, also, lines, from_file = _gold_of(row)
@@ -69,6 +78,7 @@ def case_of(row: ResultRow) -> tuple[Case, bool]:
         rule=rule,
         also_rules=also,
         gold_lines=lines,
+        spec_rules=_spec_of(row) if rule is not None else (),
     )
     return case, from_file
 

@@ -9,6 +9,8 @@ sensitivity relations (a false hint added) are reported apart and never blended:
 
 - noise floor: the flip rate of asking the unchanged case again (repeat 0 against repeat 1);
   it needs `--repeats 2` or more, and a run without says so.
+- coverage: robust accuracy and agreement cover the cases that have an invariance variant
+  (`covered` of `cases`), which every front end shows beside them;
 - per relation: flip rate with its Wilson interval; its excess over the noise floor on the
   same cases, with an exact McNemar test (variant flipped, repeat did not vs the reverse);
   robust accuracy (original and variant both right) and agreement (same verdict).
@@ -23,10 +25,10 @@ sensitivity relations (a false hint added) are reported apart and never blended:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
 
+from secbench_tui.core.case_names import scenario_of
 from secbench_tui.core.results.metrics import _verdict, label, mcnemar_exact, wilson_interval
 from secbench_tui.core.results.reasons import stored_reason
 from secbench_tui.core.store.rows import ResultRow
@@ -93,6 +95,9 @@ class Robustness(BaseModel):
     sensitivity_flip_rate: float | None = None
     robust_accuracy: float | None = None  # right on the original and every invariance variant
     agreement: float | None = None  # one verdict on the original and every invariance variant
+    # what robust accuracy and agreement cover: cases with an invariance variant, of the cases
+    covered: int = 0
+    cases: int = 0
     pc_original: float | None = None
     by_relation: dict[str, RelationFigures] = {}
     notes: list[str] = []
@@ -102,22 +107,17 @@ def _key(row: Row) -> tuple[str, int]:
     return str(row["case_id"]), int(row.get("repeat") or 0)
 
 
-def _scenario(case_id: str) -> str:
-    path = PurePosixPath(case_id)
-    stem = path.stem
-    parts = stem.rsplit("-", 2)
-    return f"{path.parent}/{parts[0]}" if len(parts) == 3 else str(path)
-
-
 def _pc(
     by_case: Mapping[str, Row], expected: Mapping[str, str], cases: Iterable[str]
 ) -> tuple[int, int]:
     """(pairs both right, pairs) over good x bad pairs of the same scenario."""
     scenarios: dict[str, dict[str, list[str]]] = {}
     for case in cases:
-        scenarios.setdefault(_scenario(case), {"good": [], "bad": []}).setdefault(
-            expected[case], []
-        ).append(case)
+        scenario = scenario_of(case)
+        if scenario is not None:  # a case named otherwise belongs to no pair
+            scenarios.setdefault(scenario, {"good": [], "bad": []}).setdefault(
+                expected[case], []
+            ).append(case)
     right = total = 0
     for halves in scenarios.values():
         for good in halves.get("good", []):
@@ -258,7 +258,14 @@ def robustness(
     figures.sensitivity_flip_rate = _share(all_sens_flips, all_sens_pairs)
     figures.robust_accuracy = _share(sum(robust.values()), len(robust))
     figures.agreement = _share(sum(agree.values()), len(agree))
+    figures.covered, figures.cases = len(robust), len(first_orig)
     return figures
+
+
+def coverage_text(r: Robustness) -> str:
+    """`178 of 196 cases`: what robust accuracy covers (the cases with an invariance
+    variant); one renderer for the summary, the report and the app."""
+    return f"{r.covered} of {r.cases} cases"
 
 
 def _rule_figures(

@@ -20,8 +20,10 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from secbench_tui.core import numbers
+from secbench_tui.core.lint.report import LeakCheck
 from secbench_tui.core.models import RunStatus
-from secbench_tui.core.results.robustness import Robustness
+from secbench_tui.core.results.chance import STRATEGY_NAMES, ChanceLevels, Level
+from secbench_tui.core.results.robustness import Robustness, coverage_text
 from secbench_tui.core.untrusted import inert_line
 
 
@@ -84,9 +86,11 @@ class ReasonSummary(Figures):
     rule_precision: float | None = None
     right_rule_ci: tuple[float, float] | None = None  # Wilson, over cases
     right_rule_and_line_ci: tuple[float, float] | None = None
-    right_rule_cases: int = 0  # answered bad citing a right rule (the count behind the rate)
+    right_rule_cases: int = 0  # answered bad with the right reason (the count behind the rate)
     right_rule_and_line_cases: int = 0
-    wrong_rule: int = 0  # answered bad citing no right rule
+    rule_recall: float | None = None  # answered bad citing an acceptable rule, whatever else
+    imprecise: int = 0  # answered bad citing an acceptable rule among too many others
+    wrong_rule: int = 0  # answered bad citing no acceptable rule
     wrong_verdict: int = 0  # answered good, or not answered
     # by SPEC rule number: bad_cases, right, cited, cited_right, false_alarms (on good cases)
     per_rule: dict[str, dict[str, int]] = {}
@@ -127,6 +131,10 @@ class RunSummary(VerdictStats):
     robustness: Annotated[Robustness | None, WhenApplies] = None
     # Set when no case got an answer: the commonest error, and how many cases it ended
     no_answer: Annotated[str | None, WhenApplies] = None
+    # each lead figure's chance levels (results.chance), for a run of markdown cases
+    chance: Annotated[ChanceLevels | None, WhenApplies] = None
+    # the suite's surface cues, checked before the run (core.lint.leaks)
+    leak: Annotated[LeakCheck | None, WhenApplies] = None
 
     @classmethod
     def from_figures(cls, figures: Mapping[str, Any]) -> RunSummary:
@@ -182,6 +190,7 @@ def summary_lines(
     lines = [
         _line(Segment(f"Run {s.run_id} {status}", "heading"), f": {inert_line(s.model)}{prompt}")
     ]
+    lines.extend(leak_lines(s.leak))
     if message:
         lines.append(_line("  ", Segment(inert_line(message), "warning")))
     if s.summary_error:
@@ -214,6 +223,12 @@ def summary_lines(
                 f"-{numbers.pct(high)})  balanced {numbers.pct(s.balanced_accuracy)}"
             )
         )
+        if s.chance is not None:
+            accuracy = chance_text(s.chance.accuracy)
+            balanced = chance_text(s.chance.balanced_accuracy)
+            lines.append(
+                _line(Segment(f"    chance: accuracy {accuracy}; balanced {balanced}", "dim"))
+            )
         for app, stats in s.apps.items():
             lines.append(
                 _line(
@@ -268,35 +283,69 @@ def lead_text(s: RunSummary) -> str:
     return "  ".join(parts)
 
 
+def chance_text(level: Level) -> str:
+    """`coin flip 25.0%, always bad 0.0%`: a figure's chance levels, by strategy."""
+    return ", ".join(
+        f"{STRATEGY_NAMES.get(name, name)} {numbers.pct(value)}" for name, value in level.items()
+    )
+
+
+def leak_lines(leak: LeakCheck | None) -> list[Line]:
+    """When a surface cue gives the suite's labels away, what says so first: each cue and its
+    balanced accuracy against the threshold."""
+    if leak is None or not leak.leaky:
+        return []
+    return [
+        _line(
+            "  ",
+            Segment(
+                f"labels leak: a surface cue reads this suite's labels above"
+                f" {leak.threshold:.2f} balanced accuracy, so the figures may measure the cue,"
+                " not review (secbench-tui --lint says more):",
+                "warning",
+            ),
+        ),
+        *(_line("    ", Segment(inert_line(cue.text()), "warning")) for cue in leak.cues),
+    ]
+
+
 def reason_lines(s: RunSummary) -> list[Line]:
-    """P-C and the right-reason rate first, then the other pair, scenario and reason figures,
-    each with what chance scores beside it."""
+    """P-C and the right-reason rate first, then the chance levels of the lead figures, then
+    the other pair, scenario and reason figures."""
     lead = lead_text(s)
     if not lead:
         return []
     lines = [_line("  ", Segment(lead, "heading"))]
-    p = s.pairwise
+    p, r, chance = s.pairwise, s.reason, s.chance
+    if chance is not None:
+        shown = []
+        if p is not None and p.pairs:
+            shown.append(f"P-C {chance_text(chance.p_c)}")
+        if r is not None and r.bad_cases:
+            shown.append(f"right reason {chance_text(chance.right_reason)}")
+        if shown:
+            lines.append(_line(Segment(f"    chance: {'; '.join(shown)}", "dim")))
     if p is not None and p.pairs:
         scenarios = s.scenarios or ScenarioSummary()
+        solved_chance = (
+            f" (chance: {chance_text(chance.scenarios_solved)})" if chance is not None else ""
+        )
         lines.append(
             _line(
                 f"    pairs: P-V {numbers.pct(p.p_v)}  P-B {numbers.pct(p.p_b)}"
                 f"  P-R {numbers.pct(p.p_r)}  P-C with the rule {numbers.pct(p.p_c_rule)}"
                 + (f"  unanswered {p.unanswered}" if p.unanswered else "")
                 + f"  scenarios solved {scenarios.solved} of {scenarios.count}",
-                Segment(
-                    "  (chance: coin flip P-C 25%; always bad P-V 100%, P-C 0%)",
-                    "dim",
-                ),
+                Segment(solved_chance, "dim"),
             )
         )
-    r = s.reason
     if r is not None and r.bad_cases:
         lines.append(
             _line(
                 f"    reason: rule and line {numbers.pct(r.right_rule_and_line)}"
+                f"  rule recall {numbers.pct(r.rule_recall)}"
                 f"  rule precision {numbers.pct(r.rule_precision)}"
-                f"  bad cases: right rule {r.right_rule_cases},"
+                f"  bad cases: right reason {r.right_rule_cases}, imprecise {r.imprecise},"
                 f" wrong rule {r.wrong_rule}, wrong verdict {r.wrong_verdict}"
             )
         )
@@ -324,7 +373,8 @@ def robustness_lines(r: Robustness | None) -> list[Line]:
             f"    noise floor (same case asked again) {_rate(r.noise_flip_rate)}"
             f" of {r.noise_pairs};  invariance flips {_rate(r.flip_rate, r.flip_rate_ci)}"
             f"  robust accuracy {numbers.pct(r.robust_accuracy)}"
-            f"  agreement {numbers.pct(r.agreement)}"
+            f"  agreement {numbers.pct(r.agreement)} (over {coverage_text(r)}:"
+            " those with an invariance variant)"
         ),
     ]
     for note in r.notes:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from secbench_tui import __version__
+from secbench_tui.core.lint.report import read_leak_record
 from secbench_tui.core.models import (
     Outcome,
     RecordedSettings,
@@ -154,7 +155,12 @@ async def run_summary(spec: RunSpec, store: RunBook, run_id: int, wall: float) -
     originals = originals_only(rows)
     # the summary's fields, by name; a run's figures are its originals', never blended
     # with its variants' (--rewrites), which have their own
-    figures: dict[str, object] = {**summarize(originals), **run_figures(originals)}
+    leak, guesses = read_leak_record(spec.settings.leak)
+    figures: dict[str, object] = {
+        **summarize(originals),
+        **run_figures(originals, guesses if leak is not None and leak.leaky else None),
+        "leak": leak,
+    }
     rewrites = spec.settings.rewrites
     if len(originals) != len(rows) or rewrites is not None:
         figures.update(usage_stats(rows))  # what the variants cost counts

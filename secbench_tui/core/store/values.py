@@ -37,13 +37,17 @@ def storable(value: Any) -> Any:
 
 def gold_json(case: Case) -> str | None:
     """What the store keeps of a bad case's gold reason: its right rules (the gold rule first,
-    then those also acceptable) and its gold lines. None: the case names no rule."""
+    then those also acceptable), its gold lines, and the numbers of its SPEC's rules (what the
+    chance level of "cite every rule" needs). None: the case names no rule."""
     if case.rule is None:
         return None
-    return json.dumps(
-        {"rules": [case.rule, *case.also_rules], "lines": list(case.gold_lines)},
-        separators=(",", ":"),
-    )
+    gold: dict[str, list[int]] = {
+        "rules": [case.rule, *case.also_rules],
+        "lines": list(case.gold_lines),
+    }
+    if case.spec_rules:
+        gold["spec"] = list(case.spec_rules)
+    return json.dumps(gold, separators=(",", ":"))
 
 
 LEGACY_PROMPT_NAME = "evaluation-prompt"  # the one prompt file runs had before prompts had names

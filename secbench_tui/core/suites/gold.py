@@ -22,6 +22,10 @@ ALSO_SECTION = "also acceptable"
 LINES_SECTION = "lines"
 GOLD_SECTIONS = (RULE_SECTION, ALSO_SECTION, LINES_SECTION)
 
+MAX_ALSO_ACCEPTABLE = 2
+"""At most this many rules in `# Also acceptable`: a case that lists every rule of its SPEC
+would credit any citation (`--lint` fails beyond, and fails the gold rule listed again)."""
+
 _NUMBERED = re.compile(r"^(\d{1,3})\.[ \t]+\S")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 _NUMBER = re.compile(r"\d+")
@@ -87,6 +91,11 @@ def parse_lines(text: str) -> tuple[int, ...] | str:
     return tuple(sorted(lines))
 
 
+def listed_also(sections: dict[str, str]) -> tuple[int, ...]:
+    """The numbers `# Also acceptable` lists, as written (repeats and the gold rule kept)."""
+    return tuple(int(n) for n in _NUMBER.findall(sections.get(ALSO_SECTION, "")))
+
+
 def read_gold(sections: dict[str, str]) -> CaseGold | str:
     """The case's `# Rule`, `# Also acceptable` and `# Lines`, or a reason they cannot be read."""
     rule = None
@@ -96,7 +105,7 @@ def read_gold(sections: dict[str, str]) -> CaseGold | str:
         if rule is None:
             shown = sections[RULE_SECTION].strip()[:40] or "(empty)"
             return f"'# Rule' must start with a rule number of the SPEC, found {shown!r}"
-    also = tuple(int(n) for n in _NUMBER.findall(sections.get(ALSO_SECTION, "")))
+    also = listed_also(sections)
     lines: tuple[int, ...] = ()
     if LINES_SECTION in sections:
         parsed = parse_lines(sections[LINES_SECTION])

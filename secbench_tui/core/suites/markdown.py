@@ -13,14 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from secbench_tui.core.models import Case, Message, SuiteKind, scenario_of
+from secbench_tui.core.case_names import is_case_file, scenario_of
+from secbench_tui.core.models import Case, Message, SuiteKind
 from secbench_tui.core.paths import outside_reason
 from secbench_tui.core.suites import security_bench
 from secbench_tui.core.suites.gold import CaseGold, derived_lines, read_gold, spec_rules
 from secbench_tui.core.suites.prompts import build_markdown_prefix
 
 _HEADING = re.compile(r"^#[ \t]+(.+?)[ \t]*#*[ \t]*$")
-_CASE_FILE = re.compile(r"^.+-\d{2}-(?:good|bad)\.md$")
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([^\s`]*)[^`]*$")
 
 
@@ -165,7 +165,7 @@ def discover_apps(
 def is_parameter_file(path: Path) -> bool:
     """A verification scenario in the original security-bench's format lying beside the cases
     (`<scenario>.md` with `# Parameters` and no `# Code`): data for `--verify`, not a case."""
-    if _CASE_FILE.match(path.name):
+    if is_case_file(path.name):
         return False
     try:
         sections = split_sections(path.read_text(encoding="utf-8"))
@@ -327,6 +327,15 @@ def load_markdown_suite(
                 )
             )
     return suite
+
+
+def spec_rules_beside(case_file: Path) -> tuple[int, ...]:
+    """The rule numbers of the SPEC.md beside a case file as it is now (none when it is gone or
+    cannot be read): for a result recorded before results kept them."""
+    try:
+        return spec_rules(read_app_prompt(case_file.parent / "SPEC.md"))
+    except SuiteError:
+        return ()
 
 
 def gold_from_file(

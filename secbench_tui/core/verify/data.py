@@ -11,7 +11,8 @@ Per app folder (see docs/verify.md, "Verification data"):
   `# Equivalent mutants`: mutants (`--verify --mutants`) that are no real flaw, one a line,
   `- <case file>:<line> <kind>: <reason>`.
 
-A case `<scenario>-NN-good.md` belongs to the scenario `<scenario>`.
+A case `<scenario>-NN-good.md` belongs to the scenario `<scenario>` (`core.case_names`: any
+number of digits).
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from secbench_tui.core.case_names import read_name
 from secbench_tui.core.suites.markdown import extract_code, is_parameter_file, split_sections
 from secbench_tui.core.verify.execution import Parameters
 
-CASE_NAME = re.compile(r"^(?P<scenario>.+)-\d{2}-(?:good|bad)\.md$")
 VERIFY_DIR = "verify"
 FIXTURES = "fixtures.sql"
 HARNESS = "app.py"
@@ -76,10 +77,11 @@ class Scenario:
         )
 
     def run_for(self, case_id: str) -> str | None:
-        """`# Run NN` for the case `<scenario>-NN-...md` when there is one, else `# Run`."""
-        match = re.search(r"-(\d{2})-(?:good|bad)\.md$", case_id)
-        number = match.group(1) if match else None
-        return next((sql for n, sql in self.runs if n == number), self.run)
+        """`# Run NN` for the case `<scenario>-NN-...md` when there is one, else `# Run`
+        (numbers compared as numbers: `# Run 3` is the run of `-003-`)."""
+        name = read_name(case_id)
+        number = name.number if name else None
+        return next((sql for n, sql in self.runs if int(n) == number), self.run)
 
     @property
     def rule(self) -> str:
@@ -96,8 +98,9 @@ class AppData:
 
 
 def scenario_of(case_file: str) -> str | None:
-    match = CASE_NAME.match(Path(case_file).name)
-    return match.group("scenario") if match else None
+    """The scenario of a case file (its name without the folder), by the shared rule."""
+    name = read_name(Path(case_file).name)
+    return name.scenario if name else None
 
 
 def _block(sections: dict[str, str], name: str, path: Path) -> str | None:
@@ -166,7 +169,7 @@ def parse_scenario(path: Path) -> Scenario:
         runs=tuple(
             (key.split()[1], _block(sections, key, path) or "")
             for key in sections
-            if re.fullmatch(r"run \d{2}", key)
+            if re.fullmatch(r"run \d+", key)
         ),
     )
 

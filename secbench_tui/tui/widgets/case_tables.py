@@ -16,7 +16,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
 
-from secbench_tui.core.models import scenario_of
+from secbench_tui.core.case_names import scenario_of
 from secbench_tui.core.results.pairwise import PairTally, scenario_tally
 from secbench_tui.core.results.reasons import Answer
 from secbench_tui.core.store.comparison import FlipRow, GridRow, Verdict

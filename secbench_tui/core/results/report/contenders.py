@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from itertools import combinations
 from typing import TYPE_CHECKING
 
+from secbench_tui.core.lint.report import read_leak_record
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.results.figures import answer_figures
 from secbench_tui.core.results.metrics import (
@@ -99,7 +100,9 @@ def markdown_contender(index: int, run: RunRecord, label: str, rows: list[Row]) 
     contender.confusion = confusion_matrix(rows)
     contender.repeat = repeat_stats(rows, contender.repeats)
     answers = first_answers(rows)
-    contender.figures = answer_figures(answers)
+    contender.leak, guesses = read_leak_record(run.settings.leak)
+    leaky = contender.leak is not None and contender.leak.leaky
+    contender.figures = answer_figures(answers, guesses if leaky else None)
     contender.reasons = reason_figures(answers)
     contender.scenarios = scenario_tallies(answers)
     if contender.repeats > 1:  # tries of one case are not independent: cases are the units

@@ -4,12 +4,15 @@ answers, pairs of models, a suite's verdict, charts, and the whole `ReportData`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from secbench_tui import __version__
+from secbench_tui.core.lint.report import LeakCheck
+from secbench_tui.core.results.chance import ChanceLevels
 from secbench_tui.core.results.figures import AnswerFigures
 from secbench_tui.core.results.metrics import (
     CaseRepeats,
@@ -101,6 +104,7 @@ class SelectedRun(Generic[Stats]):
     robustness: Robustness | None = None
     # the prompt as this report names it (`prompt_labels`); None: its name as stored
     prompt_label: str | None = None
+    leak: LeakCheck | None = None  # the leak check the run recorded (None: it recorded none)
 
     @property
     def all_rows(self) -> list[Row]:
@@ -228,6 +232,7 @@ class Verdict:
     reference: Contender | None
     near_chance: list[Contender]
     cheapest: Contender | None
+    withheld: LeakCheck | None = None  # the suite's labels leak: no verdict is given
 
 
 @dataclass
@@ -305,6 +310,29 @@ class ReportData:
         return sorted({c.prompt for c in self.runs if c.prompt})
 
     @property
+    def shown_verdicts(self) -> list[Verdict]:
+        """The verdicts given: none on a suite whose labels leak (`leaks` says why)."""
+        return [v for v in self.verdicts if v.withheld is None]
+
+    @property
+    def chance_rows(self) -> list[tuple[str, ChanceLevels]]:
+        """Each suite's chance levels, from its run with the most cases (every run of a suite
+        asked the same cases, unless narrowed; the levels are the suite's, not a model's)."""
+        rows = []
+        for suite in self.suites:
+            group = [c for c in self.contenders if c.run.suite_path == suite]
+            widest = max(group, key=lambda c: c.case_count)
+            chance = widest.figures.get("chance")
+            if chance is not None:
+                rows.append((suite, chance))
+        return rows
+
+    @property
+    def leaks(self) -> list[tuple[str, LeakCheck]]:
+        """Each suite whose labels a surface cue reads, with the check that found it."""
+        return leaks_by_suite(self.contenders)
+
+    @property
     def runs(self) -> list[Contender | VdbContender]:
         return sorted([*self.contenders, *self.vdb], key=lambda c: c.run.id)
 
@@ -340,6 +368,15 @@ class ReportData:
         for task, _ in self.vdb_columns:
             tasks[task] = tasks.get(task, 0) + 1
         return list(tasks.items())
+
+
+def leaks_by_suite(contenders: Sequence[Contender]) -> list[tuple[str, LeakCheck]]:
+    """Each suite some run found leaky before it started, with that run's check."""
+    found: dict[str, LeakCheck] = {}
+    for c in contenders:
+        if c.leak is not None and c.leak.leaky:
+            found.setdefault(c.run.suite_path, c.leak)
+    return sorted(found.items())
 
 
 def suite_name(path: str) -> str:

@@ -19,6 +19,7 @@ from secbench_tui.core.results.report.data import (
     Pair,
     PromptMatrix,
     Verdict,
+    leaks_by_suite,
 )
 
 
@@ -103,6 +104,7 @@ def verdicts(contenders: Sequence[Contender], pairs: Sequence[Pair]) -> list[Ver
                     near_chance.append(c)
         priced = [(cost, c) for c in top if (cost := c.stats["cost_per_correct"]) is not None]
         cheapest = min(priced, key=lambda p: p[0])[1] if priced else None
+        leaks = dict(leaks_by_suite(group))
         found.append(
             Verdict(
                 suite=suite,
@@ -115,6 +117,7 @@ def verdicts(contenders: Sequence[Contender], pairs: Sequence[Pair]) -> list[Ver
                 reference=reference,
                 near_chance=near_chance,
                 cheapest=cheapest if len(top) > 1 else None,
+                withheld=leaks.get(suite),
             )
         )
     return found

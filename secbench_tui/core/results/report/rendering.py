@@ -20,6 +20,7 @@ from secbench_tui.core import numbers
 from secbench_tui.core.results.report.contenders import vdb_crashes
 from secbench_tui.core.results.report.data import SIGNIFICANCE, ReportData, parse_time, suite_name
 from secbench_tui.core.results.report.selection import narrowed_by
+from secbench_tui.core.results.summary import chance_text
 from secbench_tui.core.untrusted import inert
 
 # Column heading and what it measures, as the benchmark defines it.
@@ -94,6 +95,7 @@ def _environment() -> jinja2.Environment:
         narrowed=narrowed_by,
         suite=suite_name,
         excerpt=excerpt,
+        chance=chance_text,
     )
     return env
 

@@ -19,6 +19,7 @@ ENDPOINT_SETTINGS = frozenset(
 )
 VDB_ONLY_SETTINGS = frozenset({"tasks", "method", "vdb_scoring"})
 MARKDOWN_ONLY_SETTINGS = frozenset({"apps"})
+SHOWN_ELSEWHERE = frozenset({"leak"})  # the leak check has its own section, first
 
 
 def _setting_text(value: Any) -> str:
@@ -29,7 +30,7 @@ def _setting_text(value: Any) -> str:
 
 def applicable_settings(run: RunRecord) -> list[tuple[str, str]]:
     """The run's recorded settings that mean something for it, as (name, text)."""
-    skip: set[str] = set()
+    skip: set[str] = set(SHOWN_ELSEWHERE)
     if run.suite_kind == SuiteKind.VULDETECTBENCH.value:
         skip |= MARKDOWN_ONLY_SETTINGS
     else:
