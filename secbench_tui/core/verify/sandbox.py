@@ -131,13 +131,14 @@ def _gate_sql(token: str, case_role: str) -> sql.Composed:
     digest = sql.Literal("\\x" + _sha256(token))
     return sql.SQL(
         """
-CREATE FUNCTION public.{exec}(token text, statement text) RETURNS void
+CREATE FUNCTION public.{exec}(token text, statement text, args jsonb DEFAULT NULL)
+RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $gate$
 BEGIN
   IF sha256(convert_to(token, 'UTF8')) IS DISTINCT FROM {digest}::bytea THEN
     RAISE EXCEPTION 'only the verifier may run the checker' USING ERRCODE = {code};
   END IF;
-  EXECUTE statement;
+  EXECUTE statement USING args;
 END $gate$;
 CREATE FUNCTION public.{query}(token text, query text, cap int) RETURNS SETOF jsonb
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $gate$
@@ -147,9 +148,9 @@ BEGIN
   END IF;
   RETURN QUERY EXECUTE 'SELECT to_jsonb(q) FROM (' || query || E'\n) q LIMIT ' || cap;
 END $gate$;
-REVOKE ALL ON FUNCTION public.{exec}(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.{exec}(text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.{query}(text, text, int) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION public.{exec}(text, text) TO {case};
+GRANT EXECUTE ON FUNCTION public.{exec}(text, text, jsonb) TO {case};
 GRANT EXECUTE ON FUNCTION public.{query}(text, text, int) TO {case};
 GRANT USAGE ON SCHEMA public TO {case};
 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {case};

@@ -1,0 +1,143 @@
+"""Issue 30's attacks on verify's sandbox, each run as a hostile suite on a real PostgreSQL.
+
+The suites are written by an attacker who knows the tool: cases that try to reach the checker
+from inside the statements verify itself runs in their session (a function, an operator, a
+type, a view of their own found before the catalog's), that leave state for the next case,
+that hold locks, and that log in as someone else. Every attack must end as a failed (or
+refused) case, never a proven one. One embedded server per test process (`pg_url`); the
+superuser tests start the command's own embedded server, whose login is what they attack.
+Needs the verify extra (pgserver); skipped without it.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    pgserver = pytest.importorskip("pgserver", reason="needs the verify extra (pgserver)")
+psycopg = pytest.importorskip("psycopg", reason="needs the verify extra (psycopg)")
+
+from secbench_tui.core.verify.models import Proof  # noqa: E402
+from tests.e2e.test_verify_sandbox import (  # noqa: E402
+    GOOD,
+    _no_leftovers,
+    _suite,
+    _verify,
+)
+
+pytestmark = pytest.mark.long  # PostgreSQL work: started first
+
+LEAK = "SELECT id, body FROM notes"  # every tenant's notes: breaks the property
+
+# What an attacker needs once it runs inside a statement of the tool's: the checker's token
+# from the query text it can read, and a gate call that makes the property blind.
+FORGE = r"""
+CREATE FUNCTION case_code.forge(tok pg_catalog.text) RETURNS boolean LANGUAGE plpgsql AS $f$
+BEGIN
+  BEGIN
+    PERFORM public.secbench_gate_exec(tok,
+      'CREATE OR REPLACE FUNCTION public.secbench_gate_query(token text, query text, cap int) '
+      'RETURNS SETOF jsonb LANGUAGE sql AS ''SELECT NULL::jsonb WHERE false''');
+  EXCEPTION WHEN OTHERS THEN NULL;
+  END;
+  RETURN true;
+END $f$;
+CREATE FUNCTION case_code.token() RETURNS pg_catalog.text LANGUAGE sql AS $f$
+  SELECT pg_catalog.substring(pg_catalog.current_query(),
+    'secbench_gate_[a-z]+\(''([A-Za-z0-9_-]+)''')
+$f$;
+"""
+SEARCH_PATH = (
+    "SELECT pg_catalog.set_config('search_path', 'case_code, pg_catalog, public', false) AS x;"
+)
+
+ATTACKS = {
+    # the issue's: md5 of its own, found before the catalog's, forges the settings' hash
+    "md5": FORGE
+    + r"""
+CREATE FUNCTION case_code.md5(t pg_catalog.text) RETURNS pg_catalog.text LANGUAGE plpgsql AS $f$
+BEGIN
+  PERFORM case_code.forge(case_code.token());
+  RETURN pg_catalog.md5(pg_catalog.replace(t, 'search_path=case_code, pg_catalog, public',
+                                           'search_path=case_code,public'));
+END $f$;
+"""
+    + SEARCH_PATH,
+    # an operator of its own: `||` on text, found before pg_catalog's
+    "operator": FORGE
+    + r"""
+CREATE FUNCTION case_code.cat(a pg_catalog.text, b pg_catalog.text) RETURNS pg_catalog.text
+LANGUAGE plpgsql AS $f$
+BEGIN
+  PERFORM case_code.forge(case_code.token());
+  IF a OPERATOR(pg_catalog.=) 'search_path=' THEN
+    RETURN a OPERATOR(pg_catalog.||) 'case_code,public';
+  END IF;
+  RETURN a OPERATOR(pg_catalog.||) b;
+END $f$;
+CREATE OPERATOR case_code.|| (LEFTARG = pg_catalog.text, RIGHTARG = pg_catalog.text,
+                              FUNCTION = case_code.cat);
+"""
+    + SEARCH_PATH,
+    # a cast: `::text` names a domain in pg_temp (searched first for types), whose check
+    # sees every value cast to it, the token included
+    "cast": FORGE
+    + r"""
+CREATE FUNCTION case_code.grab(t pg_catalog.text) RETURNS boolean LANGUAGE sql AS $f$
+  SELECT case_code.forge(t)
+$f$;
+CREATE DOMAIN pg_temp.text AS pg_catalog.text CHECK (case_code.grab(VALUE));
+""",
+    # a function in pg_temp: never found unqualified, and says so by failing
+    "pg_temp function": FORGE
+    + r"""
+CREATE FUNCTION pg_temp.md5(t pg_catalog.text) RETURNS pg_catalog.text LANGUAGE plpgsql AS $f$
+BEGIN PERFORM case_code.forge(case_code.token()); RETURN pg_catalog.md5(t); END $f$;
+""",
+    # a temporary view named like the catalog's (temporary relations are found first)
+    "pg_temp view": FORGE
+    + """
+CREATE TEMP VIEW pg_settings AS
+  SELECT s.name, s.setting, s.source FROM pg_catalog.pg_settings s
+  WHERE case_code.forge(case_code.token());
+""",
+    # a view of its own schema, found before the catalog's once the path says so
+    "shadowing view": FORGE
+    + """
+CREATE VIEW case_code.pg_settings AS
+  SELECT s.name,
+         CASE WHEN s.name OPERATOR(pg_catalog.=) 'search_path' THEN 'case_code,public'
+              ELSE s.setting END AS setting,
+         CASE WHEN s.name OPERATOR(pg_catalog.=) 'search_path' THEN 'client'
+              ELSE s.source END AS source
+  FROM pg_catalog.pg_settings s WHERE case_code.forge(case_code.token());
+"""
+    + SEARCH_PATH,
+}
+
+
+def test_a_case_cannot_reach_its_checker_from_the_tools_own_statements(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Each attack leaks every note and is labelled good: were the checker reached, the
+    property would see nothing and the leak would be proven good."""
+    cases = {"probe-01-good.md": (GOOD, "good")}
+    names = {}
+    for number, (name, attack) in enumerate(ATTACKS.items(), 2):
+        case = f"probe-{number:02d}-good.md"
+        cases[case] = (textwrap.dedent(attack) + "\n" + LEAK, "good")
+        names[case] = name
+    suite = _suite(tmp_path, cases)
+
+    proofs = _verify(suite, pg_url)
+
+    assert proofs["probe-01-good.md"][0] is Proof.PROVEN, proofs["probe-01-good.md"]
+    for case, name in names.items():
+        proof, detail = proofs[case]
+        assert proof is Proof.FAILED, (name, detail)
+    _no_leftovers(pg_url)
