@@ -141,3 +141,64 @@ def test_a_case_cannot_reach_its_checker_from_the_tools_own_statements(
         proof, detail = proofs[case]
         assert proof is Proof.FAILED, (name, detail)
     _no_leftovers(pg_url)
+
+
+# item 4: nothing outlives a case -------------------------------------------------------------
+
+SERIAL_FIXTURES = """
+CREATE TABLE notes (id serial PRIMARY KEY, owner int NOT NULL, body text NOT NULL);
+INSERT INTO notes (owner, body) VALUES (1, 'mine'), (2, 'theirs');
+CREATE FUNCTION verify_visible(p_note int, p_user int) RETURNS boolean LANGUAGE sql STABLE AS $$
+  SELECT EXISTS (SELECT 1 FROM notes WHERE id = p_note AND owner = p_user)
+$$;
+"""
+# A scenario verified after `probe`: its good cases must see a fresh session and sequence.
+RECORD = """# Parameters
+{"user": 1}
+{"user": 2}
+
+# Property
+```sql
+SELECT r.row FROM result r WHERE (r.row->>'id')::int <> 3
+```
+"""
+NO_CURRVAL = r"""
+CREATE FUNCTION case_code.fresh() RETURNS boolean LANGUAGE plpgsql AS $f$
+BEGIN
+  PERFORM pg_catalog.currval('notes_id_seq');
+  RETURN false;
+EXCEPTION WHEN object_not_in_prerequisite_state THEN
+  RETURN true;
+END $f$;
+SELECT 3 AS id WHERE case_code.fresh()
+"""
+
+
+def test_sequences_and_currval_do_not_outlive_a_case(tmp_path: Path, pg_url: str) -> None:
+    """A case that moves a sequence on (setval is not undone by a rollback) or draws from it
+    (currval stays in the session) changed what later cases see."""
+    suite = _suite(
+        tmp_path,
+        {
+            "probe-01-good.md": (GOOD, "good"),
+            "probe-02-bad.md": (
+                "SELECT pg_catalog.setval('notes_id_seq', 2147483647) AS id; " + LEAK,
+                "bad",
+            ),
+            "probe-03-bad.md": ("SELECT pg_catalog.nextval('notes_id_seq') AS x; " + LEAK, "bad"),
+            # the id a new note gets: the fixtures' next, on every parameter set
+            "record-01-good.md": (
+                "INSERT INTO notes (owner, body) VALUES (:user, 'new') RETURNING id",
+                "good",
+            ),
+            "record-02-good.md": (NO_CURRVAL, "good"),
+        },
+        fixtures=SERIAL_FIXTURES,
+    )
+    (suite / "notes" / "verify" / "record.md").write_text(RECORD, encoding="utf-8")
+
+    proofs = _verify(suite, pg_url)
+
+    assert proofs["probe-02-bad.md"][0] is Proof.PROVEN, proofs["probe-02-bad.md"]
+    assert proofs["record-01-good.md"][0] is Proof.PROVEN, proofs["record-01-good.md"]
+    assert proofs["record-02-good.md"][0] is Proof.PROVEN, proofs["record-02-good.md"]

@@ -24,9 +24,17 @@ OURS = {
     "SESSION_SETTINGS": calls.SESSION_SETTINGS,
     "GATE_EXEC_CALL": calls.GATE_EXEC_CALL,
     "GATE_QUERY_CALL": calls.GATE_QUERY_CALL,
+    "SEQUENCE_RESET": calls.SEQUENCE_RESET,
     **{
         name: getattr(calls, name)[0]
-        for name in ("BEGIN", "SAVEPOINT", "BACK_TO_SAVEPOINT", "ROLLBACK")
+        for name in (
+            "BEGIN",
+            "SAVEPOINT",
+            "BACK_TO_SAVEPOINT",
+            "ROLLBACK",
+            "DISCARD",
+            "DISCARD_SEQUENCES",
+        )
     },
 }
 SCHEMAS = {"pg_catalog", "public"}
@@ -80,9 +88,10 @@ def test_the_token_and_the_rows_are_bound_never_written_into_the_text() -> None:
         gate.execute("SELECT 1"),
         gate.query("SELECT 2"),
         gate.result_table([{"id": "Sekr1t-row"}]),
+        *calls.sequence_resets([(16400, 7, True)]),
     ]
 
     for text, params in sent:
-        assert "Sekr1t" not in text
+        assert "Sekr1t" not in text and "16400" not in text
         assert text.count("%s") == len(params)
     assert sent[0][1][0] == "Sekr1t-token" and "Sekr1t-row" in str(sent[2][1])

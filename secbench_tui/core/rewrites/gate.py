@@ -7,8 +7,9 @@ variant must give what its original gives: the same refusal, HTTP status, row co
 result rows (in order where the original orders them, else as a multiset), and the same
 state of every table afterwards (for a Python app that includes the response and the files
 written). The original runs twice: a parameter set on which it does not reproduce itself
-proves nothing, and its variants are dropped. Sequences are reset before every execution, so
-an id drawn by one execution does not differ from the next only because a sequence moved on.
+proves nothing, and its variants are dropped. The verify machinery resets the sequences before
+every execution, so an id drawn by one execution does not differ from the next only because a
+sequence moved on.
 Then the variant is judged with its original's label, beside the scenario's other cases,
 exactly as `--verify` judges a case: it must be proven too.
 """
@@ -84,14 +85,6 @@ def _ordered(case: Case) -> bool:
     return last.args.get("order") is not None
 
 
-def _setup_sql(sequences: Sequence[tuple[str, int, bool]]) -> str:
-    resets = [
-        f"SELECT setval('{name.replace(chr(39), chr(39) * 2)}', {value}, {str(called).lower()})"
-        for name, value, called in sequences
-    ]
-    return ";\n".join(resets)
-
-
 def _state_sql(tables: Sequence[str]) -> str:
     """One row per table: its name and all its rows as canonical JSON text."""
     parts = []
@@ -105,28 +98,13 @@ def _state_sql(tables: Sequence[str]) -> str:
     return "\nUNION ALL\n".join(parts)
 
 
-def _snapshot(conninfo: str) -> tuple[list[str], list[tuple[str, int, bool]]]:
-    """The app's tables and its sequences' positions, right after the fixtures loaded."""
+def _table_names(conninfo: str) -> list[str]:
+    """The app's tables, right after the fixtures loaded."""
     with psycopg.connect(conninfo) as conn:
-        tables = [
-            str(r[0])
-            for r in conn.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
-            ).fetchall()
-        ]
-        names = [
-            str(r[0])
-            for r in conn.execute(
-                "SELECT quote_ident(schemaname) || '.' || quote_ident(sequencename)"
-                " FROM pg_sequences WHERE schemaname = 'public' ORDER BY 1"
-            ).fetchall()
-        ]
-        sequences = []
-        for name in names:
-            row = conn.execute(f"SELECT last_value, is_called FROM {name}").fetchone()
-            assert row is not None
-            sequences.append((name, int(row[0]), bool(row[1])))
-    return tables, sequences
+        rows = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+        ).fetchall()
+    return [str(r[0]) for r in rows]
 
 
 def _fenced(title: str, code: str | None) -> str:
@@ -331,11 +309,10 @@ def _prove_app(
             app_session(*server, data) as (db, execute),
             tempfile.TemporaryDirectory(prefix="secbench-rewrites-") as tmp,
         ):
-            tables, sequences = _snapshot(make_conninfo(db.admin_uri, dbname=db.name))
-            reset = _setup_sql(sequences)
+            tables = _table_names(make_conninfo(db.admin_uri, dbname=db.name))
             for name, group in by_scenario.items():
                 original = data.scenarios[name]
-                setup = ";\n".join(s for s in (reset, original.setup) if s)
+                setup = original.setup or ""
                 state_sql = _state_sql([*tables, *extra])
                 scenario = _scenario_file(
                     original, Path(tmp) / "labelled", setup, original.property_sql

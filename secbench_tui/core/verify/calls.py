@@ -8,8 +8,8 @@ types whatever the path says). So every statement here holds two invariants:
 - **every name is schema-qualified**: functions, operators (`OPERATOR(pg_catalog.=)`), types
   of casts and relations are `pg_catalog`'s, or the gate's in `public`, which the case cannot
   change; nothing of the case's is ever resolved, so none of its code runs inside them;
-- **no value is part of the text**: the gate's token and the case's rows are bound
-  parameters (the extended protocol), so the text a case could read while
+- **no value is part of the text**: the gate's token, the case's rows and the sequences'
+  positions are bound parameters (the extended protocol), so the text a case could read while
   one of its functions runs (`current_query()`, `pg_stat_activity`) holds no secret.
 
 `tests/unit/test_verify_calls.py` checks the first with PostgreSQL's own parser. They are
@@ -35,6 +35,10 @@ BEGIN: Call = ("BEGIN", ())
 SAVEPOINT: Call = ("SAVEPOINT verify_case", ())
 BACK_TO_SAVEPOINT: Call = ("ROLLBACK TO SAVEPOINT verify_case", ())
 ROLLBACK: Call = ("ROLLBACK", ())
+# what a session holds past a rollback (settings, temporary objects, prepared statements,
+# cursors, advisory locks, LISTEN, sequences' currval): reset, as a fresh session would be
+DISCARD: Call = ("DISCARD ALL", ())
+DISCARD_SEQUENCES: Call = ("DISCARD SEQUENCES", ())  # may run in a transaction
 XACT = "SELECT pg_catalog.pg_current_xact_id()"
 # the settings this session changed: a setting a case changes reads `session` from then on
 # (what the server lists otherwise, such as plpgsql's own, loaded at its first use, is not
@@ -51,11 +55,17 @@ GATE_QUERY_CALL = (
     "SELECT * FROM public.secbench_gate_query(%s::pg_catalog.text, %s::pg_catalog.text,"
     " %s::pg_catalog.int4)"
 )
+SEQUENCE_RESET = (
+    "SELECT pg_catalog.setval(%s::pg_catalog.oid, %s::pg_catalog.int8, %s::pg_catalog.bool)"
+)
 # run by the checker through the gate, the rows bound as $1: the case's rows for the property
 RESULT_TABLE = (
     "CREATE TEMP TABLE result AS SELECT (x.o - 1)::int AS n, x.v AS row "
     "FROM jsonb_array_elements($1) WITH ORDINALITY AS x(v, o)"
 )
+
+# (the sequence's oid, its value and is_called) as the fixtures left it
+SequencePosition = tuple[int, int, bool]
 
 
 class RowCapExceeded(Exception):
@@ -99,6 +109,13 @@ def batch(
         for cur, (query, params) in zip(cursors, calls, strict=True):
             cur.execute(query, params)
     return [cur.fetchall() if cur.description is not None else [] for cur in cursors]
+
+
+def sequence_resets(positions: Sequence[SequencePosition]) -> list[Call]:
+    """The fixtures' sequences back where the fixtures left them (setval is not undone by a
+    rollback: a case's nextval or setval would otherwise outlive it), and no `currval` in
+    the session (which setval sets)."""
+    return [*((SEQUENCE_RESET, list(position)) for position in positions), DISCARD_SEQUENCES]
 
 
 class Calls:

@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import traceback
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -25,7 +26,7 @@ from typing import Any
 
 import psycopg
 
-from secbench_tui.core.verify.calls import RowCapExceeded
+from secbench_tui.core.verify.calls import RowCapExceeded, SequencePosition, sequence_resets
 from secbench_tui.core.verify.data import Scenario
 from secbench_tui.core.verify.execution import (
     Execution,
@@ -194,9 +195,10 @@ def run_case(
     index: int,
     token: str,
     watchdog: Watchdog,
+    sequences: Sequence[SequencePosition] = (),
 ) -> Execution:
-    """One parameter set: `# Setup`, the request, the tables the property reads, the
-    property."""
+    """One parameter set: the sequences where the fixtures left them (and no `currval` of an
+    earlier set), `# Setup`, the request, the tables the property reads, the property."""
     from sqlalchemy.orm import Session
 
     params = scenario.parameters[index]
@@ -211,6 +213,9 @@ def run_case(
         session = Session(bind=conn, join_transaction_mode="create_savepoint")
         checker = Checker(raw, token, watchdog)
         try:
+            with watchdog.limit(raw):
+                for call in sequence_resets(sequences):
+                    raw.execute(*call)
             if scenario.setup:
                 checker.run(scenario.setup, params)
             user = params.get("as_user")

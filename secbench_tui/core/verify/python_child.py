@@ -44,6 +44,7 @@ class CaseJob(TypedDict):
     case_id: str
     code: str
     scenario: str  # the scenario file's absolute path
+    sequences: list[list[int]]  # the fixtures' sequences: oid, value, is_called (0 or 1)
 
 
 class Job(CaseJob):
@@ -127,9 +128,14 @@ def _run_job(harness: ModuleType, job: Job, out_fd: int) -> None:
     _CONNINFO[0] = job["conninfo"]
     engine = _engine()
     handler = python_app.HandlerApp(harness, job["code"], job["case_id"])
+    sequences = [(int(oid), int(value), bool(called)) for oid, value, called in job["sequences"]]
     try:
         for index in range(len(scenario.parameters)):
-            write(python_app.run_case(engine, handler, scenario, index, job["token"], watchdog))
+            write(
+                python_app.run_case(
+                    engine, handler, scenario, index, job["token"], watchdog, sequences
+                )
+            )
     finally:
         handler.close()
         engine.dispose()

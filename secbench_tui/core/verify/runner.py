@@ -103,6 +103,7 @@ def _python_executor(db: AppDatabase, fixtures: str, harness: Path) -> Iterator[
             "case_id": case.case_id,
             "code": case.code,
             "scenario": str(scenario.path.resolve()),  # the child runs in another folder
+            "sequences": [[oid, value, int(called)] for oid, value, called in db.sequences],
         }
         runs = child.run(job, len(scenario.parameters))
         if any(r.error for r in runs):  # a killed case's session may still hold locks

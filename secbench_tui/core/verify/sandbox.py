@@ -313,6 +313,8 @@ class AppDatabase:
         self.name = f"secbench_verify_{secrets.token_hex(6)}"
         self.token = secrets.token_urlsafe(32)
         self.exists = False
+        # the fixtures' sequences (oid, value, is_called), reset before every parameter set
+        self.sequences: list[tuple[int, int, bool]] = []
 
     def conninfo(self, role: Role, **extra: Any) -> str:
         return make_conninfo(

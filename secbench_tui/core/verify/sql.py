@@ -30,6 +30,8 @@ from psycopg.types.json import Jsonb
 from secbench_tui.core.verify.calls import (
     BACK_TO_SAVEPOINT,
     BEGIN,
+    DISCARD,
+    ROLLBACK,
     SAVEPOINT,
     Call,
     Calls,
@@ -38,6 +40,8 @@ from secbench_tui.core.verify.calls import (
     batch,
     gated_rows,
     is_query,
+    pipeline,
+    sequence_resets,
 )
 from secbench_tui.core.verify.data import Scenario
 from secbench_tui.core.verify.execution import (
@@ -167,7 +171,8 @@ def run_statements(
 
 
 def load_fixtures(db: AppDatabase, text: str) -> None:
-    """The fixtures, statement by statement, as the checker; then the gate."""
+    """The fixtures, statement by statement, as the checker; then the gate, and where the
+    fixtures left each sequence (every parameter set starts from there)."""
     with psycopg.connect(db.checker_conninfo, autocommit=True, prepare_threshold=None) as conn:
         conn.execute("BEGIN")
         found = statements(text)
@@ -177,6 +182,18 @@ def load_fixtures(db: AppDatabase, text: str) -> None:
         if conn.info.transaction_status != pq.TransactionStatus.IDLE:
             conn.execute("COMMIT")
         db.install_gate(conn)
+        with db.watchdog.limit(conn):
+            rows = conn.execute(SEQUENCES).fetchall()
+    db.sequences = [(int(oid), int(value), bool(called)) for oid, value, called in rows]
+
+
+# The fixtures' sequences: oid, value, is_called (in the checker's own session, just made).
+SEQUENCES = """
+SELECT c.oid, coalesce(pg_catalog.pg_sequence_last_value(c.oid), s.seqstart),
+       pg_catalog.pg_sequence_last_value(c.oid) IS NOT NULL
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_sequence s ON s.seqrelid = c.oid
+WHERE c.relnamespace = 'public'::pg_catalog.regnamespace ORDER BY c.oid
+"""
 
 
 class Checker:
@@ -248,17 +265,17 @@ class CaseSession:
         return self._conn
 
     def reset(self) -> None:
-        """After each execution: undo the transaction and everything the session holds."""
+        """After each execution: undo the transaction, then everything the session holds."""
         conn = self._conn
         if conn is None or conn.closed or conn.broken:
             self._conn = None
         else:
-            try:  # (DISCARD ALL cannot share a round trip; what outlives a rollback is these)
-                psycopg.ClientCursor(conn).execute(
-                    "ROLLBACK; SELECT pg_catalog.pg_advisory_unlock_all(); DEALLOCATE ALL; "
-                    "CLOSE ALL"
-                )
-            except psycopg.Error:
+            try:  # (DISCARD ALL may not share a transaction: each is synced on its own)
+                with self.watchdog.limit(conn), pipeline(conn) as opened:
+                    conn.execute(*ROLLBACK)
+                    opened.sync()
+                    conn.execute(*DISCARD)
+            except (psycopg.Error, DeadlineExceeded):
                 conn.close()
                 self._conn = None
         if self.dirty:
@@ -285,9 +302,10 @@ def _blocks(
 def run_case(
     session: CaseSession, code: str, scenario: Scenario, index: int, case_id: str = ""
 ) -> Execution:
-    """One parameter set in four round trips and one per statement of the case: begin (with
-    `# Setup`, a mark of the transaction and session, a savepoint); the case's statements;
-    the check (the mark again, `result`, `# Verify`, `# Property`); the rollback."""
+    """One parameter set in three round trips and one per statement of the case: begin (the
+    sequences reset, `# Setup`, a mark of the transaction and session, a savepoint); the
+    case's statements; the check (the mark again, `result`, `# Verify`, `# Property`); then
+    the rollback and the session's reset."""
     params = scenario.parameters[index]
     out = Execution(index)
     watchdog = session.watchdog
@@ -308,7 +326,7 @@ def run_case(
         out.error = f"cannot connect as the case role: {_error(exc)}"
         return out
     try:
-        begin = [BEGIN, *setup, *Mark.calls(), SAVEPOINT]
+        begin = [BEGIN, *sequence_resets(session.db.sequences), *setup, *Mark.calls(), SAVEPOINT]
         try:
             begun = batch(conn, watchdog, begin)
         except psycopg.Error as exc:
