@@ -11,6 +11,7 @@ Needs the verify extra (pgserver); skipped without it.
 
 from __future__ import annotations
 
+import json
 import textwrap
 import warnings
 from pathlib import Path
@@ -24,7 +25,9 @@ psycopg = pytest.importorskip("psycopg", reason="needs the verify extra (psycopg
 
 from secbench_tui.core.verify.models import Proof  # noqa: E402
 from tests.e2e.test_verify_sandbox import (  # noqa: E402
+    FIXTURES,
     GOOD,
+    HARNESS,
     _no_leftovers,
     _suite,
     _verify,
@@ -202,3 +205,72 @@ def test_sequences_and_currval_do_not_outlive_a_case(tmp_path: Path, pg_url: str
     assert proofs["probe-02-bad.md"][0] is Proof.PROVEN, proofs["probe-02-bad.md"]
     assert proofs["record-01-good.md"][0] is Proof.PROVEN, proofs["record-01-good.md"]
     assert proofs["record-02-good.md"][0] is Proof.PROVEN, proofs["record-02-good.md"]
+
+
+# item 2: no login without a secret -----------------------------------------------------------
+
+PY_PROBE = """# Parameters
+{"as_user": 1, "method": "GET", "path": "/probe"}
+
+# Property
+```sql
+SELECT r.row FROM result r WHERE (r.row->>'id')::int <> 1
+```
+"""
+# Tries the server's socket as the superuser and as itself, without a password; a login
+# would make its own role a superuser (and SQL apps verified later would run programs).
+SUPERUSER_LOGIN = """
+import json
+import psycopg
+
+@router.get("/probe")
+def probe(db=Depends(get_db)):
+    info = db.connection().connection.driver_connection.info  # the socket it came through
+    where, port, me, database = info.host, info.port, info.user, info.dbname
+    tried = {{}}
+    for user, dbname in (("postgres", "postgres"), (me, database)):
+        try:
+            with psycopg.connect(
+                host=where, port=port, user=user, dbname=dbname, connect_timeout=5
+            ) as other:
+                other.execute(f'ALTER ROLE "{{me}}" SUPERUSER')
+                other.commit()
+            tried[user] = "logged in"
+        except psycopg.Error as exc:
+            tried[user] = str(exc)
+    with open({out!r}, "w") as seen:
+        json.dump(tried, seen)
+    return [{{"id": 1 if all(v != "logged in" for v in tried.values()) else 2}}]
+"""
+
+
+def _python_app(root: Path, fixtures: str, scenario: str, cases: dict[str, str]) -> Path:
+    app = root / "suite" / "pyapp"
+    (app / "verify").mkdir(parents=True)
+    (app / "SPEC.md").write_text("# Prompt\nA probe.\n", encoding="utf-8")
+    (app / "verify" / "fixtures.sql").write_text(fixtures, encoding="utf-8")
+    (app / "verify" / "app.py").write_text(HARNESS, encoding="utf-8")
+    (app / "verify" / "probe.md").write_text(scenario, encoding="utf-8")
+    for name, code in cases.items():
+        body = f"# Code\n```python\n{textwrap.dedent(code).strip()}\n```\n\n# Expected\ngood\n"
+        (app / name).write_text(body, encoding="utf-8")
+    return root / "suite"
+
+
+def test_a_python_case_cannot_log_in_to_the_embedded_server_without_a_password(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "tried.json"
+    suite = _python_app(
+        tmp_path, FIXTURES, PY_PROBE, {"probe-01-good.md": SUPERUSER_LOGIN.format(out=str(out))}
+    )
+
+    proofs = _verify(suite, None)  # the embedded server, as a plain `--verify` starts it
+
+    assert out.exists(), proofs
+    tried = json.loads(out.read_text(encoding="utf-8"))
+    assert set(tried) == {"postgres", next(u for u in tried if u != "postgres")}
+    for user, said in tried.items():
+        assert said != "logged in", user
+        assert "password" in said, said
+    assert proofs["probe-01-good.md"][0] is Proof.PROVEN, proofs["probe-01-good.md"]

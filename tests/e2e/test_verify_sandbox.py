@@ -84,7 +84,7 @@ def _suite(
 
 
 def _verify(
-    suite: Path, pg_url: str, deadline: float = 3.0, startup: float = 10.0
+    suite: Path, pg_url: str | None, deadline: float = 3.0, startup: float = 10.0
 ) -> dict[str, tuple[Proof, str]]:
     limits = Limits(deadline=deadline, grace=1.0, startup=startup)
     report = verify_suite(suite, pg_url=pg_url, limits=limits)

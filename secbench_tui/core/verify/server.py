@@ -3,7 +3,10 @@ server of `--pg-url`; and the redaction of `--pg-url`'s secrets from everything 
 
 The embedded server lives in a temporary folder that is stopped and removed on the way out,
 however the way out comes (an error, Ctrl+C, or SIGTERM turned into an exception by the front
-end). Secrets: libpq and the server may echo any part of a connection string in their
+end). Before it is used, it asks every role for its password, the superuser's a secret of
+this process: a case's code may find the server's socket, never a login without a secret.
+
+Secrets: libpq and the server may echo any part of a connection string in their
 messages, so `Redactor.scrub` replaces every form of the password (and of a URI's user info)
 wherever it appears, and `Redactor.shown` is the string to display instead of the URL.
 """
@@ -19,7 +22,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from secbench_tui.core.untrusted import redact_url
 from secbench_tui.core.verify import extra
@@ -123,7 +126,7 @@ def postgres(pg_url: str | None) -> Iterator[tuple[str, str]]:
         except Exception as exc:
             raise ServerError(f"the embedded PostgreSQL (pgserver) did not start: {exc}") from exc
         try:
-            uri = str(server.get_uri())
+            uri = _require_passwords(str(server.get_uri()))
             yield uri, f"{_version(uri)} (pgserver)"
         finally:
             with contextlib.suppress(OSError):  # its own removal raced the server's exit
@@ -133,6 +136,49 @@ def postgres(pg_url: str | None) -> Iterator[tuple[str, str]]:
         # stop right after the start): stop and wait for it before removing its folder
         _stop_folder(tmp)
         _remove_folder(tmp)
+
+
+# pg_hba.conf of the embedded server: a password (SCRAM) for every role, on every socket;
+# no replication. pgserver's initdb trusts every local connection, so any process of the
+# machine's users that finds the socket (a Python case's, for one) logged in as the superuser.
+HBA = """\
+local all all scram-sha-256
+host all all 127.0.0.1/32 scram-sha-256
+host all all ::1/128 scram-sha-256
+"""
+
+
+def _require_passwords(uri: str, wait: float = 10.0) -> str:
+    """The embedded server made to ask every role for its password (the superuser's a new
+    secret, kept in this process only); the superuser's connection string with it."""
+    import secrets
+    import time
+
+    from psycopg import sql
+
+    password = secrets.token_urlsafe(32)
+    try:
+        with psycopg.connect(uri, autocommit=True, connect_timeout=10) as admin:
+            admin.execute(
+                sql.SQL("ALTER ROLE CURRENT_USER PASSWORD {}").format(sql.Literal(password))
+            )
+            row = admin.execute("SHOW hba_file").fetchone()
+            with open(str(row[0]) if row else "", "w", encoding="utf-8") as hba:
+                hba.write(HBA)
+            admin.execute("SELECT pg_catalog.pg_reload_conf()")
+    except (OSError, psycopg.Error) as exc:
+        raise ServerError(
+            f"the embedded PostgreSQL cannot be made to ask for passwords: {exc}"
+        ) from exc
+    limit = time.monotonic() + wait  # the reload is a signal: wait until it has been read
+    while True:
+        try:
+            psycopg.connect(uri, connect_timeout=10).close()
+        except psycopg.OperationalError:
+            return make_conninfo(uri, password=password)
+        if time.monotonic() > limit:
+            raise ServerError("the embedded PostgreSQL still lets a login in without a password")
+        time.sleep(0.05)
 
 
 def _remove_folder(folder: str, attempts: int = 5) -> None:
