@@ -11,7 +11,10 @@ Needs the verify extra (pgserver); skipped without it.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import textwrap
 import warnings
 from pathlib import Path
@@ -28,6 +31,7 @@ from tests.e2e.test_verify_sandbox import (  # noqa: E402
     FIXTURES,
     GOOD,
     HARNESS,
+    _cli,
     _no_leftovers,
     _suite,
     _verify,
@@ -274,3 +278,59 @@ def test_a_python_case_cannot_log_in_to_the_embedded_server_without_a_password(
         assert said != "logged in", user
         assert "password" in said, said
     assert proofs["probe-01-good.md"][0] is Proof.PROVEN, proofs["probe-01-good.md"]
+
+
+# item 5: verify's own checks have a deadline -------------------------------------------------
+
+# Leaves a process of its own (out of the case's process group, so not killed with it) that
+# holds an exclusive lock on the table verify reads after every Python case.
+LOCK_HOLDER = """
+import os, subprocess, sys, time
+from psycopg.conninfo import make_conninfo
+
+HOLD = (
+    "import psycopg, sys, time\\n"
+    "c = psycopg.connect(sys.argv[1])\\n"
+    "c.execute('LOCK TABLE notes IN ACCESS EXCLUSIVE MODE')\\n"
+    "open(sys.argv[2] + '.part', 'w').write(str(__import__('os').getpid()))\\n"
+    "__import__('os').replace(sys.argv[2] + '.part', sys.argv[2])\\n"
+    "time.sleep(3600)\\n"
+)
+
+@router.get("/probe")
+def probe(db=Depends(get_db)):
+    info = db.connection().connection.driver_connection.info
+    subprocess.Popen(
+        [sys.executable, "-c", HOLD, make_conninfo(info.dsn, password=info.password), {pid!r}],
+        start_new_session=True,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    while not os.path.exists({pid!r}):
+        time.sleep(0.05)
+    return [{{"id": 1}}]
+"""
+QUIET = """
+@router.get("/probe")
+def probe():
+    return [{"id": 1}]
+"""
+
+
+def test_a_lock_left_by_a_python_case_ends_and_verify_goes_on(tmp_path: Path, pg_url: str) -> None:
+    pid = tmp_path / "holder.pid"
+    suite = _python_app(
+        tmp_path,
+        FIXTURES,
+        PY_PROBE,
+        {"probe-01-good.md": LOCK_HOLDER.format(pid=str(pid)), "probe-02-good.md": QUIET},
+    )
+    try:
+        done = _cli(suite, "--pg-url", pg_url, "--verify-deadline", "3")
+    finally:
+        if pid.exists():  # the process a case left: not ours to leave running
+            with contextlib.suppress(OSError):
+                os.kill(int(pid.read_text()), signal.SIGKILL)
+
+    assert pid.exists(), done.stdout + done.stderr
+    assert "proven          pyapp/probe-02-good.md" in done.stdout, done.stdout + done.stderr
+    _no_leftovers(pg_url)

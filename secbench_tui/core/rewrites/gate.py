@@ -24,9 +24,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import psycopg
-from psycopg.conninfo import make_conninfo
-
 from secbench_tui.core.models import Case, JSONObject
 from secbench_tui.core.rewrites import sql as sql_relations
 from secbench_tui.core.rewrites.relations import Variant, language_of
@@ -41,7 +38,14 @@ from secbench_tui.core.verify.execution import Execution, dumps
 from secbench_tui.core.verify.judge import CaseRun, case_rule, judge
 from secbench_tui.core.verify.models import Proof
 from secbench_tui.core.verify.runner import Executor, Unverifiable, app_session
-from secbench_tui.core.verify.sandbox import Limits, Roles, Watchdog, sandbox_roles
+from secbench_tui.core.verify.sandbox import (
+    AppDatabase,
+    Limits,
+    Roles,
+    Watchdog,
+    connect_admin,
+    sandbox_roles,
+)
 from secbench_tui.core.verify.server import postgres
 
 # Tables a case's executor fills for the property to read, besides the app's own.
@@ -98,9 +102,9 @@ def _state_sql(tables: Sequence[str]) -> str:
     return "\nUNION ALL\n".join(parts)
 
 
-def _table_names(conninfo: str) -> list[str]:
+def _table_names(db: AppDatabase) -> list[str]:
     """The app's tables, right after the fixtures loaded."""
-    with psycopg.connect(conninfo) as conn:
+    with connect_admin(db.admin_uri, db.watchdog.limits.deadline, db.name) as conn:
         rows = conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
         ).fetchall()
@@ -309,7 +313,7 @@ def _prove_app(
             app_session(*server, data) as (db, execute),
             tempfile.TemporaryDirectory(prefix="secbench-rewrites-") as tmp,
         ):
-            tables = _table_names(make_conninfo(db.admin_uri, dbname=db.name))
+            tables = _table_names(db)
             for name, group in by_scenario.items():
                 original = data.scenarios[name]
                 setup = original.setup or ""

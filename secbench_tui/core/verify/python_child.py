@@ -81,7 +81,9 @@ def _engine() -> Any:
         _ENGINE.append(
             create_engine(
                 "postgresql+psycopg://",
-                creator=lambda: psycopg.connect(_CONNINFO[0], prepare_threshold=None),
+                creator=lambda: psycopg.connect(
+                    _CONNINFO[0], prepare_threshold=None, connect_timeout=10
+                ),
                 poolclass=StaticPool,
             )
         )

@@ -106,10 +106,17 @@ def _python_executor(db: AppDatabase, fixtures: str, harness: Path) -> Iterator[
             "sequences": [[oid, value, int(called)] for oid, value, called in db.sequences],
         }
         runs = child.run(job, len(scenario.parameters))
-        if any(r.error for r in runs):  # a killed case's session may still hold locks
-            db.end_sessions(db.roles.case)
-        if db.fingerprint() != before:  # a handler committed: rows outlived the case
+        db.lock_out(db.roles.case)  # a process the case left: no session, no lock, no login
+        try:
+            changed = db.fingerprint() != before
             reason = "the case's changes outlived its transaction (a COMMIT in the handler)"
+        except psycopg.Error as exc:  # a lock held past the deadline, by a process of its own
+            changed = True
+            reason = (
+                f"verify's check of the tables after the case did not finish within the "
+                f"{limits.deadline:g} s deadline ({exc.diag.message_primary or exc})"
+            )
+        if changed:  # rows (or objects) outlived the case
             runs = [Execution(r.params_index, error=reason) for r in runs]
             db.drop()
             db.create()

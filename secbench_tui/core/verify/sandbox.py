@@ -32,7 +32,7 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from secbench_tui.core.verify.server import ServerError
 
@@ -52,6 +52,27 @@ class Limits:
     startup: float = 10.0
 
 
+# Each statement verify runs on a connection of its own (creating and dropping databases and
+# roles, reading the tables after a Python case) ends within this (a database is created in
+# well under a second, or a few on a busy machine), and waits no longer than the deadline for
+# a lock: a lock a case's process still holds never stalls verify.
+ADMIN_SECONDS = 60.0
+
+
+def connect_admin(
+    uri: str, lock_seconds: float, dbname: str | None = None
+) -> psycopg.Connection[Any]:
+    """A connection of verify's own, as the server's administrator (autocommit)."""
+    options = str(conninfo_to_dict(uri).get("options") or "")
+    timeouts = (
+        f"-c statement_timeout={round(ADMIN_SECONDS * 1000)} "
+        f"-c lock_timeout={round(lock_seconds * 1000)}"
+    )
+    extra = {"dbname": dbname} if dbname else {}
+    conninfo = make_conninfo(uri, options=f"{options} {timeouts}".strip(), **extra)
+    return psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
+
+
 class DeadlineExceeded(Exception):
     def __init__(self, seconds: float) -> None:
         super().__init__(
@@ -64,10 +85,10 @@ class SandboxError(ServerError):
     """The server would not set up the sandbox; the message says what it refused."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class Role:
     name: str
-    password: str
+    password: str  # changed when a case may have left a process that knows it
 
 
 @dataclass(frozen=True)
@@ -87,7 +108,7 @@ def sandbox_roles(admin_uri: str) -> Iterator[Roles]:
     roles = Roles(_role(tag, "checker"), _role(tag, "case"))
     created: list[Role] = []
     try:
-        with psycopg.connect(admin_uri, autocommit=True) as admin:
+        with connect_admin(admin_uri, ADMIN_SECONDS) as admin:
             for role in (roles.checker, roles.case):
                 admin.execute(
                     sql.SQL(
@@ -116,7 +137,7 @@ def _drop_roles(admin_uri: str, roles: list[Role], quiet: bool = False) -> None:
     if not roles:
         return
     try:
-        with psycopg.connect(admin_uri, autocommit=True, connect_timeout=10) as admin:
+        with connect_admin(admin_uri, ADMIN_SECONDS) as admin:
             for role in roles:
                 admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role.name)))
     except psycopg.Error as exc:
@@ -208,7 +229,7 @@ class Watchdog:
                 if state["done"] or self.admin_uri is None:
                     return
                 try:
-                    with psycopg.connect(self.admin_uri, autocommit=True, connect_timeout=5) as a:
+                    with connect_admin(self.admin_uri, self.limits.grace) as a:
                         a.execute("SELECT pg_terminate_backend(%s)", [pid])
                 except psycopg.Error:
                     pass
@@ -301,6 +322,15 @@ class _Alarms:
             threading.Thread(target=alarm.action, daemon=True).start()
 
 
+# Objects in the case's schema, by kind (none outlive a case: its transaction is rolled back).
+CASE_OBJECTS = """
+SELECT count(*) FROM pg_catalog.pg_class WHERE relnamespace = %s::regnamespace
+UNION ALL SELECT count(*) FROM pg_catalog.pg_proc WHERE pronamespace = %s::regnamespace
+UNION ALL SELECT count(*) FROM pg_catalog.pg_type WHERE typnamespace = %s::regnamespace
+UNION ALL SELECT count(*) FROM pg_catalog.pg_operator WHERE oprnamespace = %s::regnamespace
+"""
+
+
 class AppDatabase:
     """One app's database in the sandbox, with its fixtures loaded by the checker.
 
@@ -329,22 +359,28 @@ class AppDatabase:
     def checker_conninfo(self) -> str:
         return self.conninfo(self.roles.checker)
 
+    def _admin(self, here: bool = False) -> psycopg.Connection[Any]:
+        """verify's own connection: to the server, or `here` to this database."""
+        lock = self.watchdog.limits.deadline
+        return connect_admin(self.admin_uri, lock, self.name if here else None)
+
     def create(self) -> None:
         db, checker, case = (
             sql.Identifier(self.name),
             sql.Identifier(self.roles.checker.name),
             sql.Identifier(self.roles.case.name),
         )
-        with psycopg.connect(self.admin_uri, autocommit=True) as admin:
+        with self._admin() as admin:
             self.exists = True  # (drop() says IF EXISTS: an interrupted CREATE is covered)
-            admin.execute(sql.SQL("CREATE DATABASE {}").format(db))
+            # template0 takes no connections: nobody can keep the copy from being made
+            admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0").format(db))
             admin.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(db))
             admin.execute(
                 sql.SQL("GRANT CONNECT, TEMPORARY ON DATABASE {} TO {}, {}").format(
                     db, checker, case
                 )
             )
-        with psycopg.connect(make_conninfo(self.admin_uri, dbname=self.name)) as admin:
+        with self._admin(here=True) as admin:
             admin.execute("REVOKE ALL ON SCHEMA public FROM PUBLIC")
             admin.execute(sql.SQL("ALTER SCHEMA public OWNER TO {}").format(checker))
             admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(CASE_SCHEMA)))
@@ -362,7 +398,13 @@ class AppDatabase:
     def drop(self) -> None:
         if not self.exists:
             return
-        with psycopg.connect(self.admin_uri, autocommit=True, connect_timeout=10) as admin:
+        with self._admin() as admin:
+            # no new session (a process the case left would come back), then the rest ended
+            admin.execute(
+                sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(
+                    sql.Identifier(self.name)
+                )
+            )
             prepared = admin.execute(
                 "SELECT gid FROM pg_prepared_xacts WHERE database = %s", [self.name]
             ).fetchall()
@@ -374,13 +416,17 @@ class AppDatabase:
         self.exists = False
 
     def fingerprint(self) -> list[tuple[str, str]]:
-        """A digest of every row of every table in `public`: to see that nothing was committed."""
-        with psycopg.connect(make_conninfo(self.admin_uri, dbname=self.name)) as admin:
+        """A digest of every row of every table in `public`, and of the objects in the case's
+        schema (empty unless something committed them): to see that nothing was committed.
+        psycopg.Error (a lock timeout) when a process holds a table past the deadline."""
+        with self._admin(here=True) as admin:
             tables = admin.execute(
                 "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
             ).fetchall()
+            objects = admin.execute(CASE_OBJECTS, [CASE_SCHEMA] * 4).fetchall()
+            found = [("(objects of the case role)", str(row[0])) for row in objects]
             if not tables:
-                return []
+                return found
             parts = [
                 sql.SQL(
                     "SELECT {name}, md5(coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), ''))"
@@ -389,13 +435,20 @@ class AppDatabase:
                 for (name,) in tables
             ]
             rows = admin.execute(sql.SQL(" UNION ALL ").join(parts)).fetchall()
-        return [(str(a), str(b)) for a, b in rows]
+        return found + [(str(a), str(b)) for a, b in rows]
 
-    def end_sessions(self, role: Role, keep: int | None = None) -> None:
-        """End every session of `role` on this database but `keep` (a backend pid)."""
-        with psycopg.connect(self.admin_uri, autocommit=True, connect_timeout=10) as admin:
+    def lock_out(self, role: Role) -> None:
+        """After a case that ran code of its own (a Python case): `role` gets a new password
+        and every session of it, on any database, ends. A process the case left behind
+        loses its session (and its locks) and cannot log in again."""
+        role.password = secrets.token_urlsafe(24)
+        with self._admin() as admin:
             admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE datname = %s AND usename = %s AND pid IS DISTINCT FROM %s",
-                [self.name, role.name, keep],
+                sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                    sql.Identifier(role.name), sql.Literal(role.password)
+                )
+            )
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                [role.name],
             )

@@ -126,7 +126,7 @@ def postgres(pg_url: str | None) -> Iterator[tuple[str, str]]:
         except Exception as exc:
             raise ServerError(f"the embedded PostgreSQL (pgserver) did not start: {exc}") from exc
         try:
-            uri = _require_passwords(str(server.get_uri()))
+            uri = _lock_down(str(server.get_uri()))
             yield uri, f"{_version(uri)} (pgserver)"
         finally:
             with contextlib.suppress(OSError):  # its own removal raced the server's exit
@@ -148,9 +148,11 @@ host all all ::1/128 scram-sha-256
 """
 
 
-def _require_passwords(uri: str, wait: float = 10.0) -> str:
+def _lock_down(uri: str, wait: float = 10.0) -> str:
     """The embedded server made to ask every role for its password (the superuser's a new
-    secret, kept in this process only); the superuser's connection string with it."""
+    secret, kept in this process only), and its own databases closed to every role but the
+    superuser (a run's roles reach their app databases only); the superuser's connection
+    string with the password."""
     import secrets
     import time
 
@@ -162,6 +164,7 @@ def _require_passwords(uri: str, wait: float = 10.0) -> str:
             admin.execute(
                 sql.SQL("ALTER ROLE CURRENT_USER PASSWORD {}").format(sql.Literal(password))
             )
+            admin.execute("REVOKE CONNECT, TEMPORARY ON DATABASE postgres, template1 FROM PUBLIC")
             row = admin.execute("SHOW hba_file").fetchone()
             with open(str(row[0]) if row else "", "w", encoding="utf-8") as hba:
                 hba.write(HBA)

@@ -173,7 +173,9 @@ def run_statements(
 def load_fixtures(db: AppDatabase, text: str) -> None:
     """The fixtures, statement by statement, as the checker; then the gate, and where the
     fixtures left each sequence (every parameter set starts from there)."""
-    with psycopg.connect(db.checker_conninfo, autocommit=True, prepare_threshold=None) as conn:
+    with psycopg.connect(
+        db.checker_conninfo, autocommit=True, prepare_threshold=None, connect_timeout=10
+    ) as conn:
         conn.execute("BEGIN")
         found = statements(text)
         for statement in found:
@@ -260,7 +262,7 @@ class CaseSession:
     def conn(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed or self._conn.broken:
             self._conn = psycopg.connect(
-                self.db.case_conninfo, autocommit=True, prepare_threshold=None
+                self.db.case_conninfo, autocommit=True, prepare_threshold=None, connect_timeout=10
             )
         return self._conn
 
