@@ -47,6 +47,7 @@ from secbench_tui.core.verify.sandbox import (
     sandbox_roles,
 )
 from secbench_tui.core.verify.server import postgres
+from secbench_tui.core.verify.stopping import Stop
 
 # Tables a case's executor fills for the property to read, besides the app's own.
 SQL_RESULT_TABLES = ("result",)
@@ -357,11 +358,14 @@ def prove_variants(
     pg_url: str | None = None,
     keep_unproven: bool = False,
     progress: Callable[[str], None] | None = None,
+    stop: Stop | None = None,
 ) -> GateReport:
     """Prove every variant against its original on the suite at `root`.
 
     Raises ServerError (from the verify machinery) when no PostgreSQL is at hand; the caller
-    decides whether unproven variants may go (`--unproven-rewrites`).
+    decides whether unproven variants may go (`--unproven-rewrites`). Raises Stopped once
+    `stop` is set (Ctrl+C, SIGTERM, the app's stop): the statement in flight ends at once,
+    and the databases, roles and embedded server are removed on the way out.
     """
     started = time.monotonic()
     report = GateReport()
@@ -373,9 +377,9 @@ def prove_variants(
             _unverifiable(variant, NO_DATA, report, keep_unproven)
         report.seconds = time.monotonic() - started
         return report
-    with postgres(pg_url) as (uri, engine), sandbox_roles(uri) as roles:
+    with postgres(pg_url, stop) as (uri, engine), sandbox_roles(uri) as roles:
         report.engine = engine
-        server = (uri, roles, Watchdog(uri, Limits()))
+        server = (uri, roles, Watchdog(uri, Limits(), stop))
         for app, data in apps.items():
             if progress is not None:
                 progress(app)

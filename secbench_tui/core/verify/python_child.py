@@ -18,6 +18,7 @@ is only as trustworthy as the suite's Python code: see docs/verify.md, "The sand
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import json
@@ -34,6 +35,7 @@ from typing import Any, TypedDict, TypeGuard
 
 from secbench_tui.core.models import JSONObject
 from secbench_tui.core.verify.execution import Execution, ResultSetRow, json_value
+from secbench_tui.core.verify.stopping import Stop
 
 
 class CaseJob(TypedDict):
@@ -266,10 +268,17 @@ class PythonChild:
     """The tool's handle on one app's child process (see the module docstring)."""
 
     def __init__(
-        self, harness: Path, deadline: float, grace: float, rows: int, startup: float = 10.0
+        self,
+        harness: Path,
+        deadline: float,
+        grace: float,
+        rows: int,
+        startup: float = 10.0,
+        stop: Stop | None = None,
     ) -> None:
         self.harness, self.deadline, self.grace, self.rows = harness, deadline, grace, rows
         self.startup = startup  # before the first parameter set's deadline (Limits.startup)
+        self._stop = stop if stop is not None else Stop()  # kills the child at once
         self.folder = tempfile.TemporaryDirectory(prefix="secbench-verify-py-")
         self.proc: Any = None
         self._buffer = b""
@@ -289,7 +298,13 @@ class PythonChild:
             env=env,
             start_new_session=True,  # Ctrl+C in the terminal reaches us; we stop the child
         )
-        hello = self._line(STARTUP_SECONDS)
+        try:
+            with self._stop.ending(self._kill):
+                hello = self._line(STARTUP_SECONDS)
+            self._stop.check()
+        except BaseException:  # a stop (or Ctrl+C) while it starts: it is not left running
+            self.stop()
+            raise
         if hello is None:
             self.stop()
             raise ChildError("the Python child process did not start")
@@ -328,6 +343,14 @@ class PythonChild:
         }
         self.proc.stdin.write((json.dumps(job) + "\n").encode())
         self.proc.stdin.flush()
+        with self._stop.ending(self._kill):
+            results = self._results(count)
+        self._stop.check()  # (what a killed child said is no result)
+        for index in range(len(results), count):
+            results.append(Execution(index, error="the Python child process stopped answering"))
+        return results
+
+    def _results(self, count: int) -> list[Execution]:
         results: list[Execution] = []
         budget = 10.0 + count * (self.deadline + self.grace) + 10.0
         while True:
@@ -353,9 +376,16 @@ class PythonChild:
                 break
             if len(results) < count:
                 results.append(_execution(message, len(results)))
-        for index in range(len(results), count):
-            results.append(Execution(index, error="the Python child process stopped answering"))
         return results
+
+    def _kill(self) -> None:
+        """On a stop, from another thread: the child's and its case's process groups killed
+        (`stop()`, in the thread that reads from it, then reaps them)."""
+        proc, fork = self.proc, self._fork
+        for group in (proc.pid if proc is not None else None, fork):
+            if group is not None:
+                with contextlib.suppress(OSError):
+                    os.killpg(group, signal.SIGKILL)
 
     def stop(self) -> None:
         if self.proc is not None:

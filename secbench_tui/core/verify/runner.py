@@ -34,6 +34,7 @@ from secbench_tui.core.verify.sandbox import (
     sandbox_roles,
 )
 from secbench_tui.core.verify.server import ServerError, postgres
+from secbench_tui.core.verify.stopping import Stop
 
 Progress = Callable[[CaseProof], None]
 # Runs one case on every parameter set of its scenario.
@@ -84,7 +85,9 @@ def _sql_executor(db: AppDatabase, fixtures: str) -> Iterator[Executor]:
 @contextmanager
 def _python_executor(db: AppDatabase, fixtures: str, harness: Path) -> Iterator[Executor]:
     limits = db.watchdog.limits
-    child = PythonChild(harness, limits.deadline, limits.grace, limits.rows, limits.startup)
+    child = PythonChild(
+        harness, limits.deadline, limits.grace, limits.rows, limits.startup, db.watchdog.stop
+    )
     try:
         child.start()
     except ChildError as exc:
@@ -217,13 +220,15 @@ def verify_suite(
     limits: Limits | None = None,
     mutants: bool = False,
     only: Sequence[str] = (),
+    stop: Stop | None = None,
 ) -> VerifyReport:
     """Raises SuiteError for an unusable suite and ServerError when no PostgreSQL is at hand.
     With `mutants`, every good case's mutants are verified too (`report.mutants`). With `only`
     (`--filter` globs), only the cases whose id matches one.
 
-    Whatever happens (an error, KeyboardInterrupt, a SIGTERM turned into an exception), the
-    databases and roles it made are dropped and the embedded server is stopped and removed."""
+    Whatever happens (an error, KeyboardInterrupt, a SIGTERM turned into an exception, a
+    `stop`, which raises Stopped), the databases and roles it made are dropped and the
+    embedded server is stopped and removed."""
     started = time.monotonic()
     mutation = Mutation() if mutants else None
     suite = load_markdown_suite(root, apps)
@@ -233,8 +238,8 @@ def verify_suite(
         raise SuiteError(
             f"--filter {' '.join(only)}: matches no case in {root}; case ids look like {example}"
         )
-    with postgres(pg_url) as (uri, engine), sandbox_roles(uri) as roles:
-        watchdog = Watchdog(uri, limits or Limits())
+    with postgres(pg_url, stop) as (uri, engine), sandbox_roles(uri) as roles:
+        watchdog = Watchdog(uri, limits or Limits(), stop)
         report = VerifyReport(engine)
 
         def emit(proof: CaseProof) -> None:

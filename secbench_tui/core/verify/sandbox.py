@@ -35,6 +35,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from secbench_tui.core.verify.server import ServerError
+from secbench_tui.core.verify.stopping import Stop, Stopped
 
 CASE_SCHEMA = "case_code"
 GATE_EXEC = "secbench_gate_exec"
@@ -193,7 +194,8 @@ def _sha256(text: str) -> str:
 
 
 class Watchdog:
-    """Keeps the deadline of statements on a connection, from outside its session.
+    """Keeps the deadline of statements on a connection, from outside its session, and ends
+    them at once on a stop (`stop`: Ctrl+C, SIGTERM, the app's stop).
 
     Without `admin_uri` (in the Python child, which holds no administrator's secret) it only
     cancels; the parent ends the child, and its sessions, when the cancel was caught.
@@ -203,13 +205,16 @@ class Watchdog:
     when it passes (cancel, terminate) runs in a thread of its own, so a slow cancel never
     delays another statement's deadline."""
 
-    def __init__(self, admin_uri: str | None, limits: Limits) -> None:
+    def __init__(self, admin_uri: str | None, limits: Limits, stop: Stop | None = None) -> None:
         self.admin_uri = admin_uri
         self.limits = limits
+        self.stop = stop if stop is not None else Stop()
         self._clock = _Alarms()
 
     @contextmanager
     def limit(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
+        """Raises DeadlineExceeded past the deadline, and Stopped once a stop was asked (at
+        the start of the statement, or as it ends it)."""
         pid = conn.info.backend_pid
         lock = threading.Lock()
         state = {"done": False, "fired": False}
@@ -234,13 +239,21 @@ class Watchdog:
                 except psycopg.Error:
                     pass
 
+        def stopped() -> None:
+            cancel()
+            time.sleep(self.limits.grace)
+            terminate()
+
         alarms = [
             self._clock.set(self.limits.deadline, cancel),
             self._clock.set(self.limits.deadline + self.limits.grace, terminate),
         ]
         try:
-            yield
+            with self.stop.ending(stopped):
+                yield
         except psycopg.Error as exc:
+            if self.stop.is_set():
+                raise Stopped from exc
             if state["fired"]:
                 raise DeadlineExceeded(self.limits.deadline) from exc
             raise
@@ -249,6 +262,7 @@ class Watchdog:
                 state["done"] = True
             for alarm in alarms:
                 self._clock.clear(alarm)
+        self.stop.check()
         if state["fired"]:
             raise DeadlineExceeded(self.limits.deadline)
 

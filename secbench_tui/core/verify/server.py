@@ -26,6 +26,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from secbench_tui.core.untrusted import redact_url
 from secbench_tui.core.verify import extra
+from secbench_tui.core.verify.stopping import Stop
 
 _HIDDEN = "***"
 
@@ -96,8 +97,9 @@ def _secrets(url: str) -> set[str]:
 
 
 @contextmanager
-def postgres(pg_url: str | None) -> Iterator[tuple[str, str]]:
-    """(connection URI, description such as 'PostgreSQL 16.2 (pgserver)')."""
+def postgres(pg_url: str | None, stop: Stop | None = None) -> Iterator[tuple[str, str]]:
+    """(connection URI, description such as 'PostgreSQL 16.2 (pgserver)'). `stop.abandon()`
+    (a second Ctrl+C) stops the embedded server and removes its folder at once."""
     if pg_url:
         redactor = Redactor(pg_url)
         try:
@@ -117,25 +119,32 @@ def postgres(pg_url: str | None) -> Iterator[tuple[str, str]]:
     except Exception as exc:  # platformdirs refuses a TMPDIR others may write to, for one
         raise ServerError(f"the embedded PostgreSQL (pgserver) cannot start: {exc}") from None
     tmp = tempfile.mkdtemp(prefix="secbench-verify-")
+
+    def remove_now() -> None:
+        _stop_folder(tmp)
+        _remove_folder(tmp)
+
     try:
-        server: Any = None
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                server = getattr(pgserver, "get_server")(tmp, cleanup_mode="delete")  # noqa: B009
-        except Exception as exc:
-            raise ServerError(f"the embedded PostgreSQL (pgserver) did not start: {exc}") from exc
-        try:
-            uri = _lock_down(str(server.get_uri()))
-            yield uri, f"{_version(uri)} (pgserver)"
-        finally:
-            with contextlib.suppress(OSError):  # its own removal raced the server's exit
-                server.cleanup()
+        with (stop or Stop()).abandoning(remove_now):
+            server: Any = None
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    server = getattr(pgserver, "get_server")(tmp, cleanup_mode="delete")  # noqa: B009
+            except Exception as exc:
+                raise ServerError(
+                    f"the embedded PostgreSQL (pgserver) did not start: {exc}"
+                ) from exc
+            try:
+                uri = _lock_down(str(server.get_uri()))
+                yield uri, f"{_version(uri)} (pgserver)"
+            finally:
+                with contextlib.suppress(OSError):  # its own removal raced the server's exit
+                    server.cleanup()
     finally:
         # interrupted while starting, or a server still writing its files as it exits (a
         # stop right after the start): stop and wait for it before removing its folder
-        _stop_folder(tmp)
-        _remove_folder(tmp)
+        remove_now()
 
 
 # pg_hba.conf of the embedded server: a password (SCRAM) for every role, on every socket;
