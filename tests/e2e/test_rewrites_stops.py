@@ -83,7 +83,7 @@ def test_a_stop_while_rewrites_are_proved_sends_nothing_and_leaves_nothing(
     # under /tmp itself, and not writable by others (pgserver's PostgreSQL runs as another
     # user when the tests run as root; platformdirs refuses a TMPDIR others may write to)
     with (
-        LoopbackServer(default=answer("good")) as server,
+        LoopbackServer(default=lambda _request: answer("good")) as server,
         tempfile.TemporaryDirectory(prefix="secbench-test-stop-") as temp,
     ):
         os.chmod(temp, 0o755)

@@ -334,3 +334,69 @@ def test_a_lock_left_by_a_python_case_ends_and_verify_goes_on(tmp_path: Path, pg
     assert pid.exists(), done.stdout + done.stderr
     assert "proven          pyapp/probe-02-good.md" in done.stdout, done.stdout + done.stderr
     _no_leftovers(pg_url)
+
+
+# item 7: deep input is one case's error ------------------------------------------------------
+
+DEEP = {
+    "expression": "SELECT id, body FROM notes WHERE owner = :user AND "
+    + " + ".join(["1"] * 1000)
+    + " > 0",
+    "parentheses": "SELECT id, body FROM notes WHERE owner = " + "(" * 100_000 + ":user"
+    + ")" * 100_000,
+    "union": " UNION ALL ".join(["SELECT id, body FROM notes WHERE owner = :user"] * 2000),
+    "jsonb": "SELECT 1 AS id, (repeat('[', 5000) || repeat(']', 5000))::jsonb AS body",
+}
+
+
+def test_deep_input_fails_its_case_and_verify_goes_on(tmp_path: Path, pg_url: str) -> None:
+    cases = {"probe-01-good.md": (GOOD, "good")}
+    names = {}
+    for number, (name, code) in enumerate(DEEP.items(), 2):
+        cases[f"probe-{number:02d}-good.md"] = (code, "good")
+        names[f"probe-{number:02d}-good.md"] = name
+    suite = _suite(tmp_path, cases)
+
+    proofs = _verify(suite, pg_url)
+
+    assert proofs["probe-01-good.md"][0] is Proof.PROVEN
+    for case, name in names.items():
+        proof, detail = proofs[case]
+        assert proof is Proof.FAILED, (name, detail)
+        assert "nested too deeply" in detail or "memory exhausted" in detail, (name, detail)
+
+
+# Writes a line of JSON nested 100,000 deep into the pipe its results go through.
+DEEP_LINE = """
+import os
+
+@router.get("/probe")
+def probe():
+    for fd in os.listdir("/proc/self/fd"):
+        if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+            os.write(int(fd), b"[" * 100000 + b"]" * 100000 + b"\\n")
+    return [{"id": 1}]
+"""
+
+
+def test_a_python_case_writing_deep_json_fails_alone(tmp_path: Path, pg_url: str) -> None:
+    suite = _python_app(
+        tmp_path,
+        FIXTURES,
+        PY_PROBE,
+        {
+            "probe-01-good.md": DEEP_LINE,
+            "probe-02-good.md": QUIET,
+            "probe-03-good.md": "x = " + "(" * 100_000 + "1" + ")" * 100_000,
+            "probe-04-good.md": "x = " + " + ".join(["1"] * 100_000),
+        },
+    )
+
+    proofs = _verify(suite, pg_url)
+
+    assert proofs["probe-01-good.md"][0] is Proof.FAILED, proofs["probe-01-good.md"]
+    assert "nonsense" in proofs["probe-01-good.md"][1]
+    assert proofs["probe-02-good.md"][0] is Proof.PROVEN, proofs["probe-02-good.md"]
+    for case in ("probe-03-good.md", "probe-04-good.md"):
+        assert proofs[case][0] is Proof.FAILED, proofs[case]
+        assert "does not load" in proofs[case][1], proofs[case]

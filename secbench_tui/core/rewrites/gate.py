@@ -76,7 +76,7 @@ def _ordered(case: Case) -> bool:
     if language_of(case) == "python":
         try:
             tree = ast.parse(case.code)
-        except SyntaxError:
+        except (SyntaxError, RecursionError, MemoryError):
             return False
         return any(
             isinstance(n, ast.Attribute) and n.attr in {"order_by", "sort", "sorted"}
@@ -84,8 +84,8 @@ def _ordered(case: Case) -> bool:
         ) or any(isinstance(n, ast.Name) and n.id == "sorted" for n in ast.walk(tree))
     try:
         statements = sql_relations.parse(case.code)
-    except sql_relations.NotApplicable:
-        return True  # a function body: compare in order, the stricter test
+    except (sql_relations.NotApplicable, RecursionError):
+        return True  # a function body (or too deep to read): compare in order, the stricter test
     last = statements[-1]
     return last.args.get("order") is not None
 
@@ -244,6 +244,19 @@ def _equivalence(
     return None
 
 
+def _compared(
+    baselines: tuple[_Baseline, ...],
+    variant: tuple[Execution, ...],
+    scenario: Scenario,
+    ordered: bool,
+) -> str | None:
+    """`_equivalence`, or why not when what it compares is nested too deeply to read."""
+    try:
+        return _equivalence(baselines, variant, scenario, ordered)
+    except RecursionError:
+        return "what it returns or leaves is nested too deeply to compare"
+
+
 def _as_run(case: Case, code: str) -> Case:
     """The original's identity (its scenario and `# Run NN` block) around other code."""
     return replace(case, code=code)
@@ -264,7 +277,11 @@ def _prove_scenario(
         first = execute(case, state)
         if case.case_id in needed:
             again = execute(case, state)
-            compared[case.case_id] = _baselines(first, again, scenario, _ordered(case))
+            try:
+                compared[case.case_id] = _baselines(first, again, scenario, _ordered(case))
+            except RecursionError:  # what it left is too deep to read: its variants prove nothing
+                deep = "the original leaves data nested too deeply to compare"
+                compared[case.case_id] = tuple(_Baseline(ex, {}, deep) for ex in first)
         labelled[case.case_id] = execute(case, scenario) if scenario.property_sql else first
     runs = [
         CaseRun(c.app, c.case_id, c.expected, labelled[c.case_id], case_rule(c)) for c in originals
@@ -272,7 +289,7 @@ def _prove_scenario(
     for variant in variants:
         original = variant.original
         mine = execute(_as_run(original, variant.code), state)
-        why = _equivalence(compared[original.case_id], mine, scenario, _ordered(original))
+        why = _compared(compared[original.case_id], mine, scenario, _ordered(original))
         if why is None:
             labelled_run = (
                 execute(_as_run(original, variant.code), scenario)

@@ -93,6 +93,9 @@ FLAW_CLAIMS = (
 )
 
 
+TOO_DEEP = "the code is nested too deeply for the rewriter's parser"
+
+
 class RelationError(ValueError):
     """An unknown relation name; the message lists the known ones."""
 
@@ -121,7 +124,7 @@ def language_of(case: Case) -> Language | None:
         return "sql"
     try:
         compile(case.code, "<case>", "exec")
-    except SyntaxError:
+    except (SyntaxError, RecursionError, MemoryError):  # (too deep for Python's compiler)
         return "sql"
     except ValueError:
         return None
@@ -211,6 +214,9 @@ def make_variants(
                 code = rewrite(case.code, name, language, seed)
             except NotApplicable as exc:
                 skipped.append(Skipped(case.case_id, name, str(exc)))
+                continue
+            except RecursionError:  # a parser's limit: this case's, never the command's
+                skipped.append(Skipped(case.case_id, name, TOO_DEEP))
                 continue
             variants.append(Variant(case, name, seed, code))
     return variants, skipped

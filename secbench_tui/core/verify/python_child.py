@@ -360,7 +360,7 @@ class PythonChild:
                 break
             try:
                 said = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # the case's process can write here too
                 said = None
             message: JSONObject = (
                 said

@@ -66,6 +66,10 @@ _FORBIDDEN = {
 _ROWS_ALWAYS = {"ExplainStmt", "VariableShowStmt", "FetchStmt"}
 
 
+# Python reads JSON (pglast's parse tree, a jsonb value) nested up to about 1,000 levels.
+TOO_DEEP = "nested too deeply for verify to read (about 1,000 levels at most)"
+
+
 class CodeError(Exception):
     """Suite SQL that cannot run in the sandbox; the message says why."""
 
@@ -104,6 +108,8 @@ def statements(sql: str) -> list[Statement]:
         tree = json.loads(parser.parse_sql_json(sql))
     except parser.ParseError as exc:
         raise CodeError(f"does not parse: {exc}") from None
+    except RecursionError:
+        raise CodeError(f"is {TOO_DEEP}") from None
     data = sql.encode()
     out = []
     for item in tree.get("stmts", ()):
@@ -377,6 +383,8 @@ def run_case(
             out.violations = gated_rows(got[-1], cap) if is_query(prop[-1]) else []
     except (DeadlineExceeded, RowCapExceeded) as exc:
         out.error = out.error or str(exc)
+    except RecursionError:  # a value it returned (a jsonb nested thousands deep)
+        out.error = out.error or f"returned a value {TOO_DEEP}"
     finally:
         session.reset()
     return out
