@@ -342,7 +342,9 @@ DEEP = {
     "expression": "SELECT id, body FROM notes WHERE owner = :user AND "
     + " + ".join(["1"] * 1000)
     + " > 0",
-    "parentheses": "SELECT id, body FROM notes WHERE owner = " + "(" * 100_000 + ":user"
+    "parentheses": "SELECT id, body FROM notes WHERE owner = "
+    + "(" * 100_000
+    + ":user"
     + ")" * 100_000,
     "union": " UNION ALL ".join(["SELECT id, body FROM notes WHERE owner = :user"] * 2000),
     "jsonb": "SELECT 1 AS id, (repeat('[', 5000) || repeat(']', 5000))::jsonb AS body",

@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from secbench_tui.core.models import Case
+from secbench_tui.core.suites.markdown import code_block_language
 from secbench_tui.core.verify.data import Scenario
 from secbench_tui.core.verify.execution import Execution
 from secbench_tui.core.verify.judge import CaseRun, judge
@@ -53,11 +54,7 @@ def mutants_of(code: str, language: str) -> list[Mutant]:
 
 def code_language(case: Case) -> str:
     """`python` for a Python app's handler, else `sql` (the markdown block's language)."""
-    try:
-        text = Path(case.test_file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        text = ""
-    return "python" if "```python" in text or "```py\n" in text else "sql"
+    return "python" if code_block_language(case.test_file) in ("python", "py") else "sql"
 
 
 def _code_line(case: Case) -> int:
