@@ -402,3 +402,56 @@ def test_a_python_case_writing_deep_json_fails_alone(tmp_path: Path, pg_url: str
     for case in ("probe-03-good.md", "probe-04-good.md"):
         assert proofs[case][0] is Proof.FAILED, proofs[case]
         assert "does not load" in proofs[case][1], proofs[case]
+
+
+# More of the same attacker's tries, each leaking every note and labelled good: any of them
+# that got past the sandbox would show as proven. Then a case that must see a clean session.
+MORE = {
+    "event trigger": "CREATE FUNCTION case_code.hook() RETURNS event_trigger LANGUAGE plpgsql"
+    " AS $f$ BEGIN NULL; END $f$; CREATE EVENT TRIGGER hook ON ddl_command_start"
+    " EXECUTE FUNCTION case_code.hook();",
+    "role by set_config": "SELECT pg_catalog.set_config('role', current_user, false) AS x;",
+    "role in a DO block": "DO $$ BEGIN EXECUTE 'SET ROLE postgres'; END $$;",
+    "security definer": "CREATE FUNCTION case_code.mine() RETURNS SETOF notes LANGUAGE sql"
+    " SECURITY DEFINER AS $f$ SELECT * FROM public.notes $f$;"
+    " SELECT id, body FROM case_code.mine();",
+    "advisory lock": "SELECT pg_catalog.pg_advisory_lock(1) AS x;",
+    "listen": "LISTEN secbench; NOTIFY secbench, 'hello';",
+    "copy to stdout": "COPY notes TO STDOUT;",
+    "own session ended": "SELECT pg_catalog.pg_terminate_backend(pg_catalog.pg_backend_pid());",
+    "statement timeout": "SELECT pg_catalog.set_config('statement_timeout', '1', false) AS x;",
+    "read only": "SELECT pg_catalog.set_config('transaction_read_only', 'on', false) AS x;",
+    "gate's own helpers": "CREATE FUNCTION case_code.sha256(bytea) RETURNS bytea LANGUAGE sql"
+    " AS $f$ SELECT $1 $f$; " + SEARCH_PATH,
+    "a result table first": "CREATE TEMP TABLE result (n int, row jsonb);",
+    "pg_sleep past the deadline": "SELECT pg_catalog.pg_sleep(30) AS x;",
+}
+# after them: no advisory lock held, no LISTEN, no temporary table, no changed setting
+CLEAN = """
+SELECT 3 AS id
+WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory'
+                  AND pid = pg_catalog.pg_backend_pid())
+  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_listening_channels())
+  AND pg_catalog.to_regclass('pg_temp.result') IS NULL
+  AND pg_catalog.current_setting('statement_timeout') = '0'
+"""
+
+
+def test_more_attacks_fail_and_leave_the_session_clean(tmp_path: Path, pg_url: str) -> None:
+    cases = {"probe-01-good.md": (GOOD, "good")}
+    names = {}
+    for number, (name, attack) in enumerate(MORE.items(), 2):
+        cases[f"probe-{number:02d}-good.md"] = (attack + " " + LEAK, "good")
+        names[f"probe-{number:02d}-good.md"] = name
+    cases["record-01-good.md"] = (CLEAN, "good")
+    suite = _suite(tmp_path, cases)
+    (suite / "notes" / "verify" / "record.md").write_text(RECORD, encoding="utf-8")
+
+    proofs = _verify(suite, pg_url, deadline=2.0)
+
+    assert proofs["probe-01-good.md"][0] is Proof.PROVEN, proofs["probe-01-good.md"]
+    for case, name in names.items():
+        proof, detail = proofs[case]
+        assert proof is Proof.FAILED, (name, detail)
+    assert proofs["record-01-good.md"][0] is Proof.PROVEN, proofs["record-01-good.md"]
+    _no_leftovers(pg_url)

@@ -39,7 +39,8 @@ ROLLBACK: Call = ("ROLLBACK", ())
 # cursors, advisory locks, LISTEN, sequences' currval): reset, as a fresh session would be
 DISCARD: Call = ("DISCARD ALL", ())
 DISCARD_SEQUENCES: Call = ("DISCARD SEQUENCES", ())  # may run in a transaction
-XACT = "SELECT pg_catalog.pg_current_xact_id()"
+# the transaction, and whom the session acts as (`role` is a setting pg_settings does not list)
+XACT = "SELECT pg_catalog.pg_current_xact_id(), current_user, session_user"
 # the settings this session changed: a setting a case changes reads `session` from then on
 # (what the server lists otherwise, such as plpgsql's own, loaded at its first use, is not
 # the case's doing)
@@ -78,6 +79,7 @@ class Mark:
     """What a case may not change in its session: the transaction and the settings."""
 
     xact: str
+    user: tuple[str, str]  # current_user, session_user
     settings: tuple[tuple[str, str], ...]
 
     @staticmethod
@@ -86,7 +88,9 @@ class Mark:
 
     @classmethod
     def read(cls, xact: list[Any], settings: list[Any]) -> Mark:
-        return cls(str(xact[0][0]), tuple(sorted((str(n), str(v)) for n, v in settings)))
+        (row,) = xact
+        changed = tuple(sorted((str(n), str(v)) for n, v in settings))
+        return cls(str(row[0]), (str(row[1]), str(row[2])), changed)
 
 
 @contextmanager

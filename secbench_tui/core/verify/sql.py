@@ -368,8 +368,9 @@ def run_case(
         if now != mark:
             session.dirty = now.xact != mark.xact
             what = "ended verify's transaction" if session.dirty else "changed a session setting"
-            changed = sorted(set(now.settings) - set(mark.settings))
-            named = f" ({', '.join(name for name, _ in changed)})" if changed else ""
+            changed = [name for name, _ in sorted(set(now.settings) - set(mark.settings))]
+            changed += ["role"] if now.user != mark.user else []
+            named = f" ({', '.join(changed)})" if changed else ""
             out.error = (
                 f"the case {what}{named}: case code may not control the transaction or session"
             )
