@@ -15,6 +15,8 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
 import textwrap
 import warnings
 from pathlib import Path
@@ -27,6 +29,7 @@ with warnings.catch_warnings():
 psycopg = pytest.importorskip("psycopg", reason="needs the verify extra (psycopg)")
 
 from secbench_tui.core.verify.models import Proof  # noqa: E402
+from tests.e2e.harness import cli_env  # noqa: E402
 from tests.e2e.test_verify_sandbox import (  # noqa: E402
     FIXTURES,
     GOOD,
@@ -455,3 +458,56 @@ def test_more_attacks_fail_and_leave_the_session_clean(tmp_path: Path, pg_url: s
         assert proof is Proof.FAILED, (name, detail)
     assert proofs["record-01-good.md"][0] is Proof.PROVEN, proofs["record-01-good.md"]
     _no_leftovers(pg_url)
+
+
+# item 8: what a Python case can reach, as the docs say ---------------------------------
+
+# Reads the environment of each process above it (its child process, then the tool) through
+# /proc, as any process of the same user may.
+ENVIRON = """
+import os
+
+@router.get("/probe")
+def probe():
+    found, pid = "none", os.getpid()
+    for _ in range(3):
+        pid = int(open(f"/proc/{{pid}}/stat").read().rsplit(")", 1)[1].split()[1])
+        for item in open(f"/proc/{{pid}}/environ", "rb").read().split(b"\\0"):
+            if item.startswith(b"SECBENCH_TEST_SECRET="):
+                found = item.split(b"=", 1)[1].decode()
+    with open({out!r}, "w") as seen:
+        seen.write(found)
+    return [{{"id": 1}}]
+"""
+DOCS = Path(__file__).resolve().parents[2]
+
+
+def test_the_docs_say_what_a_python_case_can_reach(tmp_path: Path, pg_url: str) -> None:
+    """Issue 30, item 8: the README promised 'no API key' for Python cases (its sandbox section
+    is now docs/verify.md's); the child has none in its own environment, but a process of the
+    same user reads the tool's."""
+    out = tmp_path / "seen.txt"
+    suite = _python_app(
+        tmp_path, FIXTURES, PY_PROBE, {"probe-01-good.md": ENVIRON.format(out=str(out))}
+    )
+    # in the tool's own environment from its start, as a key exported in the shell is
+    script = (
+        "import sys; from tests.e2e.test_verify_sandbox import _verify; from pathlib import Path;"
+        f"print(_verify(Path({str(suite)!r}), {pg_url!r}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=DOCS,
+        env={**cli_env(), "SECBENCH_TEST_SECRET": "in-the-tools-environment"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert out.read_text() == "in-the-tools-environment"  # reachable: the docs must say so
+    for doc in (DOCS / "docs" / "verify.md", DOCS / "docs" / "sandbox-invariants.md"):
+        text = doc.read_text(encoding="utf-8")
+        sandbox = text.split("## The sandbox", 1)[-1].split("## What a Python case", 1)[-1]
+        assert "/proc/<pid>/environ" in sandbox, doc
+        assert ".env" in sandbox and "pg_hba.conf" in sandbox, doc
