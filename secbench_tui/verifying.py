@@ -174,8 +174,8 @@ def verify_main(
     from secbench_tui.core.suites.markdown import SuiteError
 
     try:
+        from secbench_tui.core.verify.deadline import Limits
         from secbench_tui.core.verify.runner import verify_suite
-        from secbench_tui.core.verify.sandbox import Limits
         from secbench_tui.core.verify.server import Redactor, ServerError
     except ImportError as exc:
         from secbench_tui.core.verify.extra import missing

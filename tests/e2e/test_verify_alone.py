@@ -43,16 +43,12 @@ from secbench_tui.core.models import Case  # noqa: E402
 from secbench_tui.core.suites.markdown import load_markdown_suite  # noqa: E402
 from secbench_tui.core.verify import sql  # noqa: E402
 from secbench_tui.core.verify.data import Scenario, load_app_data, scenario_of  # noqa: E402
+from secbench_tui.core.verify.deadline import Limits, Watchdog  # noqa: E402
 from secbench_tui.core.verify.execution import Execution  # noqa: E402
 from secbench_tui.core.verify.judge import CaseRun, case_rule, judge  # noqa: E402
 from secbench_tui.core.verify.models import Proof  # noqa: E402
 from secbench_tui.core.verify.runner import Executor, app_session  # noqa: E402
-from secbench_tui.core.verify.sandbox import (  # noqa: E402
-    AppDatabase,
-    Limits,
-    Watchdog,
-    sandbox_roles,
-)
+from secbench_tui.core.verify.sandbox import AppDatabase, sandbox_roles  # noqa: E402
 
 pytestmark = pytest.mark.long  # PostgreSQL work: started first
 

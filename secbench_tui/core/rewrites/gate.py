@@ -34,18 +34,12 @@ from secbench_tui.core.verify.data import (
     parse_scenario,
     scenario_of,
 )
+from secbench_tui.core.verify.deadline import Limits, Watchdog, connect_admin
 from secbench_tui.core.verify.execution import Execution, dumps
 from secbench_tui.core.verify.judge import CaseRun, case_rule, judge
 from secbench_tui.core.verify.models import Proof
 from secbench_tui.core.verify.runner import Executor, Unverifiable, app_session
-from secbench_tui.core.verify.sandbox import (
-    AppDatabase,
-    Limits,
-    Roles,
-    Watchdog,
-    connect_admin,
-    sandbox_roles,
-)
+from secbench_tui.core.verify.sandbox import AppDatabase, Roles, sandbox_roles
 from secbench_tui.core.verify.server import postgres
 from secbench_tui.core.verify.stopping import Stop
 

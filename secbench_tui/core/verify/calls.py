@@ -25,8 +25,8 @@ from typing import Any, LiteralString
 
 import psycopg
 
+from secbench_tui.core.verify.deadline import Watchdog
 from secbench_tui.core.verify.execution import ResultSetRow, dumps
-from secbench_tui.core.verify.sandbox import Watchdog
 
 # A statement and its bound parameters.
 Call = tuple[LiteralString, Sequence[object]]

@@ -28,6 +28,7 @@ import psycopg
 
 from secbench_tui.core.verify.calls import RowCapExceeded, SequencePosition, sequence_resets
 from secbench_tui.core.verify.data import Scenario
+from secbench_tui.core.verify.deadline import Watchdog
 from secbench_tui.core.verify.execution import (
     Execution,
     Parameters,
@@ -35,7 +36,6 @@ from secbench_tui.core.verify.execution import (
     dumps,
     json_value,
 )
-from secbench_tui.core.verify.sandbox import Watchdog
 from secbench_tui.core.verify.sql import Checker, CodeError
 
 

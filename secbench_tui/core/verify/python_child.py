@@ -119,7 +119,7 @@ def _run_job(harness: ModuleType, job: Job, out_fd: int) -> None:
 
     from secbench_tui.core.verify import python_app
     from secbench_tui.core.verify.data import parse_scenario
-    from secbench_tui.core.verify.sandbox import Limits, Watchdog
+    from secbench_tui.core.verify.deadline import Limits, Watchdog
 
     scenario = parse_scenario(Path(job["scenario"]))
     limits = Limits(deadline=job["deadline"], rows=job["rows"])

@@ -20,19 +20,13 @@ from secbench_tui.core.models import Case
 from secbench_tui.core.suites.markdown import SuiteError, load_markdown_suite
 from secbench_tui.core.verify import sql
 from secbench_tui.core.verify.data import AppData, Scenario, load_app_data, scenario_of
+from secbench_tui.core.verify.deadline import DeadlineExceeded, Limits, Watchdog
 from secbench_tui.core.verify.execution import Execution
 from secbench_tui.core.verify.judge import CaseRun, case_rule, judge
 from secbench_tui.core.verify.models import CaseProof, Proof, VerifyReport
 from secbench_tui.core.verify.mutants import Mutation
 from secbench_tui.core.verify.python_child import CaseJob, ChildError, PythonChild
-from secbench_tui.core.verify.sandbox import (
-    AppDatabase,
-    DeadlineExceeded,
-    Limits,
-    Roles,
-    Watchdog,
-    sandbox_roles,
-)
+from secbench_tui.core.verify.sandbox import AppDatabase, Roles, sandbox_roles
 from secbench_tui.core.verify.server import ServerError, postgres
 from secbench_tui.core.verify.stopping import Stop
 

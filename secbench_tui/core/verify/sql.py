@@ -44,13 +44,14 @@ from secbench_tui.core.verify.calls import (
     sequence_resets,
 )
 from secbench_tui.core.verify.data import Scenario
+from secbench_tui.core.verify.deadline import DeadlineExceeded, Watchdog
 from secbench_tui.core.verify.execution import (
     Execution,
     Parameters,
     ResultSetRow,
     json_value,
 )
-from secbench_tui.core.verify.sandbox import AppDatabase, DeadlineExceeded, Watchdog
+from secbench_tui.core.verify.sandbox import AppDatabase
 
 # The original security-bench's test for a statement that changes data (not SELECT ... FOR UPDATE)
 MODIFIES = re.compile(r"INSERT\s+INTO|DELETE\s+FROM|^\s*UPDATE\s+\w+", re.I | re.M)
