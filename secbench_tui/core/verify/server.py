@@ -14,6 +14,7 @@ wherever it appears, and `Redactor.shown` is the string to display instead of th
 from __future__ import annotations
 
 import contextlib
+import os
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -202,43 +203,41 @@ def _lock_down(uri: str, wait: float = 10.0) -> str:
         time.sleep(0.05)
 
 
-def _remove_folder(folder: str, attempts: int = 5) -> None:
-    """Remove `folder`; a PostgreSQL that is still exiting may write into it meanwhile, so
-    try again a few times before leaving it (never raise: a stop must end cleanly)."""
+def _remove_folder(folder: str, attempts: int = 10) -> None:
+    """Remove `folder`; a PostgreSQL that is still exiting (or pgserver's own cleanup, in
+    another thread) may write into it or remove parts of it meanwhile, so try again a few
+    times before leaving it (never raise: a stop must end cleanly)."""
     import shutil
     import time
 
-    for attempt in range(attempts):
-        try:
-            shutil.rmtree(folder)
+    for _ in range(attempts):
+        shutil.rmtree(folder, ignore_errors=True)
+        if not os.path.exists(folder):
             return
-        except FileNotFoundError:
-            return
-        except OSError:
-            if attempt + 1 == attempts:
-                return
-            time.sleep(0.2)
+        time.sleep(0.2)
 
 
-def _stop_folder(folder: str) -> None:
-    """Stop a PostgreSQL that pgserver may have left running in `folder` (best effort)."""
-    import subprocess
-    from pathlib import Path
+def _stop_folder(folder: str, wait: float = 10.0) -> None:
+    """Stop a PostgreSQL that pgserver may have left running in `folder`, at once (SIGQUIT:
+    PostgreSQL's immediate shutdown), and wait for it to exit (best effort). A signal, not
+    pg_ctl: pg_ctl refuses to run as root, and as root pgserver runs PostgreSQL as another
+    user."""
+    import signal
+    import time
 
-    if not (Path(folder) / "postmaster.pid").exists():
-        return
     try:
-        from pgserver._commands import POSTGRES_BIN_PATH  # the binaries pgserver ships
-
-        pg_ctl = str(Path(POSTGRES_BIN_PATH) / "pg_ctl")
-        subprocess.run(
-            [pg_ctl, "-D", folder, "-m", "immediate", "-w", "stop"],
-            capture_output=True,
-            timeout=30,
-            check=False,
-        )
-    except Exception:
-        pass
+        with open(os.path.join(folder, "postmaster.pid"), encoding="utf-8") as pid_file:
+            pid = int(pid_file.readline().strip())
+        os.kill(pid, signal.SIGQUIT)
+    except (OSError, ValueError):
+        return  # no server there (or not one we may signal)
+    limit = time.monotonic() + wait
+    while time.monotonic() < limit:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        time.sleep(0.05)
 
 
 def _version(uri: str) -> str:
