@@ -51,7 +51,7 @@ from secbench_tui.exit_codes import (
 )
 from secbench_tui.lifecycle import MatrixRun
 from secbench_tui.planning.plan import Plan, catalog_for
-from secbench_tui.planning.plan import plan as make_plan
+from secbench_tui.planning.stops import PlanStopped, plan_or_stop
 from secbench_tui.results_db import DatabaseError
 
 
@@ -239,10 +239,13 @@ async def _run(settings: Settings) -> int:
         return EXIT_USAGE
     try:
         catalog = await catalog_for(settings)
-        plan = await asyncio.to_thread(make_plan, settings, catalog)
+        plan = await plan_or_stop(settings, catalog)  # (it proves --rewrites on PostgreSQL)
     except UsageError as exc:
         say_error(exc)
         return EXIT_USAGE
+    except PlanStopped as stopped:
+        say_error(stopped)
+        return stopped.exit_code
     if settings.dry_run:
         return await print_plan(plan, sys.stdout)
     return await run_plan(plan)

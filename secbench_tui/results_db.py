@@ -20,6 +20,7 @@ from pathlib import Path
 from secbench_tui.core.results.report.selection import unknown_runs
 from secbench_tui.core.store.connection import StoreError
 from secbench_tui.core.store.database import Store
+from secbench_tui.core.store.integrity import DamagedError, check_intact
 from secbench_tui.exit_codes import EXIT_ABORTED, EXIT_USAGE
 
 NO_RESULTS_FIX = (
@@ -49,6 +50,11 @@ async def open_results(
     run it holds. `on_notice` hears what the user must know on opening (where the copy of an
     original evaluator's file went); by default it is said on stderr. Raises `DatabaseError`."""
     check_path(db, create=create)
+    if not create:  # a command that reads it through: damage is said before it is opened
+        try:  # (the open may write: a journal switch, a migration)
+            await check_intact(db)
+        except DamagedError as exc:
+            raise DatabaseError(str(exc), EXIT_ABORTED) from None
     try:
         store = await (Store.open(db) if on_notice is None else Store.open(db, on_notice))
     except StoreError as exc:

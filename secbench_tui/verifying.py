@@ -5,6 +5,7 @@ Case files and database messages are suite text: every line goes through `inert_
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ from secbench_tui.core.verify.models import (
     Proof,
     VerifyReport,
 )
+from secbench_tui.core.verify.stopping import Stop, Stopped
 from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import (
     EXIT_FAILED,
@@ -135,17 +137,26 @@ class Terminated(KeyboardInterrupt):
 
 
 @contextmanager
-def _stops() -> Iterator[None]:
-    """Ctrl+C and SIGTERM become exceptions once; later ones are ignored while we clean up."""
+def _stops(halt: Stop) -> Iterator[list[int]]:
+    """Ctrl+C and SIGTERM become exceptions once (every `finally` on the way out drops what
+    verify made); a second one quits at once, the embedded server removed first (`halt`)."""
+    seen: list[int] = []
 
     def stop(signum: int, _frame: object) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+        seen.append(signum)
+        if len(seen) == 1:
+            halt.set()  # (a Python child's wait, a statement: ended at once)
+            raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+        say_error(
+            "verify quit; its embedded PostgreSQL is removed (--pg-url: drop the "
+            "secbench_* databases and roles by hand)"
+        )
+        halt.abandon()
+        os._exit(EXIT_TERMINATED if signal.SIGTERM in seen else EXIT_INTERRUPTED)
 
     before = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield seen
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
@@ -163,8 +174,8 @@ def verify_main(
     from secbench_tui.core.suites.markdown import SuiteError
 
     try:
+        from secbench_tui.core.verify.deadline import Limits
         from secbench_tui.core.verify.runner import verify_suite
-        from secbench_tui.core.verify.sandbox import Limits
         from secbench_tui.core.verify.server import Redactor, ServerError
     except ImportError as exc:
         from secbench_tui.core.verify.extra import missing
@@ -184,18 +195,27 @@ def verify_main(
     if not is_bundled_suite(cases_dir):
         say(f"caution: {SUITE_CODE_NOTICE}")
     limits = Limits(deadline=deadline)
+    halt = Stop()
+    seen: list[int] = []
     try:
-        with _stops():
+        with _stops(halt) as seen:
             report = verify_suite(
-                cases_dir, apps, pg_url, progress, limits, mutants=mutants, only=only or ()
+                cases_dir,
+                apps,
+                pg_url,
+                progress,
+                limits,
+                mutants=mutants,
+                only=only or (),
+                stop=halt,
             )
     except (SuiteError, ServerError) as exc:
         say_error(redactor.scrub(inert_line(exc)))
         return EXIT_USAGE
-    except Terminated:
-        say_error("verify stopped by SIGTERM; its databases, roles and server are removed")
-        return EXIT_TERMINATED
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Stopped):  # (Stopped: a statement the stop ended, first)
+        if seen[:1] == [signal.SIGTERM]:
+            say_error("verify stopped by SIGTERM; its databases, roles and server are removed")
+            return EXIT_TERMINATED
         say_error("verify interrupted; its databases, roles and server are removed")
         return EXIT_INTERRUPTED
     say(inert_line(f"ran on {report.engine}"))  # the server says what it is

@@ -68,6 +68,20 @@ def pg_url() -> Iterator[str]:
             warnings.simplefilter("ignore")
             server = pgserver.get_server(folder, cleanup_mode="delete")
         try:
+            _throwaway(str(server.get_uri()))
             yield str(server.get_uri())
         finally:
             server.cleanup()
+
+
+def _throwaway(uri: str) -> None:
+    """The test server's writes do not wait for the disk, as the command's embedded server's
+    do not (`core/verify/server.py`, THROWAWAY): its folder goes when the tests end."""
+    import psycopg
+
+    from secbench_tui.core.verify.server import THROWAWAY
+
+    with psycopg.connect(uri, autocommit=True) as admin:
+        for setting in THROWAWAY:
+            admin.execute(f"ALTER SYSTEM SET {setting} = off")
+        admin.execute("SELECT pg_catalog.pg_reload_conf()")

@@ -21,6 +21,7 @@ from secbench_tui.core.run.engine import RunSpec
 from secbench_tui.core.run.estimate import Estimate, estimate
 from secbench_tui.core.run.providers.baselines import is_baseline
 from secbench_tui.core.store.database import Store
+from secbench_tui.core.verify.stopping import Stop
 from secbench_tui.errors import UsageError
 from secbench_tui.planning.cells import matrix_cells, remote_models
 from secbench_tui.planning.leaks import check_leaks, leak_lines
@@ -77,15 +78,15 @@ class Plan:
         return await estimate(specs, self.settings.sent_max_tokens, self.catalog, store)
 
 
-def plan(settings: Settings, catalog: Catalog) -> Plan:
+def plan(settings: Settings, catalog: Catalog, stop: Stop | None = None) -> Plan:
     """The plan of `settings`: each cell's settings and cases, the variants of `--rewrites`,
     and the requests too large for their model. Raises `UsageError` for a flag, a file or a
     suite that cannot work. Reads suite files (and proves rewrites on PostgreSQL): front ends
-    on an event loop call it in a thread."""
+    on an event loop call it in a thread; `stop` ends the proving at once (Stopped)."""
     cells = matrix_cells(settings, catalog)
     suites = load_suites(cells)
     leak = check_leaks(suites.values(), settings.apps)
-    rewrites = rewrite_suites(settings, list(suites.values()))
+    rewrites = rewrite_suites(settings, list(suites.values()), stop)
     planned = tuple(
         PlannedCell(one, build_spec(one, suites[_suite_key(one)], rewrites)) for one in cells
     )
@@ -124,7 +125,9 @@ def _suite_key(one: RunSettings) -> tuple[str | None, str | None]:
     return (one.prompt.name if one.prompt else None, one.method)
 
 
-def rewrite_suites(settings: Settings, suites: list[LoadedSuite]) -> Rewrites | None:
+def rewrite_suites(
+    settings: Settings, suites: list[LoadedSuite], stop: Stop | None = None
+) -> Rewrites | None:
     """`--rewrites`: the variants of the first suite's cases, proven, added to every suite."""
     if not settings.rewrites:
         return None
@@ -134,7 +137,7 @@ def rewrite_suites(settings: Settings, suites: list[LoadedSuite]) -> Rewrites | 
             "--rewrites applies to markdown suites (SQL and Python cases); "
             f"{first.root} is a VulDetectBench folder"
         )
-    rewrites = prepare_rewrites(settings, first.cases, first.root)
+    rewrites = prepare_rewrites(settings, first.cases, first.root, stop)
     for suite in suites:
         suite.cases = with_variants(suite.cases, rewrites)
     return rewrites

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from secbench_tui.config import Settings
 from secbench_tui.core.models import Case, RewritesRecord
+from secbench_tui.core.verify.stopping import Stop
 from secbench_tui.errors import UsageError
 
 
@@ -62,8 +63,11 @@ class Rewrites:
         return out
 
 
-def prepare_rewrites(settings: Settings, cases: list[Case], root: Path) -> Rewrites:
-    """Make the variants of `--rewrites` and prove each before it may be sent."""
+def prepare_rewrites(
+    settings: Settings, cases: list[Case], root: Path, stop: Stop | None = None
+) -> Rewrites:
+    """Make the variants of `--rewrites` and prove each before it may be sent; Stopped when
+    `stop` is set while they are proved."""
     from secbench_tui.core.rewrites.relations import make_variants
 
     seed = settings.seed or 0
@@ -83,7 +87,7 @@ def prepare_rewrites(settings: Settings, cases: list[Case], root: Path) -> Rewri
     else:
         try:
             report = prove_variants(
-                root, cases, variants, settings.pg_url, settings.unproven_rewrites
+                root, cases, variants, settings.pg_url, settings.unproven_rewrites, stop=stop
             )
         except ServerError as exc:
             if not settings.unproven_rewrites:

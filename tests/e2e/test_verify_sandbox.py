@@ -28,9 +28,9 @@ with warnings.catch_warnings():
     pgserver = pytest.importorskip("pgserver", reason="needs the verify extra (pgserver)")
 psycopg = pytest.importorskip("psycopg", reason="needs the verify extra (psycopg)")
 
+from secbench_tui.core.verify.deadline import Limits  # noqa: E402
 from secbench_tui.core.verify.models import Proof  # noqa: E402
 from secbench_tui.core.verify.runner import verify_suite  # noqa: E402
-from secbench_tui.core.verify.sandbox import Limits  # noqa: E402
 
 FIXTURES = """
 CREATE TABLE notes (id int PRIMARY KEY, owner int NOT NULL, body text NOT NULL);
@@ -84,7 +84,7 @@ def _suite(
 
 
 def _verify(
-    suite: Path, pg_url: str, deadline: float = 3.0, startup: float = 10.0
+    suite: Path, pg_url: str | None, deadline: float = 3.0, startup: float = 10.0
 ) -> dict[str, tuple[Proof, str]]:
     limits = Limits(deadline=deadline, grace=1.0, startup=startup)
     report = verify_suite(suite, pg_url=pg_url, limits=limits)

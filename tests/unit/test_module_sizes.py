@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import secbench_tui
 
 LIMIT = 500
@@ -33,14 +31,6 @@ def test_the_count_reads_the_program_and_not_the_bundled_cases() -> None:
     assert not any(m.startswith("cases/") for m in modules)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "still over 500 lines while their branches land:"
-        " tui/screens/run.py and tui/screens/results.py (tui-rooms),"
-        " core/verify/mutants.py (sandbox)"
-    ),
-)
 def test_no_module_is_over_500_lines() -> None:
     over = {
         p.relative_to(PACKAGE).as_posix(): n for p in program_modules() if (n := lines(p)) > LIMIT

@@ -5,6 +5,7 @@ reproducible from its seed."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 import sqlglot
@@ -128,6 +129,27 @@ def test_python_relations() -> None:
     assert flaw.startswith("# ") and flaw.endswith(HANDLER)
     for relation in py.RELATIONS.values():
         compile(relation(HANDLER, random.Random(5)), "<variant>", "exec")
+
+
+def test_python_that_does_not_compile_is_still_python(tmp_path: Path) -> None:
+    """Issue 30, item 8: a handler said to be Python (```python) that does not compile was
+    taken for SQL, and got SQL comments written into it."""
+    app = tmp_path / "suite" / "shop"
+    app.mkdir(parents=True)
+    (app / "SPEC.md").write_text("# Prompt\nA shop.\n", encoding="utf-8")
+    broken = "@router.get('/orders')\ndef orders(:\n    return []\n"
+    (app / "orders-01-good.md").write_text(
+        f"# Code\n```python\n{broken}```\n\n# Expected\ngood\n", encoding="utf-8"
+    )
+    (case,) = load_markdown_suite(tmp_path / "suite").cases
+
+    variants, _ = make_variants([case], ["comment-safe", "comment-flaw", "layout"], 0)
+
+    assert language_of(case) == "python"
+    assert variants, "the comment relations apply to Python too"
+    for variant in variants:
+        assert not variant.code.startswith("--"), variant.code
+        assert variant.code.startswith("# ") and variant.code.endswith(case.code)
 
 
 @pytest.mark.long

@@ -69,6 +69,11 @@ def test_scenario_file_gives_parameters_runs_refusals_and_property(tmp_path: Pat
         ("# Description\nx\n", "no '# Parameters' section"),
         ("# Parameters\nnothing here\n", "has no JSON object lines"),
         ('# Parameters\n{"a": 1,}\n', "parameter line 1 is not JSON"),
+        pytest.param(
+            '# Parameters\n{"a": ' + "[" * 100_000 + "]" * 100_000 + "}\n",
+            "nested too deeply",
+            id="deep-parameters",
+        ),
         (
             '# Parameters\n{"a": 1}\n\n# Property\nno fence\n',
             "'# Property' needs a fenced SQL block",

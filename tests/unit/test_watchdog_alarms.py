@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("psycopg", reason="needs the verify extra (psycopg)")
 
-from secbench_tui.core.verify.sandbox import _Alarms  # noqa: E402
+from secbench_tui.core.verify.deadline import _Alarms  # noqa: E402
 
 
 def test_alarms_run_when_due_in_order_and_cleared_ones_never() -> None:

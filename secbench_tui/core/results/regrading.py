@@ -4,7 +4,8 @@ Every figure is computed from stored raw replies; each result keeps the version 
 that scored it (`SCORING_VERSION`). Rescoring reads every markdown result whose reply arrived
 (errors and unreadable bodies have nothing to score), scores its raw reply again against its
 case (its code and gold as stored; a result recorded before gold was kept takes it from its
-case file, when that file still holds the same code), and writes what changed.
+case file, when that file still holds the same code), and writes what changed. A result a newer
+version scored is left as it is: this version's scoring would undo that version's fix.
 """
 
 from __future__ import annotations
@@ -30,14 +31,22 @@ class RescoreReport:
     changed_reason: int = 0
     gold_added: int = 0  # results that took their gold from their case file
     older: int = 0  # results scored by an older scoring version (or none recorded)
+    newer: int = 0  # results a newer scoring version scored: left as they are
+    newest: int = 0  # the newest version among them
 
     def text(self) -> str:
-        return (
+        said = (
             f"rescored {self.results} results with scoring version {SCORING_VERSION}"
             f" ({self.older} scored by an older version): outcome changed on"
             f" {self.changed_outcome}, reason changed on {self.changed_reason};"
             f" gold taken from case files for {self.gold_added}"
         )
+        if self.newer:
+            said += (
+                f"\nleft {self.newer} results as they are: a newer secbench-tui scored them"
+                f" (scoring version up to {self.newest}); rescore them with that version"
+            )
+        return said
 
 
 def _gold_of(row: ResultRow) -> tuple[int | None, tuple[int, ...], tuple[int, ...], bool]:
@@ -92,12 +101,17 @@ async def rescore(store: Store, run_ids: Sequence[int] = ()) -> RescoreReport:
         after = page[-1]["id"]
         updates = []
         for row in page:
+            version = row.get("scoring_version") or 0
+            if version > SCORING_VERSION:  # never undone by an older scoring
+                report.newer += 1
+                report.newest = max(report.newest, version)
+                continue
             case, from_file = case_of(row)
             scored = score_markdown(case, row.get("raw_reply"))
             # as the store keeps it (a lone surrogate made U+FFFD), so unchanged compares equal
             reasons = storable(scored.reason.to_json()) if scored.reason is not None else None
             report.results += 1
-            report.older += (row.get("scoring_version") or 0) < SCORING_VERSION
+            report.older += version < SCORING_VERSION
             report.gold_added += from_file
             report.changed_outcome += scored.outcome.value != row["outcome"]
             report.changed_reason += reasons != row.get("reasons")

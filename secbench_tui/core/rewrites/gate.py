@@ -7,8 +7,9 @@ variant must give what its original gives: the same refusal, HTTP status, row co
 result rows (in order where the original orders them, else as a multiset), and the same
 state of every table afterwards (for a Python app that includes the response and the files
 written). The original runs twice: a parameter set on which it does not reproduce itself
-proves nothing, and its variants are dropped. Sequences are reset before every execution, so
-an id drawn by one execution does not differ from the next only because a sequence moved on.
+proves nothing, and its variants are dropped. The verify machinery resets the sequences before
+every execution, so an id drawn by one execution does not differ from the next only because a
+sequence moved on.
 Then the variant is judged with its original's label, beside the scenario's other cases,
 exactly as `--verify` judges a case: it must be proven too.
 """
@@ -23,9 +24,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import psycopg
-from psycopg.conninfo import make_conninfo
-
 from secbench_tui.core.models import Case, JSONObject
 from secbench_tui.core.rewrites import sql as sql_relations
 from secbench_tui.core.rewrites.relations import Variant, language_of
@@ -36,12 +34,14 @@ from secbench_tui.core.verify.data import (
     parse_scenario,
     scenario_of,
 )
+from secbench_tui.core.verify.deadline import Limits, Watchdog, connect_admin
 from secbench_tui.core.verify.execution import Execution, dumps
 from secbench_tui.core.verify.judge import CaseRun, case_rule, judge
 from secbench_tui.core.verify.models import Proof
 from secbench_tui.core.verify.runner import Executor, Unverifiable, app_session
-from secbench_tui.core.verify.sandbox import Limits, Roles, Watchdog, sandbox_roles
+from secbench_tui.core.verify.sandbox import AppDatabase, Roles, sandbox_roles
 from secbench_tui.core.verify.server import postgres
+from secbench_tui.core.verify.stopping import Stop
 
 # Tables a case's executor fills for the property to read, besides the app's own.
 SQL_RESULT_TABLES = ("result",)
@@ -70,7 +70,7 @@ def _ordered(case: Case) -> bool:
     if language_of(case) == "python":
         try:
             tree = ast.parse(case.code)
-        except SyntaxError:
+        except (SyntaxError, RecursionError, MemoryError):
             return False
         return any(
             isinstance(n, ast.Attribute) and n.attr in {"order_by", "sort", "sorted"}
@@ -78,18 +78,10 @@ def _ordered(case: Case) -> bool:
         ) or any(isinstance(n, ast.Name) and n.id == "sorted" for n in ast.walk(tree))
     try:
         statements = sql_relations.parse(case.code)
-    except sql_relations.NotApplicable:
-        return True  # a function body: compare in order, the stricter test
+    except (sql_relations.NotApplicable, RecursionError):
+        return True  # a function body (or too deep to read): compare in order, the stricter test
     last = statements[-1]
     return last.args.get("order") is not None
-
-
-def _setup_sql(sequences: Sequence[tuple[str, int, bool]]) -> str:
-    resets = [
-        f"SELECT setval('{name.replace(chr(39), chr(39) * 2)}', {value}, {str(called).lower()})"
-        for name, value, called in sequences
-    ]
-    return ";\n".join(resets)
 
 
 def _state_sql(tables: Sequence[str]) -> str:
@@ -105,28 +97,13 @@ def _state_sql(tables: Sequence[str]) -> str:
     return "\nUNION ALL\n".join(parts)
 
 
-def _snapshot(conninfo: str) -> tuple[list[str], list[tuple[str, int, bool]]]:
-    """The app's tables and its sequences' positions, right after the fixtures loaded."""
-    with psycopg.connect(conninfo) as conn:
-        tables = [
-            str(r[0])
-            for r in conn.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
-            ).fetchall()
-        ]
-        names = [
-            str(r[0])
-            for r in conn.execute(
-                "SELECT quote_ident(schemaname) || '.' || quote_ident(sequencename)"
-                " FROM pg_sequences WHERE schemaname = 'public' ORDER BY 1"
-            ).fetchall()
-        ]
-        sequences = []
-        for name in names:
-            row = conn.execute(f"SELECT last_value, is_called FROM {name}").fetchone()
-            assert row is not None
-            sequences.append((name, int(row[0]), bool(row[1])))
-    return tables, sequences
+def _table_names(db: AppDatabase) -> list[str]:
+    """The app's tables, right after the fixtures loaded."""
+    with connect_admin(db.admin_uri, db.watchdog.limits.deadline, db.name) as conn:
+        rows = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+        ).fetchall()
+    return [str(r[0]) for r in rows]
 
 
 def _fenced(title: str, code: str | None) -> str:
@@ -261,6 +238,19 @@ def _equivalence(
     return None
 
 
+def _compared(
+    baselines: tuple[_Baseline, ...],
+    variant: tuple[Execution, ...],
+    scenario: Scenario,
+    ordered: bool,
+) -> str | None:
+    """`_equivalence`, or why not when what it compares is nested too deeply to read."""
+    try:
+        return _equivalence(baselines, variant, scenario, ordered)
+    except RecursionError:
+        return "what it returns or leaves is nested too deeply to compare"
+
+
 def _as_run(case: Case, code: str) -> Case:
     """The original's identity (its scenario and `# Run NN` block) around other code."""
     return replace(case, code=code)
@@ -281,7 +271,11 @@ def _prove_scenario(
         first = execute(case, state)
         if case.case_id in needed:
             again = execute(case, state)
-            compared[case.case_id] = _baselines(first, again, scenario, _ordered(case))
+            try:
+                compared[case.case_id] = _baselines(first, again, scenario, _ordered(case))
+            except RecursionError:  # what it left is too deep to read: its variants prove nothing
+                deep = "the original leaves data nested too deeply to compare"
+                compared[case.case_id] = tuple(_Baseline(ex, {}, deep) for ex in first)
         labelled[case.case_id] = execute(case, scenario) if scenario.property_sql else first
     runs = [
         CaseRun(c.app, c.case_id, c.expected, labelled[c.case_id], case_rule(c)) for c in originals
@@ -289,7 +283,7 @@ def _prove_scenario(
     for variant in variants:
         original = variant.original
         mine = execute(_as_run(original, variant.code), state)
-        why = _equivalence(compared[original.case_id], mine, scenario, _ordered(original))
+        why = _compared(compared[original.case_id], mine, scenario, _ordered(original))
         if why is None:
             labelled_run = (
                 execute(_as_run(original, variant.code), scenario)
@@ -331,11 +325,10 @@ def _prove_app(
             app_session(*server, data) as (db, execute),
             tempfile.TemporaryDirectory(prefix="secbench-rewrites-") as tmp,
         ):
-            tables, sequences = _snapshot(make_conninfo(db.admin_uri, dbname=db.name))
-            reset = _setup_sql(sequences)
+            tables = _table_names(db)
             for name, group in by_scenario.items():
                 original = data.scenarios[name]
-                setup = ";\n".join(s for s in (reset, original.setup) if s)
+                setup = original.setup or ""
                 state_sql = _state_sql([*tables, *extra])
                 scenario = _scenario_file(
                     original, Path(tmp) / "labelled", setup, original.property_sql
@@ -376,11 +369,14 @@ def prove_variants(
     pg_url: str | None = None,
     keep_unproven: bool = False,
     progress: Callable[[str], None] | None = None,
+    stop: Stop | None = None,
 ) -> GateReport:
     """Prove every variant against its original on the suite at `root`.
 
     Raises ServerError (from the verify machinery) when no PostgreSQL is at hand; the caller
-    decides whether unproven variants may go (`--unproven-rewrites`).
+    decides whether unproven variants may go (`--unproven-rewrites`). Raises Stopped once
+    `stop` is set (Ctrl+C, SIGTERM, the app's stop): the statement in flight ends at once,
+    and the databases, roles and embedded server are removed on the way out.
     """
     started = time.monotonic()
     report = GateReport()
@@ -392,9 +388,9 @@ def prove_variants(
             _unverifiable(variant, NO_DATA, report, keep_unproven)
         report.seconds = time.monotonic() - started
         return report
-    with postgres(pg_url) as (uri, engine), sandbox_roles(uri) as roles:
+    with postgres(pg_url, stop) as (uri, engine), sandbox_roles(uri) as roles:
         report.engine = engine
-        server = (uri, roles, Watchdog(uri, Limits()))
+        server = (uri, roles, Watchdog(uri, Limits(), stop))
         for app, data in apps.items():
             if progress is not None:
                 progress(app)

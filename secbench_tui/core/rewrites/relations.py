@@ -20,6 +20,7 @@ from secbench_tui.core.models import Case, CaseMeta, SuiteKind
 from secbench_tui.core.rewrites import python as py_relations
 from secbench_tui.core.rewrites import sql as sql_relations
 from secbench_tui.core.rewrites.sql import NotApplicable
+from secbench_tui.core.suites.markdown import code_block_language
 
 Kind = Literal["invariance", "sensitivity"]
 Language = Literal["sql", "python"]
@@ -93,6 +94,9 @@ FLAW_CLAIMS = (
 )
 
 
+TOO_DEEP = "the code is nested too deeply for the rewriter's parser"
+
+
 class RelationError(ValueError):
     """An unknown relation name; the message lists the known ones."""
 
@@ -112,16 +116,21 @@ def parse_relations(value: str) -> tuple[str, ...]:
 
 
 def language_of(case: Case) -> Language | None:
+    """The language of a case's code: what its code block says (```python, ```sql), else
+    Python when it compiles as Python, else SQL. Code said to be Python that does not compile
+    is still Python: a relation for SQL would write SQL comments into it."""
     if case.kind is not SuiteKind.MARKDOWN:
         return None
-    lang = str(case.meta.get("language") or "").lower()
+    lang = str(case.meta.get("language") or "").lower() or code_block_language(case.test_file)
     if lang in {"python", "py"}:
         return "python"
     if lang in {"sql", "postgres", "postgresql", "plpgsql"}:
         return "sql"
+    if lang:
+        return None  # a language no relation knows
     try:
         compile(case.code, "<case>", "exec")
-    except SyntaxError:
+    except (SyntaxError, RecursionError, MemoryError):  # (too deep for Python's compiler)
         return "sql"
     except ValueError:
         return None
@@ -211,6 +220,9 @@ def make_variants(
                 code = rewrite(case.code, name, language, seed)
             except NotApplicable as exc:
                 skipped.append(Skipped(case.case_id, name, str(exc)))
+                continue
+            except RecursionError:  # a parser's limit: this case's, never the command's
+                skipped.append(Skipped(case.case_id, name, TOO_DEEP))
                 continue
             variants.append(Variant(case, name, seed, code))
     return variants, skipped

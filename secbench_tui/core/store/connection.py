@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 import aiosqlite
 
 from secbench_tui.core.store import requests
+from secbench_tui.core.store.adoption import refuse_foreign
 from secbench_tui.core.store.migrations import MIGRATIONS
 from secbench_tui.core.store.schema import SCHEMA_VERSION, create_v1
 
@@ -251,6 +252,8 @@ class StoreConnection:
             # Read again under the write lock: another process opening the same new file
             # at the same moment may have migrated it while this one waited for the lock.
             version = await self._user_version()
+            if version == 0:  # the original's file to adopt, a new one, or someone else's
+                await refuse_foreign(self.db)
             created = version == 0 and not await self._has_results_table()
             if created:  # a new file
                 await create_v1(self.db)

@@ -101,6 +101,26 @@ def extract_code(section: str) -> str | None:
     return None
 
 
+def fence_language(section: str) -> str:
+    """What the first fenced block of a section says it holds (```python: "python"), lower
+    case; "" when it says nothing or there is no block."""
+    for line in section.split("\n"):
+        match = _FENCE.match(line)
+        if match:
+            return match.group(2).lower()
+    return ""
+
+
+def code_block_language(test_file: str | Path) -> str:
+    """The language a case file's `# Code` block names; "" when it names none (or the file
+    cannot be read)."""
+    try:
+        text = Path(test_file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    return fence_language(split_sections(text).get("code", ""))
+
+
 def read_app_prompt(spec: Path) -> str:
     try:
         text = spec.read_text(encoding="utf-8")

@@ -151,6 +151,8 @@ def parse_scenario(path: Path) -> Scenario:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DataError(path, f"parameter line {number} is not JSON ({exc.msg})") from exc
+        except RecursionError:
+            raise DataError(path, f"parameter line {number} is JSON nested too deeply") from None
         if not isinstance(value, dict):
             raise DataError(path, f"parameter line {number} must be a JSON object")
         params.append(value)

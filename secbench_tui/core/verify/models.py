@@ -1,5 +1,5 @@
 """Typed results of a verification: one `CaseProof` per case, gathered in a `VerifyReport`,
-and, with `--mutants`, one `MutantResult` per mutant of a good case."""
+and, with `--mutants`, one `MutantResult` per `Mutant` of a good case."""
 
 from __future__ import annotations
 
@@ -37,6 +37,24 @@ class CaseProof:
     witness: Witness | None = None
     rule: str | None = None  # the rule a bad case is written to break, when it says so
     other_rule: bool = False  # a bad case proven only by rules other than its own
+
+
+class MutantKind(StrEnum):
+    CONJUNCT = "conjunct"  # a WHERE/ON/HAVING conjunct deleted
+    RAISE_BLOCK = "raise-block"  # a plpgsql IF ... THEN RAISE ... END IF deleted
+    FILTER_ARG = "filter-arg"  # a SQLAlchemy where/filter argument deleted
+    HTTP_GUARD = "http-guard"  # an `if ...: raise HTTPException(...)` deleted
+    ROLE_DEPENDENCY = "role-dependency"  # Depends(require_roles(...)) -> any signed-in user
+    BOUNDARY = "boundary"  # < to <=, > to >=
+    LIMIT_CAP = "limit-cap"  # LEAST(:limit, 100) -> :limit, min(x, 100) -> x, le=100 dropped
+
+
+@dataclass(frozen=True)
+class Mutant:
+    kind: MutantKind
+    line: int  # 1-based line in the case's code block
+    description: str  # what was removed or changed, one line
+    code: str  # the whole mutated code block
 
 
 class MutantOutcome(StrEnum):

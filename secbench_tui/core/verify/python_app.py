@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import traceback
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -25,7 +26,9 @@ from typing import Any
 
 import psycopg
 
+from secbench_tui.core.verify.calls import RowCapExceeded, SequencePosition, sequence_resets
 from secbench_tui.core.verify.data import Scenario
+from secbench_tui.core.verify.deadline import Watchdog
 from secbench_tui.core.verify.execution import (
     Execution,
     Parameters,
@@ -33,8 +36,7 @@ from secbench_tui.core.verify.execution import (
     dumps,
     json_value,
 )
-from secbench_tui.core.verify.sandbox import Watchdog
-from secbench_tui.core.verify.sql import Checker, CodeError, RowCapExceeded
+from secbench_tui.core.verify.sql import Checker, CodeError
 
 
 @dataclass
@@ -103,6 +105,17 @@ def _request(client: Any, params: Parameters) -> Any:
     )
 
 
+# made by the checker through the gate, from the response bound as $1 (jsonb)
+RESPONSE_TABLE = (
+    "CREATE TEMP TABLE response AS SELECT ($1->>'status')::int AS status, $1->'body' AS body, "
+    "$1->>'location' AS location, $1->'headers' AS headers"
+)
+FILES_TABLE = (
+    "CREATE TEMP TABLE files AS SELECT x.path, x.size FROM "
+    "jsonb_to_recordset($1) AS x(path text, size bigint)"
+)
+
+
 def _record(checker: Checker, out: Execution, response: Any, sandbox: Path) -> None:
     """The tables the property reads, made by the checker: result, response and files."""
     try:
@@ -114,27 +127,15 @@ def _record(checker: Checker, out: Execution, response: Any, sandbox: Path) -> N
     if len(out.rows) > cap:
         raise RowCapExceeded(cap)
     checker.result_table(out.rows)
-    literal = psycopg.ClientCursor(checker.conn).mogrify
-    checker.execute(
-        literal(
-            "CREATE TEMP TABLE response AS SELECT %s::int AS status, %s::jsonb AS body, "
-            "%s::text AS location, %s::jsonb AS headers",
-            (
-                response.status_code,
-                dumps(body),
-                response.headers.get("location"),
-                dumps(dict(response.headers)),
-            ),
-        )
-    )
+    said = {
+        "status": response.status_code,
+        "body": body,
+        "location": response.headers.get("location"),
+        "headers": dict(response.headers),
+    }
+    checker.execute(RESPONSE_TABLE, dumps(said))
     files = [{"path": path, "size": size} for path, size in _files(sandbox)]
-    checker.execute(
-        literal(
-            "CREATE TEMP TABLE files AS SELECT x.path, x.size FROM "
-            "jsonb_to_recordset(%s::jsonb) AS x(path text, size bigint)",
-            (dumps(files),),
-        )
-    )
+    checker.execute(FILES_TABLE, dumps(files))
 
 
 def _where(exc: BaseException) -> str:
@@ -188,8 +189,16 @@ class HandlerApp:
 
 
 def run_case(
-    engine: Any, handler: HandlerApp, scenario: Scenario, index: int, token: str, watchdog: Watchdog
+    engine: Any,
+    handler: HandlerApp,
+    scenario: Scenario,
+    index: int,
+    token: str,
+    watchdog: Watchdog,
+    sequences: Sequence[SequencePosition] = (),
 ) -> Execution:
+    """One parameter set: the sequences where the fixtures left them (and no `currval` of an
+    earlier set), `# Setup`, the request, the tables the property reads, the property."""
     from sqlalchemy.orm import Session
 
     params = scenario.parameters[index]
@@ -204,6 +213,9 @@ def run_case(
         session = Session(bind=conn, join_transaction_mode="create_savepoint")
         checker = Checker(raw, token, watchdog)
         try:
+            with watchdog.limit(raw):
+                for call in sequence_resets(sequences):
+                    raw.execute(*call)
             if scenario.setup:
                 checker.run(scenario.setup, params)
             user = params.get("as_user")

@@ -18,6 +18,7 @@ is only as trustworthy as the suite's Python code: see docs/verify.md, "The sand
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import json
@@ -34,6 +35,7 @@ from typing import Any, TypedDict, TypeGuard
 
 from secbench_tui.core.models import JSONObject
 from secbench_tui.core.verify.execution import Execution, ResultSetRow, json_value
+from secbench_tui.core.verify.stopping import Stop
 
 
 class CaseJob(TypedDict):
@@ -44,6 +46,7 @@ class CaseJob(TypedDict):
     case_id: str
     code: str
     scenario: str  # the scenario file's absolute path
+    sequences: list[list[int]]  # the fixtures' sequences: oid, value, is_called (0 or 1)
 
 
 class Job(CaseJob):
@@ -80,7 +83,9 @@ def _engine() -> Any:
         _ENGINE.append(
             create_engine(
                 "postgresql+psycopg://",
-                creator=lambda: psycopg.connect(_CONNINFO[0], prepare_threshold=None),
+                creator=lambda: psycopg.connect(
+                    _CONNINFO[0], prepare_threshold=None, connect_timeout=10
+                ),
                 poolclass=StaticPool,
             )
         )
@@ -114,7 +119,7 @@ def _run_job(harness: ModuleType, job: Job, out_fd: int) -> None:
 
     from secbench_tui.core.verify import python_app
     from secbench_tui.core.verify.data import parse_scenario
-    from secbench_tui.core.verify.sandbox import Limits, Watchdog
+    from secbench_tui.core.verify.deadline import Limits, Watchdog
 
     scenario = parse_scenario(Path(job["scenario"]))
     limits = Limits(deadline=job["deadline"], rows=job["rows"])
@@ -127,9 +132,14 @@ def _run_job(harness: ModuleType, job: Job, out_fd: int) -> None:
     _CONNINFO[0] = job["conninfo"]
     engine = _engine()
     handler = python_app.HandlerApp(harness, job["code"], job["case_id"])
+    sequences = [(int(oid), int(value), bool(called)) for oid, value, called in job["sequences"]]
     try:
         for index in range(len(scenario.parameters)):
-            write(python_app.run_case(engine, handler, scenario, index, job["token"], watchdog))
+            write(
+                python_app.run_case(
+                    engine, handler, scenario, index, job["token"], watchdog, sequences
+                )
+            )
     finally:
         handler.close()
         engine.dispose()
@@ -258,10 +268,17 @@ class PythonChild:
     """The tool's handle on one app's child process (see the module docstring)."""
 
     def __init__(
-        self, harness: Path, deadline: float, grace: float, rows: int, startup: float = 10.0
+        self,
+        harness: Path,
+        deadline: float,
+        grace: float,
+        rows: int,
+        startup: float = 10.0,
+        stop: Stop | None = None,
     ) -> None:
         self.harness, self.deadline, self.grace, self.rows = harness, deadline, grace, rows
         self.startup = startup  # before the first parameter set's deadline (Limits.startup)
+        self._stop = stop if stop is not None else Stop()  # kills the child at once
         self.folder = tempfile.TemporaryDirectory(prefix="secbench-verify-py-")
         self.proc: Any = None
         self._buffer = b""
@@ -281,7 +298,13 @@ class PythonChild:
             env=env,
             start_new_session=True,  # Ctrl+C in the terminal reaches us; we stop the child
         )
-        hello = self._line(STARTUP_SECONDS)
+        try:
+            with self._stop.ending(self._kill):
+                hello = self._line(STARTUP_SECONDS)
+            self._stop.check()
+        except BaseException:  # a stop (or Ctrl+C) while it starts: it is not left running
+            self.stop()
+            raise
         if hello is None:
             self.stop()
             raise ChildError("the Python child process did not start")
@@ -320,6 +343,14 @@ class PythonChild:
         }
         self.proc.stdin.write((json.dumps(job) + "\n").encode())
         self.proc.stdin.flush()
+        with self._stop.ending(self._kill):
+            results = self._results(count)
+        self._stop.check()  # (what a killed child said is no result)
+        for index in range(len(results), count):
+            results.append(Execution(index, error="the Python child process stopped answering"))
+        return results
+
+    def _results(self, count: int) -> list[Execution]:
         results: list[Execution] = []
         budget = 10.0 + count * (self.deadline + self.grace) + 10.0
         while True:
@@ -329,7 +360,7 @@ class PythonChild:
                 break
             try:
                 said = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # the case's process can write here too
                 said = None
             message: JSONObject = (
                 said
@@ -345,9 +376,16 @@ class PythonChild:
                 break
             if len(results) < count:
                 results.append(_execution(message, len(results)))
-        for index in range(len(results), count):
-            results.append(Execution(index, error="the Python child process stopped answering"))
         return results
+
+    def _kill(self) -> None:
+        """On a stop, from another thread: the child's and its case's process groups killed
+        (`stop()`, in the thread that reads from it, then reaps them)."""
+        proc, fork = self.proc, self._fork
+        for group in (proc.pid if proc is not None else None, fork):
+            if group is not None:
+                with contextlib.suppress(OSError):
+                    os.killpg(group, signal.SIGKILL)
 
     def stop(self) -> None:
         if self.proc is not None:

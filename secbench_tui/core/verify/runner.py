@@ -20,20 +20,15 @@ from secbench_tui.core.models import Case
 from secbench_tui.core.suites.markdown import SuiteError, load_markdown_suite
 from secbench_tui.core.verify import sql
 from secbench_tui.core.verify.data import AppData, Scenario, load_app_data, scenario_of
+from secbench_tui.core.verify.deadline import DeadlineExceeded, Limits, Watchdog
 from secbench_tui.core.verify.execution import Execution
 from secbench_tui.core.verify.judge import CaseRun, case_rule, judge
 from secbench_tui.core.verify.models import CaseProof, Proof, VerifyReport
 from secbench_tui.core.verify.mutants import Mutation
 from secbench_tui.core.verify.python_child import CaseJob, ChildError, PythonChild
-from secbench_tui.core.verify.sandbox import (
-    AppDatabase,
-    DeadlineExceeded,
-    Limits,
-    Roles,
-    Watchdog,
-    sandbox_roles,
-)
+from secbench_tui.core.verify.sandbox import AppDatabase, Roles, sandbox_roles
 from secbench_tui.core.verify.server import ServerError, postgres
+from secbench_tui.core.verify.stopping import Stop
 
 Progress = Callable[[CaseProof], None]
 # Runs one case on every parameter set of its scenario.
@@ -84,7 +79,9 @@ def _sql_executor(db: AppDatabase, fixtures: str) -> Iterator[Executor]:
 @contextmanager
 def _python_executor(db: AppDatabase, fixtures: str, harness: Path) -> Iterator[Executor]:
     limits = db.watchdog.limits
-    child = PythonChild(harness, limits.deadline, limits.grace, limits.rows, limits.startup)
+    child = PythonChild(
+        harness, limits.deadline, limits.grace, limits.rows, limits.startup, db.watchdog.stop
+    )
     try:
         child.start()
     except ChildError as exc:
@@ -103,12 +100,20 @@ def _python_executor(db: AppDatabase, fixtures: str, harness: Path) -> Iterator[
             "case_id": case.case_id,
             "code": case.code,
             "scenario": str(scenario.path.resolve()),  # the child runs in another folder
+            "sequences": [[oid, value, int(called)] for oid, value, called in db.sequences],
         }
         runs = child.run(job, len(scenario.parameters))
-        if any(r.error for r in runs):  # a killed case's session may still hold locks
-            db.end_sessions(db.roles.case)
-        if db.fingerprint() != before:  # a handler committed: rows outlived the case
+        db.lock_out(db.roles.case)  # a process the case left: no session, no lock, no login
+        try:
+            changed = db.fingerprint() != before
             reason = "the case's changes outlived its transaction (a COMMIT in the handler)"
+        except psycopg.Error as exc:  # a lock held past the deadline, by a process of its own
+            changed = True
+            reason = (
+                f"verify's check of the tables after the case did not finish within the "
+                f"{limits.deadline:g} s deadline ({exc.diag.message_primary or exc})"
+            )
+        if changed:  # rows (or objects) outlived the case
             runs = [Execution(r.params_index, error=reason) for r in runs]
             db.drop()
             db.create()
@@ -209,13 +214,15 @@ def verify_suite(
     limits: Limits | None = None,
     mutants: bool = False,
     only: Sequence[str] = (),
+    stop: Stop | None = None,
 ) -> VerifyReport:
     """Raises SuiteError for an unusable suite and ServerError when no PostgreSQL is at hand.
     With `mutants`, every good case's mutants are verified too (`report.mutants`). With `only`
     (`--filter` globs), only the cases whose id matches one.
 
-    Whatever happens (an error, KeyboardInterrupt, a SIGTERM turned into an exception), the
-    databases and roles it made are dropped and the embedded server is stopped and removed."""
+    Whatever happens (an error, KeyboardInterrupt, a SIGTERM turned into an exception, a
+    `stop`, which raises Stopped), the databases and roles it made are dropped and the
+    embedded server is stopped and removed."""
     started = time.monotonic()
     mutation = Mutation() if mutants else None
     suite = load_markdown_suite(root, apps)
@@ -225,8 +232,8 @@ def verify_suite(
         raise SuiteError(
             f"--filter {' '.join(only)}: matches no case in {root}; case ids look like {example}"
         )
-    with postgres(pg_url) as (uri, engine), sandbox_roles(uri) as roles:
-        watchdog = Watchdog(uri, limits or Limits())
+    with postgres(pg_url, stop) as (uri, engine), sandbox_roles(uri) as roles:
+        watchdog = Watchdog(uri, limits or Limits(), stop)
         report = VerifyReport(engine)
 
         def emit(proof: CaseProof) -> None:

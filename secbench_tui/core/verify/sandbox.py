@@ -1,4 +1,5 @@
-"""The sandbox suite code runs in on PostgreSQL, and the deadline it runs under.
+"""The sandbox suite code runs in on PostgreSQL: the run's roles, the checker's gate, and each
+app's database.
 
 A verification creates two roles of its own (dropped afterwards), neither a superuser, neither
 able to create roles, databases, schemas or extensions, neither a member of any role (so not of
@@ -14,18 +15,13 @@ pg_read_server_files, pg_write_server_files or pg_execute_server_program):
   search path); it cannot alter, drop or replace what the checker owns.
 
 Each app gets a fresh database (a random name, quoted by the driver), dropped afterwards.
-Every statement runs under a deadline kept by a `Watchdog` outside the session: it cancels the
-statement, then ends the session if the cancel was caught, so nothing a suite sets can lift it.
+Every statement runs under a deadline kept outside the session (`deadline`).
 """
 
 from __future__ import annotations
 
-import heapq
-import os
 import secrets
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +30,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from secbench_tui.core.verify.deadline import ADMIN_SECONDS, Watchdog, connect_admin
 from secbench_tui.core.verify.server import ServerError
 
 CASE_SCHEMA = "case_code"
@@ -42,32 +39,14 @@ GATE_QUERY = "secbench_gate_query"
 GATE_ERROR = "SB001"  # SQLSTATE of a gate call without the token: never a refusal
 
 
-@dataclass(frozen=True)
-class Limits:
-    deadline: float = 10.0  # seconds per statement, fixtures included
-    rows: int = 10_000  # rows a statement may return; one more fails the case
-    grace: float = 2.0  # after the cancel, seconds before the session is ended
-    # a Python case's fresh process may take this long to load its code before the deadline of
-    # its first parameter set starts (imports on a busy machine)
-    startup: float = 10.0
-
-
-class DeadlineExceeded(Exception):
-    def __init__(self, seconds: float) -> None:
-        super().__init__(
-            f"did not finish within the {seconds:g} s deadline (stopped from outside the "
-            "session; --verify-deadline sets it)"
-        )
-
-
 class SandboxError(ServerError):
     """The server would not set up the sandbox; the message says what it refused."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class Role:
     name: str
-    password: str
+    password: str  # changed when a case may have left a process that knows it
 
 
 @dataclass(frozen=True)
@@ -87,7 +66,7 @@ def sandbox_roles(admin_uri: str) -> Iterator[Roles]:
     roles = Roles(_role(tag, "checker"), _role(tag, "case"))
     created: list[Role] = []
     try:
-        with psycopg.connect(admin_uri, autocommit=True) as admin:
+        with connect_admin(admin_uri, ADMIN_SECONDS) as admin:
             for role in (roles.checker, roles.case):
                 admin.execute(
                     sql.SQL(
@@ -116,7 +95,7 @@ def _drop_roles(admin_uri: str, roles: list[Role], quiet: bool = False) -> None:
     if not roles:
         return
     try:
-        with psycopg.connect(admin_uri, autocommit=True, connect_timeout=10) as admin:
+        with connect_admin(admin_uri, ADMIN_SECONDS) as admin:
             for role in roles:
                 admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role.name)))
     except psycopg.Error as exc:
@@ -131,13 +110,14 @@ def _gate_sql(token: str, case_role: str) -> sql.Composed:
     digest = sql.Literal("\\x" + _sha256(token))
     return sql.SQL(
         """
-CREATE FUNCTION public.{exec}(token text, statement text) RETURNS void
+CREATE FUNCTION public.{exec}(token text, statement text, args jsonb DEFAULT NULL)
+RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $gate$
 BEGIN
   IF sha256(convert_to(token, 'UTF8')) IS DISTINCT FROM {digest}::bytea THEN
     RAISE EXCEPTION 'only the verifier may run the checker' USING ERRCODE = {code};
   END IF;
-  EXECUTE statement;
+  EXECUTE statement USING args;
 END $gate$;
 CREATE FUNCTION public.{query}(token text, query text, cap int) RETURNS SETOF jsonb
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $gate$
@@ -147,9 +127,9 @@ BEGIN
   END IF;
   RETURN QUERY EXECUTE 'SELECT to_jsonb(q) FROM (' || query || E'\n) q LIMIT ' || cap;
 END $gate$;
-REVOKE ALL ON FUNCTION public.{exec}(text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION public.{exec}(text, text, jsonb) FROM PUBLIC;
 REVOKE ALL ON FUNCTION public.{query}(text, text, int) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION public.{exec}(text, text) TO {case};
+GRANT EXECUTE ON FUNCTION public.{exec}(text, text, jsonb) TO {case};
 GRANT EXECUTE ON FUNCTION public.{query}(text, text, int) TO {case};
 GRANT USAGE ON SCHEMA public TO {case};
 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {case};
@@ -170,134 +150,13 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class Watchdog:
-    """Keeps the deadline of statements on a connection, from outside its session.
-
-    Without `admin_uri` (in the Python child, which holds no administrator's secret) it only
-    cancels; the parent ends the child, and its sessions, when the cancel was caught.
-
-    One thread of its own keeps every deadline (a verification runs thousands of statements,
-    and a pair of timer threads for each cost more than the statements); what a deadline does
-    when it passes (cancel, terminate) runs in a thread of its own, so a slow cancel never
-    delays another statement's deadline."""
-
-    def __init__(self, admin_uri: str | None, limits: Limits) -> None:
-        self.admin_uri = admin_uri
-        self.limits = limits
-        self._clock = _Alarms()
-
-    @contextmanager
-    def limit(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
-        pid = conn.info.backend_pid
-        lock = threading.Lock()
-        state = {"done": False, "fired": False}
-
-        def cancel() -> None:
-            with lock:
-                if state["done"]:
-                    return
-                state["fired"] = True
-                try:
-                    conn.cancel_safe(timeout=self.limits.grace)
-                except Exception:  # the terminate below still comes
-                    pass
-
-        def terminate() -> None:  # the cancel was caught (EXCEPTION WHEN query_canceled)
-            with lock:
-                if state["done"] or self.admin_uri is None:
-                    return
-                try:
-                    with psycopg.connect(self.admin_uri, autocommit=True, connect_timeout=5) as a:
-                        a.execute("SELECT pg_terminate_backend(%s)", [pid])
-                except psycopg.Error:
-                    pass
-
-        alarms = [
-            self._clock.set(self.limits.deadline, cancel),
-            self._clock.set(self.limits.deadline + self.limits.grace, terminate),
-        ]
-        try:
-            yield
-        except psycopg.Error as exc:
-            if state["fired"]:
-                raise DeadlineExceeded(self.limits.deadline) from exc
-            raise
-        finally:
-            with lock:
-                state["done"] = True
-            for alarm in alarms:
-                self._clock.clear(alarm)
-        if state["fired"]:
-            raise DeadlineExceeded(self.limits.deadline)
-
-
-class _Alarm:
-    __slots__ = ("due", "action", "cleared")
-
-    def __init__(self, due: float, action: Callable[[], None]) -> None:
-        self.due, self.action, self.cleared = due, action, False
-
-    def __lt__(self, other: _Alarm) -> bool:
-        return self.due < other.due
-
-
-# Taken by the first alarm of an `_Alarms` in a process; made anew in a forked child, where
-# a lock some other thread of the parent held would stay held for ever.
-_STARTING = threading.Lock()
-
-
-def _new_starting_lock() -> None:
-    global _STARTING
-    _STARTING = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_new_starting_lock)
-
-
-class _Alarms:
-    """Actions due after a delay, kept by one daemon thread (started at the first alarm, and
-    again in a forked process, which inherits the list but not the thread). A cleared alarm
-    stays in the heap until it comes to the top, where it is dropped unrun."""
-
-    def __init__(self) -> None:
-        self._owner = -1
-
-    def _start(self) -> None:
-        self._due: list[_Alarm] = []
-        self._changed = threading.Condition()
-        threading.Thread(target=self._keep, name="secbench-watchdog", daemon=True).start()
-        self._owner = os.getpid()  # last: another thread sees it only once all is ready
-
-    def set(self, delay: float, action: Callable[[], None]) -> _Alarm:
-        if self._owner != os.getpid():
-            with _STARTING:  # threads arming the first alarm at once start one keeper
-                if self._owner != os.getpid():
-                    self._start()
-        alarm = _Alarm(time.monotonic() + delay, action)
-        with self._changed:
-            heapq.heappush(self._due, alarm)
-            if self._due[0] is alarm:
-                self._changed.notify()
-        return alarm
-
-    def clear(self, alarm: _Alarm) -> None:
-        alarm.cleared = True
-
-    def _keep(self) -> None:
-        due, changed = self._due, self._changed
-        while True:
-            with changed:
-                while due and due[0].cleared:
-                    heapq.heappop(due)
-                if not due:
-                    changed.wait()
-                    continue
-                wait = due[0].due - time.monotonic()
-                if wait > 0:
-                    changed.wait(wait)
-                    continue
-                alarm = heapq.heappop(due)
-            threading.Thread(target=alarm.action, daemon=True).start()
+# Objects in the case's schema, by kind (none outlive a case: its transaction is rolled back).
+CASE_OBJECTS = """
+SELECT count(*) FROM pg_catalog.pg_class WHERE relnamespace = %s::regnamespace
+UNION ALL SELECT count(*) FROM pg_catalog.pg_proc WHERE pronamespace = %s::regnamespace
+UNION ALL SELECT count(*) FROM pg_catalog.pg_type WHERE typnamespace = %s::regnamespace
+UNION ALL SELECT count(*) FROM pg_catalog.pg_operator WHERE oprnamespace = %s::regnamespace
+"""
 
 
 class AppDatabase:
@@ -312,6 +171,8 @@ class AppDatabase:
         self.name = f"secbench_verify_{secrets.token_hex(6)}"
         self.token = secrets.token_urlsafe(32)
         self.exists = False
+        # the fixtures' sequences (oid, value, is_called), reset before every parameter set
+        self.sequences: list[tuple[int, int, bool]] = []
 
     def conninfo(self, role: Role, **extra: Any) -> str:
         return make_conninfo(
@@ -326,22 +187,28 @@ class AppDatabase:
     def checker_conninfo(self) -> str:
         return self.conninfo(self.roles.checker)
 
+    def _admin(self, here: bool = False) -> psycopg.Connection[Any]:
+        """verify's own connection: to the server, or `here` to this database."""
+        lock = self.watchdog.limits.deadline
+        return connect_admin(self.admin_uri, lock, self.name if here else None)
+
     def create(self) -> None:
         db, checker, case = (
             sql.Identifier(self.name),
             sql.Identifier(self.roles.checker.name),
             sql.Identifier(self.roles.case.name),
         )
-        with psycopg.connect(self.admin_uri, autocommit=True) as admin:
+        with self._admin() as admin:
             self.exists = True  # (drop() says IF EXISTS: an interrupted CREATE is covered)
-            admin.execute(sql.SQL("CREATE DATABASE {}").format(db))
+            # template0 takes no connections: nobody can keep the copy from being made
+            admin.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0").format(db))
             admin.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(db))
             admin.execute(
                 sql.SQL("GRANT CONNECT, TEMPORARY ON DATABASE {} TO {}, {}").format(
                     db, checker, case
                 )
             )
-        with psycopg.connect(make_conninfo(self.admin_uri, dbname=self.name)) as admin:
+        with self._admin(here=True) as admin:
             admin.execute("REVOKE ALL ON SCHEMA public FROM PUBLIC")
             admin.execute(sql.SQL("ALTER SCHEMA public OWNER TO {}").format(checker))
             admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(CASE_SCHEMA)))
@@ -359,7 +226,13 @@ class AppDatabase:
     def drop(self) -> None:
         if not self.exists:
             return
-        with psycopg.connect(self.admin_uri, autocommit=True, connect_timeout=10) as admin:
+        with self._admin() as admin:
+            # no new session (a process the case left would come back), then the rest ended
+            admin.execute(
+                sql.SQL("ALTER DATABASE {} WITH ALLOW_CONNECTIONS false").format(
+                    sql.Identifier(self.name)
+                )
+            )
             prepared = admin.execute(
                 "SELECT gid FROM pg_prepared_xacts WHERE database = %s", [self.name]
             ).fetchall()
@@ -371,13 +244,17 @@ class AppDatabase:
         self.exists = False
 
     def fingerprint(self) -> list[tuple[str, str]]:
-        """A digest of every row of every table in `public`: to see that nothing was committed."""
-        with psycopg.connect(make_conninfo(self.admin_uri, dbname=self.name)) as admin:
+        """A digest of every row of every table in `public`, and of the objects in the case's
+        schema (empty unless something committed them): to see that nothing was committed.
+        psycopg.Error (a lock timeout) when a process holds a table past the deadline."""
+        with self._admin(here=True) as admin:
             tables = admin.execute(
                 "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
             ).fetchall()
+            objects = admin.execute(CASE_OBJECTS, [CASE_SCHEMA] * 4).fetchall()
+            found = [("(objects of the case role)", str(row[0])) for row in objects]
             if not tables:
-                return []
+                return found
             parts = [
                 sql.SQL(
                     "SELECT {name}, md5(coalesce(string_agg(t::text, E'\\n' ORDER BY t::text), ''))"
@@ -386,13 +263,20 @@ class AppDatabase:
                 for (name,) in tables
             ]
             rows = admin.execute(sql.SQL(" UNION ALL ").join(parts)).fetchall()
-        return [(str(a), str(b)) for a, b in rows]
+        return found + [(str(a), str(b)) for a, b in rows]
 
-    def end_sessions(self, role: Role, keep: int | None = None) -> None:
-        """End every session of `role` on this database but `keep` (a backend pid)."""
-        with psycopg.connect(self.admin_uri, autocommit=True, connect_timeout=10) as admin:
+    def lock_out(self, role: Role) -> None:
+        """After a case that ran code of its own (a Python case): `role` gets a new password
+        and every session of it, on any database, ends. A process the case left behind
+        loses its session (and its locks) and cannot log in again."""
+        role.password = secrets.token_urlsafe(24)
+        with self._admin() as admin:
             admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE datname = %s AND usename = %s AND pid IS DISTINCT FROM %s",
-                [self.name, role.name, keep],
+                sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                    sql.Identifier(role.name), sql.Literal(role.password)
+                )
+            )
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                [role.name],
             )

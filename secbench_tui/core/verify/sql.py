@@ -11,7 +11,8 @@ transaction id and the session's settings, and the database is rebuilt if the tr
 ended. A case that raises an exception on purpose (`RAISE`, SQLSTATE P0001, or
 insufficient_privilege) refused the request: the statement's effects are undone and the
 property is checked on the unchanged state. `# Setup`, `# Verify` and `# Property` run as the
-checker, through the gate (see `sandbox`).
+checker, through the gate (see `sandbox`); every statement of verify's own in the case's
+session is one of `calls`, which nothing of the case can reach into.
 """
 
 from __future__ import annotations
@@ -26,21 +27,31 @@ import psycopg
 from psycopg import pq
 from psycopg.types.json import Jsonb
 
+from secbench_tui.core.verify.calls import (
+    BACK_TO_SAVEPOINT,
+    BEGIN,
+    DISCARD,
+    ROLLBACK,
+    SAVEPOINT,
+    Call,
+    Calls,
+    Mark,
+    RowCapExceeded,
+    batch,
+    gated_rows,
+    is_query,
+    pipeline,
+    sequence_resets,
+)
 from secbench_tui.core.verify.data import Scenario
+from secbench_tui.core.verify.deadline import DeadlineExceeded, Watchdog
 from secbench_tui.core.verify.execution import (
     Execution,
     Parameters,
     ResultSetRow,
-    dumps,
     json_value,
 )
-from secbench_tui.core.verify.sandbox import (
-    GATE_EXEC,
-    GATE_QUERY,
-    AppDatabase,
-    DeadlineExceeded,
-    Watchdog,
-)
+from secbench_tui.core.verify.sandbox import AppDatabase
 
 # The original security-bench's test for a statement that changes data (not SELECT ... FOR UPDATE)
 MODIFIES = re.compile(r"INSERT\s+INTO|DELETE\s+FROM|^\s*UPDATE\s+\w+", re.I | re.M)
@@ -54,19 +65,14 @@ _FORBIDDEN = {
     "LoadStmt": "LOAD",
 }
 _ROWS_ALWAYS = {"ExplainStmt", "VariableShowStmt", "FetchStmt"}
-_SETTINGS = (
-    "SELECT pg_current_xact_id()::text, md5(string_agg(name || '=' || setting, ',' ORDER BY name))"
-    " FROM pg_settings"
-)
+
+
+# Python reads JSON (pglast's parse tree, a jsonb value) nested up to about 1,000 levels.
+TOO_DEEP = "nested too deeply for verify to read (about 1,000 levels at most)"
 
 
 class CodeError(Exception):
     """Suite SQL that cannot run in the sandbox; the message says why."""
-
-
-class RowCapExceeded(Exception):
-    def __init__(self, cap: int) -> None:
-        super().__init__(f"returned more than {cap} rows (the cap: fetching stopped there)")
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,8 @@ def statements(sql: str) -> list[Statement]:
         tree = json.loads(parser.parse_sql_json(sql))
     except parser.ParseError as exc:
         raise CodeError(f"does not parse: {exc}") from None
+    except RecursionError:
+        raise CodeError(f"is {TOO_DEEP}") from None
     data = sql.encode()
     out = []
     for item in tree.get("stmts", ()):
@@ -170,8 +178,11 @@ def run_statements(
 
 
 def load_fixtures(db: AppDatabase, text: str) -> None:
-    """The fixtures, statement by statement, as the checker; then the gate."""
-    with psycopg.connect(db.checker_conninfo, autocommit=True, prepare_threshold=None) as conn:
+    """The fixtures, statement by statement, as the checker; then the gate, and where the
+    fixtures left each sequence (every parameter set starts from there)."""
+    with psycopg.connect(
+        db.checker_conninfo, autocommit=True, prepare_threshold=None, connect_timeout=10
+    ) as conn:
         conn.execute("BEGIN")
         found = statements(text)
         for statement in found:
@@ -180,31 +191,39 @@ def load_fixtures(db: AppDatabase, text: str) -> None:
         if conn.info.transaction_status != pq.TransactionStatus.IDLE:
             conn.execute("COMMIT")
         db.install_gate(conn)
+        with db.watchdog.limit(conn):
+            rows = conn.execute(SEQUENCES).fetchall()
+    db.sequences = [(int(oid), int(value), bool(called)) for oid, value, called in rows]
+
+
+# The fixtures' sequences: oid, value, is_called (in the checker's own session, just made).
+SEQUENCES = """
+SELECT c.oid, coalesce(pg_catalog.pg_sequence_last_value(c.oid), s.seqstart),
+       pg_catalog.pg_sequence_last_value(c.oid) IS NOT NULL
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_sequence s ON s.seqrelid = c.oid
+WHERE c.relnamespace = 'public'::pg_catalog.regnamespace ORDER BY c.oid
+"""
 
 
 class Checker:
     """Runs the scenario's own SQL as the checker role, on the case's connection and in its
-    transaction, through the gate: the case can neither call it nor change what it runs."""
+    transaction, through the gate, one statement at a time (in a Python app's child)."""
 
     def __init__(self, conn: psycopg.Connection[Any], token: str, watchdog: Watchdog):
-        self.conn, self.token, self.watchdog = conn, token, watchdog
+        self.conn, self.watchdog = conn, watchdog
+        self.calls = Calls(token, watchdog.limits.rows)
 
-    def execute(self, text: str) -> None:
+    def _send(self, call: Call) -> list[Any]:
         with self.watchdog.limit(self.conn):
-            self.conn.execute(
-                f"SELECT public.{GATE_EXEC}(%s::text, %s::text)".encode(), [self.token, text]
-            )
+            cur = self.conn.execute(*call)
+            return cur.fetchall() if cur.description is not None else []
+
+    def execute(self, text: str, args: str | None = None) -> None:
+        """A statement of the checker's; `args` (JSON text) is its `$1`, as jsonb."""
+        self._send(self.calls.execute(text, args))
 
     def query(self, text: str) -> list[ResultSetRow]:
-        cap = self.watchdog.limits.rows
-        with self.watchdog.limit(self.conn):
-            got = self.conn.execute(
-                f"SELECT * FROM public.{GATE_QUERY}(%s::text, %s::text, %s::int)".encode(),
-                [self.token, text.rstrip().rstrip(";"), cap + 1],
-            ).fetchall()
-        if len(got) > cap:
-            raise RowCapExceeded(cap)
-        return [row[0] if isinstance(row[0], dict) else {"value": row[0]} for row in got]
+        return gated_rows(self._send(self.calls.query(text)), self.watchdog.limits.rows)
 
     def run(self, sql: str, params: Parameters) -> list[ResultSetRow]:
         """Every statement of a block; the rows of the last when it returns rows."""
@@ -219,11 +238,7 @@ class Checker:
 
     def result_table(self, rows: list[ResultSetRow]) -> None:
         """`result`: the case's rows, one per row (n, row jsonb), for the property."""
-        literal = psycopg.ClientCursor(self.conn).mogrify("%s", [dumps(rows)])
-        self.execute(
-            "CREATE TEMP TABLE result AS SELECT (x.o - 1)::int AS n, x.v AS row "
-            f"FROM jsonb_array_elements({literal}::jsonb) WITH ORDINALITY AS x(v, o)"
-        )
+        self._send(self.calls.result_table(rows))
 
 
 def refused(exc: psycopg.Error, scenario: Scenario) -> bool:
@@ -254,21 +269,22 @@ class CaseSession:
     def conn(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed or self._conn.broken:
             self._conn = psycopg.connect(
-                self.db.case_conninfo, autocommit=True, prepare_threshold=None
+                self.db.case_conninfo, autocommit=True, prepare_threshold=None, connect_timeout=10
             )
         return self._conn
 
     def reset(self) -> None:
-        """After each execution: undo the transaction and everything the session holds."""
+        """After each execution: undo the transaction, then everything the session holds."""
         conn = self._conn
         if conn is None or conn.closed or conn.broken:
             self._conn = None
         else:
-            try:  # (DISCARD ALL cannot share a round trip; what outlives a rollback is these)
-                psycopg.ClientCursor(conn).execute(
-                    "ROLLBACK; SELECT pg_advisory_unlock_all(); DEALLOCATE ALL; CLOSE ALL"
-                )
-            except psycopg.Error:
+            try:  # (DISCARD ALL may not share a transaction: each is synced on its own)
+                with self.watchdog.limit(conn), pipeline(conn) as opened:
+                    conn.execute(*ROLLBACK)
+                    opened.sync()
+                    conn.execute(*DISCARD)
+            except (psycopg.Error, DeadlineExceeded):
                 conn.close()
                 self._conn = None
         if self.dirty:
@@ -284,70 +300,21 @@ class CaseSession:
             self._conn = None
 
 
-def batch(
-    conn: psycopg.Connection[Any], watchdog: Watchdog, parts: Sequence[str]
-) -> list[list[Any]]:
-    """Our own statements (literals already in), in one round trip under the deadline: the
-    rows of each, in order ([] for a statement without rows)."""
-    cur = psycopg.ClientCursor(conn)
-    results: list[list[Any]] = []
-    with watchdog.limit(conn):
-        cur.execute(";\n".join(parts).encode())
-        while True:
-            results.append(cur.fetchall() if cur.description is not None else [])
-            if not cur.nextset():
-                break
-    return results
-
-
-class Calls:
-    """A scenario block as calls of the gate, ready for a batch: the block's last statement,
-    when it returns rows, through the query gate (its rows are the block's result)."""
-
-    def __init__(self, conn: psycopg.Connection[Any], token: str, cap: int) -> None:
-        self.mogrify = psycopg.ClientCursor(conn).mogrify
-        self.conn, self.token, self.cap = conn, token, cap
-
-    def execute(self, text: str) -> str:
-        return self.mogrify(f"SELECT public.{GATE_EXEC}(%s::text, %s::text)", [self.token, text])
-
-    def query(self, text: str) -> str:
-        return self.mogrify(
-            f"SELECT * FROM public.{GATE_QUERY}(%s::text, %s::text, %s::int)",
-            [self.token, text.rstrip().rstrip(";"), self.cap + 1],
-        )
-
-    def block(self, sql: str, params: Parameters) -> list[str]:
-        found = statements(render(self.conn, sql, params))
-        return [
-            self.query(st.text) if st.returns_rows and n == len(found) else self.execute(st.text)
-            for n, st in enumerate(found, 1)
-        ]
-
-    def result_table(self, rows: list[ResultSetRow]) -> str:
-        literal = self.mogrify("%s", [dumps(rows)])
-        return self.execute(
-            "CREATE TEMP TABLE result AS SELECT (x.o - 1)::int AS n, x.v AS row "
-            f"FROM jsonb_array_elements({literal}::jsonb) WITH ORDINALITY AS x(v, o)"
-        )
-
-
-def _is_query(call: str) -> bool:
-    return call.startswith(f"SELECT * FROM public.{GATE_QUERY}(")
-
-
-def _gated_rows(rows: list[Any], cap: int) -> list[ResultSetRow]:
-    if len(rows) > cap:
-        raise RowCapExceeded(cap)
-    return [row[0] if isinstance(row[0], dict) else {"value": row[0]} for row in rows]
+def _blocks(
+    conn: psycopg.Connection[Any], calls: Calls, sql: str | None, params: Parameters
+) -> list[Call]:
+    if not sql:
+        return []
+    return calls.block([(s.text, s.returns_rows) for s in statements(render(conn, sql, params))])
 
 
 def run_case(
     session: CaseSession, code: str, scenario: Scenario, index: int, case_id: str = ""
 ) -> Execution:
-    """One parameter set in four round trips and one per statement of the case: begin (with
-    `# Setup`, a mark of the transaction and session, a savepoint); the case's statements;
-    the check (the mark again, `result`, `# Verify`, `# Property`); the rollback."""
+    """One parameter set in three round trips and one per statement of the case: begin (the
+    sequences reset, `# Setup`, a mark of the transaction and session, a savepoint); the
+    case's statements; the check (the mark again, `result`, `# Verify`, `# Property`); then
+    the rollback and the session's reset."""
     params = scenario.parameters[index]
     out = Execution(index)
     watchdog = session.watchdog
@@ -357,10 +324,10 @@ def run_case(
         found = case_statements(render(conn, code, params))
         run = scenario.run_for(case_id)
         run_found = case_statements(render(conn, run, params)) if run else []
-        calls = Calls(conn, session.db.token, cap)
-        setup = calls.block(scenario.setup, params) if scenario.setup else []
-        verify = calls.block(scenario.verify, params) if scenario.verify else []
-        prop = calls.block(scenario.property_sql, params) if scenario.property_sql else []
+        calls = Calls(session.db.token, cap)
+        setup = _blocks(conn, calls, scenario.setup, params)
+        verify = _blocks(conn, calls, scenario.verify, params)
+        prop = _blocks(conn, calls, scenario.property_sql, params)
     except CodeError as exc:
         out.error = f"the case's SQL {exc}"
         return out
@@ -368,12 +335,13 @@ def run_case(
         out.error = f"cannot connect as the case role: {_error(exc)}"
         return out
     try:
+        begin = [BEGIN, *sequence_resets(session.db.sequences), *setup, *Mark.calls(), SAVEPOINT]
         try:
-            begun = batch(conn, watchdog, ["BEGIN", *setup, _SETTINGS, "SAVEPOINT verify_case"])
+            begun = batch(conn, watchdog, begin)
         except psycopg.Error as exc:
             out.error = f"in the scenario's own SQL (# Setup): {_error(exc)}"
             return out
-        mark = begun[-2][0]
+        mark = Mark.read(begun[-3], begun[-2])
         try:
             out.rows, out.affected = run_statements(conn, found, watchdog)
             if run_found:
@@ -385,8 +353,8 @@ def run_case(
             out.refused, out.rows, out.affected = True, [], 0
         if len(out.rows) > cap:
             raise RowCapExceeded(cap)
-        undo = ["ROLLBACK TO SAVEPOINT verify_case"] if out.refused else []
-        check = [*undo, _SETTINGS]
+        undo = [BACK_TO_SAVEPOINT] if out.refused else []
+        check = [*undo, *Mark.calls()]
         check += [calls.result_table(out.rows)] if prop else []
         try:
             got = batch(conn, watchdog, [*check, *verify, *prop])
@@ -397,21 +365,28 @@ def run_case(
             else:
                 out.error = f"in the scenario's own SQL: {_error(exc)}"
             return out
-        now = got[len(undo)][0]
-        if now[0] != mark[0] or now[1] != mark[1]:
-            session.dirty = now[0] != mark[0]
+        now = Mark.read(got[len(undo)], got[len(undo) + 1])
+        if now != mark:
+            session.dirty = now.xact != mark.xact
             what = "ended verify's transaction" if session.dirty else "changed a session setting"
-            out.error = f"the case {what}: case code may not control the transaction or session"
+            changed = [name for name, _ in sorted(set(now.settings) - set(mark.settings))]
+            changed += ["role"] if now.user != mark.user else []
+            named = f" ({', '.join(changed)})" if changed else ""
+            out.error = (
+                f"the case {what}{named}: case code may not control the transaction or session"
+            )
             return out
         # what the original's rule compares: a write's row count, a read's rows
         out.compared = {"affected": out.affected} if MODIFIES.search(code) else out.rows
         if verify:
             last = got[len(check) + len(verify) - 1]
-            out.compared = _gated_rows(last, cap) if _is_query(verify[-1]) else []
+            out.compared = gated_rows(last, cap) if is_query(verify[-1]) else []
         if prop:
-            out.violations = _gated_rows(got[-1], cap) if _is_query(prop[-1]) else []
+            out.violations = gated_rows(got[-1], cap) if is_query(prop[-1]) else []
     except (DeadlineExceeded, RowCapExceeded) as exc:
         out.error = out.error or str(exc)
+    except RecursionError:  # a value it returned (a jsonb nested thousands deep)
+        out.error = out.error or f"returned a value {TOO_DEEP}"
     finally:
         session.reset()
     return out

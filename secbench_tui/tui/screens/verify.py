@@ -25,6 +25,7 @@ from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.core.verify.extra import missing
 from secbench_tui.core.verify.judge import proof_text, witness_line
 from secbench_tui.core.verify.models import CaseProof, Proof, VerifyReport
+from secbench_tui.core.verify.stopping import Stop, Stopped
 from secbench_tui.tui.screens.base import BaseScreen, describe_error
 from secbench_tui.tui.widgets.footer import KeyFooter
 
@@ -64,6 +65,7 @@ class VerifyScreen(BaseScreen):
         self.report: VerifyReport | None = None
         self.proofs: dict[RowKey, CaseProof] = {}  # by the table's row key
         self.failed: str | None = None  # why the verification stopped, if it did
+        self.halt = Stop()  # set when the screen goes: the statement in flight ends at once
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -102,8 +104,8 @@ class VerifyScreen(BaseScreen):
             self.app.call_from_thread(self.add_proof, proof)
 
         try:
-            report = verify_suite(self.cases_dir, self.apps, None, progress)
-        except VerifyStopped:
+            report = verify_suite(self.cases_dir, self.apps, None, progress, stop=self.halt)
+        except (VerifyStopped, Stopped):
             return
         except (SuiteError, ServerError) as exc:
             self.app.call_from_thread(self.show_problem, str(exc))
@@ -112,6 +114,9 @@ class VerifyScreen(BaseScreen):
             self.app.call_from_thread(self.show_problem, describe_error(exc))
             return
         self.app.call_from_thread(self.finish, report)
+
+    def on_unmount(self) -> None:
+        self.halt.set()
 
     def add_proof(self, proof: CaseProof) -> None:
         key = self.query_one(DataTable).add_row(

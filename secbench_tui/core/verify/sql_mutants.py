@@ -1,0 +1,348 @@
+"""Mutants of SQL: each guard of a statement (a WHERE/ON/HAVING conjunct, a `<` or `>`, a
+LIMIT cap, a plpgsql `IF ... THEN RAISE` block) removed or weakened, one at a time.
+
+SQL is parsed with pglast (PostgreSQL's own parser) and the changed statement deparsed;
+plpgsql bodies with pglast's plpgsql parser. Nothing here runs code.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+from secbench_tui.core.verify.models import MutantKind
+
+
+def _pglast() -> Any:
+    import pglast  # the verify extra
+
+    return pglast
+
+
+def _placeholders(text: str) -> tuple[str, dict[int, str]]:
+    """`:name` -> `$k` padded to the same length, so node locations stay those of `text`."""
+    pglast = _pglast()
+    numbers: dict[str, int] = {}
+    out = list(text)
+    tokens = pglast.parser.scan(text)
+    for prev, colon, word in zip([None, *tokens], tokens, tokens[1:], strict=False):
+        name = text[word.start : word.end + 1]
+        if colon.name != "ASCII_58" or word.start != colon.end + 1 or not name.isidentifier():
+            continue
+        if prev is not None and prev.name in ("ASCII_58", "ASCII_91"):  # a[1:n] slice
+            continue
+        number = numbers.setdefault(name, len(numbers) + 1)
+        marker = f"${number}".ljust(len(name) + 1)
+        if len(marker) > len(name) + 1:
+            continue
+        out[colon.start : word.end + 1] = list(marker)
+    return "".join(out), {n: name for name, n in numbers.items()}
+
+
+def _restore(text: str, names: dict[int, str]) -> str:
+    """`$k` back to `:name` in deparsed SQL (by the scanner's PARAM tokens)."""
+    if not names:
+        return text
+    pglast = _pglast()
+    pieces: list[str] = []
+    last = 0
+    try:
+        tokens = pglast.parser.scan(text)
+    except Exception:  # a shortened description: leave it as it is
+        return text
+    for token in tokens:
+        if token.name == "PARAM":
+            number = int(text[token.start + 1 : token.end + 1])
+            if number in names:
+                pieces += [text[last : token.start], f":{names[number]}"]
+                last = token.end + 1
+    return "".join(pieces) + text[last:]
+
+
+def _children(node: Any) -> Iterator[tuple[Any, str, int | None, Any]]:
+    """(parent, attribute, index in a tuple or None, child) for each child node."""
+    ast_mod = _pglast().ast
+    for attr in getattr(node, "__slots__", ()):
+        value = getattr(node, attr, None)
+        if isinstance(value, ast_mod.Node):
+            yield node, attr, None, value
+        elif isinstance(value, tuple):
+            for i, item in enumerate(value):
+                if isinstance(item, ast_mod.Node):
+                    yield node, attr, i, item
+
+
+def _walk(node: Any) -> Iterator[tuple[Any, str, int | None, Any]]:
+    for edge in _children(node):
+        yield edge
+        yield from _walk(edge[3])
+
+
+def _locations(node: Any) -> list[int]:
+    found = [node.location] if isinstance(getattr(node, "location", None), int) else []
+    for _, _, _, child in _walk(node):
+        loc = getattr(child, "location", None)
+        if isinstance(loc, int) and loc >= 0:
+            found.append(loc)
+    return [x for x in found if x >= 0]
+
+
+def _set(parent: Any, attr: str, index: int | None, value: Any) -> None:
+    if index is None:
+        setattr(parent, attr, value)
+    else:
+        items = list(getattr(parent, attr))
+        if value is None:
+            del items[index]
+        else:
+            items[index] = value
+        setattr(parent, attr, tuple(items))
+
+
+def _path(root: Any, target: Any) -> list[tuple[str, int | None]] | None:
+    """Attribute path from `root` to the node `target` (by identity)."""
+    for _parent, attr, index, child in _children(root):
+        if child is target:
+            return [(attr, index)]
+        sub = _path(child, target)
+        if sub is not None:
+            return [(attr, index), *sub]
+    return None
+
+
+def _follow(root: Any, path: list[tuple[str, int | None]]) -> Any:
+    node = root
+    for attr, index in path[:-1]:
+        value = getattr(node, attr)
+        node = value if index is None else value[index]
+    return node
+
+
+def line_of(text: str, location: int) -> int:
+    """The 1-based line of a character offset."""
+    return text.count("\n", 0, max(location, 0)) + 1
+
+
+def _snippet(text: str, node: Any) -> str:
+    from pglast.stream import RawStream
+
+    try:
+        shown = str(RawStream()(node))
+    except Exception:  # a fragment the deparser cannot print alone (rare): name its kind
+        shown = type(node).__name__
+    return shown if len(shown) <= 80 else shown[:77] + "..."
+
+
+def _sql_edits(stmt: Any) -> Iterator[tuple[Any, MutantKind, str, Any, Any]]:
+    """(node, kind, description-node, parent-edge, replacement) for each guard in `stmt`."""
+    ast_mod = _pglast().ast
+    enums = _pglast().enums
+    for parent, attr, index, node in _walk(stmt):
+        if isinstance(node, ast_mod.BoolExpr) and node.boolop == enums.BoolExprType.AND_EXPR:
+            for i, arg in enumerate(node.args):
+                rest = node.args[:i] + node.args[i + 1 :]
+                repl = (
+                    rest[0] if len(rest) == 1 else ast_mod.BoolExpr(boolop=node.boolop, args=rest)
+                )
+                yield arg, MutantKind.CONJUNCT, arg, (parent, attr, index), repl
+        elif attr == "whereClause" and not (
+            isinstance(node, ast_mod.BoolExpr) and node.boolop == enums.BoolExprType.AND_EXPR
+        ):
+            yield node, MutantKind.CONJUNCT, node, (parent, attr, index), None
+        if isinstance(node, ast_mod.A_Expr) and node.kind == enums.A_Expr_Kind.AEXPR_OP:
+            op = node.name[-1].sval if node.name else ""
+            if op in ("<", ">"):
+                wider = copy.deepcopy(node)
+                wider.name = (*node.name[:-1], ast_mod.String(sval=op + "="))
+                yield node, MutantKind.BOUNDARY, node, (parent, attr, index), wider
+        if (
+            isinstance(node, ast_mod.MinMaxExpr)
+            and node.op == enums.MinMaxOp.IS_LEAST
+            and any(isinstance(a, ast_mod.A_Const) for a in node.args)
+        ):
+            free = [a for a in node.args if not isinstance(a, ast_mod.A_Const)]
+            if len(free) == 1:
+                yield node, MutantKind.LIMIT_CAP, node, (parent, attr, index), free[0]
+        if attr == "limitCount" and isinstance(node, ast_mod.A_Const):
+            yield node, MutantKind.LIMIT_CAP, node, (parent, attr, index), None
+
+
+def _deparse(stmt: Any) -> str:
+    from pglast.stream import RawStream
+
+    return str(RawStream()(stmt))
+
+
+def _statement_mutants(
+    text: str, start: int, end: int, stmt: Any
+) -> Iterator[tuple[int, MutantKind, str, str]]:
+    """(location, kind, description, new statement text) for each guard of one statement."""
+    for node, kind, shown, (parent, attr, index), repl in list(_sql_edits(stmt)):
+        path = _path(stmt, parent) if parent is not stmt else []
+        if path is None:
+            continue
+        clone = copy.deepcopy(stmt)
+        target_parent = _follow(clone, [*path, ("", None)]) if path else clone
+        _set(target_parent, attr, index, copy.deepcopy(repl) if repl is not None else None)
+        try:
+            new = _deparse(clone)
+        except Exception:  # the deparser refuses the edited tree: no mutant
+            continue
+        locs = _locations(node)
+        where = min(locs) if locs else start
+        verb = {
+            MutantKind.CONJUNCT: "deleted",
+            MutantKind.BOUNDARY: "widened",
+            MutantKind.LIMIT_CAP: "dropped the cap of",
+        }.get(kind, "changed")
+        yield where, kind, f"{verb} `{_snippet(text, shown)}`", new
+
+
+def _raise_blocks(body: str, tree: Any) -> Iterator[tuple[int, int, int, str]]:
+    """(line in body, start, end, condition) of each `IF cond THEN RAISE ...; END IF;`."""
+    pglast = _pglast()
+
+    def visit(node: Any) -> Iterator[dict[str, Any]]:  # pglast's JSON parse tree
+        if isinstance(node, dict):
+            if "PLpgSQL_stmt_if" in node:
+                yield node["PLpgSQL_stmt_if"]
+            for value in node.values():
+                yield from visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from visit(value)
+
+    tokens = pglast.parser.scan(body)
+    line_starts = [0] + [i + 1 for i, ch in enumerate(body) if ch == "\n"]
+    for stmt in visit(tree):
+        then = stmt.get("then_body") or []
+        raises = any(
+            "PLpgSQL_stmt_raise" in s and s["PLpgSQL_stmt_raise"].get("elog_level", 21) >= 21
+            for s in then
+        )
+        if not raises or stmt.get("elsif_list") or stmt.get("else_body"):
+            continue
+        lineno = int(stmt.get("lineno", 0))
+        if not 1 <= lineno <= len(line_starts):
+            continue
+        first = next(
+            (
+                i
+                for i, t in enumerate(tokens)
+                if t.name == "IF_P" and t.start >= line_starts[lineno - 1]
+            ),
+            None,
+        )
+        if first is None:
+            continue
+        depth, i = 1, first + 1
+        while i < len(tokens) and depth:
+            tok = tokens[i]
+            if tok.name == "END_P" and i + 1 < len(tokens) and tokens[i + 1].name == "IF_P":
+                depth -= 1
+                i += 1
+            elif tok.name == "IF_P":
+                depth += 1
+            i += 1
+        semi = next((t for t in tokens[i:] if t.name == "ASCII_59"), None)
+        if depth or semi is None:
+            continue
+        start = line_starts[lineno - 1]
+        end = body.find("\n", semi.end)
+        end = len(body) if end < 0 else end + 1
+        cond = stmt.get("cond", {}).get("PLpgSQL_expr", {}).get("query", "")
+        yield lineno, start, end, " ".join(str(cond).split())
+
+
+def _plpgsql_exprs(tree: Any) -> Iterator[str]:
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            if key == "PLpgSQL_expr" and isinstance(value, dict) and "query" in value:
+                yield str(value["query"])
+            else:
+                yield from _plpgsql_exprs(value)
+    elif isinstance(tree, list):
+        for value in tree:
+            yield from _plpgsql_exprs(value)
+
+
+def _function_mutants(
+    text: str, start: int, end: int, stmt: Any
+) -> Iterator[tuple[int, MutantKind, str, str]]:
+    """Mutants inside a function body: whole-text replacements of the statement."""
+    pglast = _pglast()
+    opts = {o.defname: o.arg for o in (stmt.options or ())}
+    language = getattr(opts.get("language"), "sval", "sql")
+    body_arg = opts.get("as")
+    body = body_arg[0].sval if isinstance(body_arg, tuple) and body_arg else None
+    source = text[start:end]
+    if body is None:
+        return
+    offset = source.find(body)
+    if offset < 0:
+        return
+
+    def replace(new_body: str) -> str:
+        return source[:offset] + new_body + source[offset + len(body) :]
+
+    if language == "sql":
+        for where, kind, what, new_body in sql_mutants(body):
+            yield start + offset + where, kind, what, replace(new_body)
+        return
+    if language != "plpgsql":
+        return
+    try:
+        tree = pglast.parse_plpgsql(source)
+    except Exception:
+        return
+    for _lineno, b_start, b_end, cond in _raise_blocks(body, tree):
+        yield (
+            start + offset + b_start,
+            MutantKind.RAISE_BLOCK,
+            f"deleted `IF {cond} THEN RAISE ...`",
+            replace(body[:b_start] + body[b_end:]),
+        )
+    seen: set[str] = set()
+    for query in _plpgsql_exprs(tree):
+        at = body.find(query)
+        if at < 0 or query in seen:
+            continue
+        seen.add(query)
+        candidates = (
+            [query]
+            if query.lstrip()[:6].upper() in ("SELECT", "UPDATE", "DELETE", "INSERT", "WITH")
+            else []
+        )
+        for sql in candidates:
+            for where, kind, what, new_query in sql_mutants(sql):
+                new_body = body[:at] + new_query + body[at + len(query) :]
+                yield start + offset + at + where, kind, what, replace(new_body)
+        if not candidates and "LEAST" in query.upper():
+            for where, kind, what, new_expr in sql_mutants(f"SELECT {query}"):
+                if kind is MutantKind.LIMIT_CAP and new_expr.startswith("SELECT "):
+                    new_body = body[:at] + new_expr[len("SELECT ") :] + body[at + len(query) :]
+                    yield start + offset + at + max(where - 7, 0), kind, what, replace(new_body)
+
+
+def sql_mutants(text: str) -> list[tuple[int, MutantKind, str, str]]:
+    """(location in `text`, kind, description, mutated text) for each guard in SQL `text`."""
+    pglast = _pglast()
+    marked, names = _placeholders(text)
+    try:
+        stmts = pglast.parse_sql(marked)
+    except Exception:  # not SQL pglast can read: no mutant, never a crash
+        return []
+    out: list[tuple[int, MutantKind, str, str]] = []
+    for raw in stmts:
+        start = raw.stmt_location or 0
+        end = start + raw.stmt_len if raw.stmt_len else len(marked)
+        stmt = raw.stmt
+        if isinstance(stmt, pglast.ast.CreateFunctionStmt):
+            found = _function_mutants(marked, start, end, stmt)
+        else:
+            found = _statement_mutants(marked, start, end, stmt)
+        for where, kind, what, new_stmt in found:
+            mutated = text[:start] + _restore(new_stmt, names) + text[end:]  # same offsets
+            out.append((where, kind, _restore(what, names), mutated))
+    return out
