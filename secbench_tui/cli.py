@@ -30,7 +30,7 @@ from secbench_tui.config import (
     declared,
     describe_error,
 )
-from secbench_tui.errors import PROG, say_error
+from secbench_tui.errors import PROG, UsageError, say_error
 from secbench_tui.exit_codes import EXIT_CODES, EXIT_USAGE
 
 GROUPS = (MODE, RUN, ENDPOINT, SELECTION)  # the order --help lists them in
@@ -206,6 +206,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = settings_from_args(args, load_env())
     except ValidationError as exc:
         say_error(describe_error(exc))
+        return EXIT_USAGE
+    except UsageError as exc:  # a .env that cannot be read
+        say_error(exc)
         return EXIT_USAGE
     if settings.rewrites and command.pg_url:  # the rewrites' gate runs where --verify would
         settings = settings.replace(pg_url=command.pg_url)

@@ -76,3 +76,35 @@ def test_every_bad_flag_gets_one_error_line_of_one_shape(
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"secbench-tui: error: {said}"), line
     assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["--model", "baseline/random", "--no-ui", "--limit", "1"],
+        ["--model", "baseline/random", "--dry-run", "--limit", "1"],
+        ["--report"],
+        ["--rescore"],
+    ],
+)
+def test_a_dotenv_file_that_is_not_utf8_is_named_with_the_fix(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """A `.env` saved as UTF-16 (what `echo ... > .env` writes in Windows PowerShell) is
+    refused in one line naming the file and the fix, for every command that reads it, never
+    with python-dotenv's traceback."""
+    (tmp_path / ".env").write_text("OPENROUTER_API_KEY=sk-or-v1-abc\n", encoding="utf-16")
+    db = tmp_path / "r.db"
+    result = subprocess.run(
+        [sys.executable, "-m", "secbench_tui", *command, "--db", str(db)],
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == EXIT_USAGE, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("secbench-tui: error: .env: cannot read it (not UTF-8 text"), line
+    assert "save it as UTF-8" in line
+    assert not db.exists()
