@@ -108,3 +108,31 @@ def test_a_dotenv_file_that_is_not_utf8_is_named_with_the_fix(
     assert line.startswith("secbench-tui: error: .env: cannot read it (not UTF-8 text"), line
     assert "save it as UTF-8" in line
     assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "said"),
+    [
+        (["--repeats", "99999999999999999999"], "--repeats: give 1000 or less"),
+        (["--repeats", "1001"], "--repeats: give 1000 or less (got '1001')"),
+    ],
+)
+def test_a_number_too_large_to_run_is_refused_before_any_work(
+    tmp_path: Path, flag: list[str], said: str
+) -> None:
+    """`--repeats 99999999999999999999` planned one piece of work per case and repeat: the
+    dry run took every gigabyte of the machine before it could say anything."""
+    db = tmp_path / "r.db"
+    result = subprocess.run(
+        [sys.executable, "-m", "secbench_tui", "--model", "baseline/random", "--dry-run"]
+        + ["--limit", "1", "--db", str(db), *flag],
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == EXIT_USAGE, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"secbench-tui: error: {said}"), line
+    assert not db.exists()
