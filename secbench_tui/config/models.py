@@ -457,7 +457,7 @@ class Command(DeclaredSettings):
     ] = None
     select_models: Annotated[
         list[str] | None,
-        Flag("model names", group=SELECTION, name="--models", parse=flags.csv),
+        Flag("model names", group=SELECTION, name="--models", parse=flags.model_names),
     ] = None
 
     @property

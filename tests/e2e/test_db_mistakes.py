@@ -133,3 +133,22 @@ def test_runs_it_holds_are_read_by_every_command_that_takes_them(
     result = secbench(tmp_path, *COMMANDS[name], "--db", str(recorded), "--runs", "2", *out)
     assert result.returncode == 0, (name, result.stderr)
     assert "error" not in result.stderr
+
+
+@pytest.mark.parametrize("name", READERS)
+@pytest.mark.parametrize("flag", ["--runs", "--models"])
+@pytest.mark.parametrize("value", ["", " , "])
+def test_a_selection_that_names_nothing_exits_2_for_every_command_that_takes_it(
+    recorded: Path, tmp_path: Path, name: str, flag: str, value: str
+) -> None:
+    """`--runs "$IDS"` with IDS empty selected no run, and so read every run: a report of
+    them all, or every result rescored. It names no run: a usage error, as a run not there."""
+    before = recorded.read_bytes()
+    result = secbench(tmp_path, *COMMANDS[name], "--db", str(recorded), f"{flag}={value}")
+    assert result.returncode == EXIT_USAGE, (name, result.stderr)
+    takes = "run ids, e.g. 3,4" if flag == "--runs" else "model names, e.g. a/x,b/y"
+    assert said(result) == f"{flag}: takes {takes}"
+    assert result.stdout == ""
+    assert recorded.read_bytes() == before
+    assert not (tmp_path / "reports").exists()
+
