@@ -219,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command.rescore:
         from secbench_tui.rescoring import rescore_main
 
-        return rescore_main(settings.db, command.runs)
+        return rescore_main(settings.db, command.runs, command.select_models)
     if command.verify:
         from secbench_tui.verifying import verify_main
 

@@ -410,7 +410,7 @@ class Command(DeclaredSettings):
         bool,
         Flag(
             "score the stored replies again with this version's scoring, without a request"
-            " (--runs picks runs), and exit",
+            " (--runs and --models pick runs), and exit",
             group=MODE,
         ),
     ] = False

@@ -152,3 +152,35 @@ def test_a_selection_that_names_nothing_exits_2_for_every_command_that_takes_it(
     assert recorded.read_bytes() == before
     assert not (tmp_path / "reports").exists()
 
+
+@pytest.mark.parametrize("name", READERS)
+def test_models_that_name_no_run_exit_2_for_every_command_that_takes_them(
+    recorded: Path, tmp_path: Path, name: str
+) -> None:
+    """`--rescore` took `--models` and read every run all the same, exiting 0."""
+    before = recorded.read_bytes()
+    result = secbench(tmp_path, *COMMANDS[name], "--db", str(recorded), "--models", "nope/x")
+    assert result.returncode == EXIT_USAGE, (name, result.stderr)
+    assert (
+        said(result) == f"--models: no runs of nope/x in {recorded}; models there: baseline/random"
+    )
+    assert result.stdout == ""
+    assert recorded.read_bytes() == before
+
+
+def test_rescore_reads_only_the_runs_of_the_models_named(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    for model in ("baseline/random", "baseline/always-bad"):
+        offline = [model if arg == "baseline/random" else arg for arg in COMMANDS["run"]]
+        done = secbench(tmp_path, *offline, "--db", str(db))
+        assert done.returncode == 0, done.stderr
+
+    def rescored(*selection: str) -> str:
+        result = secbench(tmp_path, "--rescore", "--db", str(db), *selection)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.split(" with ")[0]
+
+    assert rescored() == "rescored 4 results"
+    assert rescored("--models", "baseline/always-bad") == "rescored 2 results"
+    assert rescored("--models", "baseline/always-bad", "--runs", "1") == "rescored 0 results"
+    assert rescored("--models", "baseline/always-bad,baseline/random") == "rescored 4 results"
