@@ -57,6 +57,8 @@ class Record:
 
 def positive_seconds(value: str) -> float:
     try:
+        if not value.isascii():  # Python's float() reads other scripts' digits too
+            raise ValueError
         seconds = float(value)
     except ValueError:
         raise ValueError(f"{value!r} is not a number of seconds") from None
@@ -82,6 +84,8 @@ def numbers(what: str, example: str) -> Callable[[str], list[int]]:
 
     def parse(value: str) -> list[int]:
         try:
+            if not value.isascii():  # int() reads other scripts' digits too (`١` is 1)
+                raise ValueError
             found = [int(part) for part in csv(value)]
         except ValueError:
             raise ValueError(f"takes {what}, e.g. {example}") from None

@@ -52,6 +52,16 @@ def test_a_base_url_the_client_would_refuse_is_refused_up_front(
         (["--stop-grace", "inf"], "--stop-grace: must be a finite number (got 'inf')"),
         (["--stop-grace", "1e6"], "--stop-grace: give 600 or less (got '1e6')"),
         (["--concurrency", "0"], "--concurrency: give 1 or more (got '0')"),
+        (
+            ["--concurrency", "\u0661\u0662"],
+            "--concurrency: must be a whole number (got '\u0661\u0662')",
+        ),
+        (["--runs", "\u0661"], "--runs: takes run ids, e.g. 3,4"),
+        (["--tasks", "\u0661"], "--tasks: takes task numbers 1-5, e.g. 1,3"),
+        (
+            ["--verify-deadline", "\u0661\u0662"],
+            "--verify-deadline: '\u0661\u0662' is not a number of seconds",
+        ),
         (["--timeout", "0"], "--timeout: give a number above 0 (got '0')"),
         (["--bogus"], "unrecognized arguments: --bogus; see secbench-tui --help"),
     ],
