@@ -146,3 +146,41 @@ def test_a_number_too_large_to_run_is_refused_before_any_work(
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"secbench-tui: error: {said}"), line
     assert not db.exists()
+
+
+@pytest.mark.parametrize("where", ["environment", ".env"])
+def test_a_bad_value_from_the_environment_is_named_by_its_variable(
+    tmp_path: Path, where: str
+) -> None:
+    """`OPENROUTER_BASE_URL=garbage` was said as `--base-url: ...`, a flag the user never
+    gave: the error names the variable, as it does the API key's, so the fix is found."""
+    extra = {}
+    if where == ".env":
+        (tmp_path / ".env").write_text("OPENROUTER_BASE_URL=garbage\n", encoding="utf-8")
+    else:
+        extra["OPENROUTER_BASE_URL"] = "garbage"
+    result = subprocess.run(
+        [sys.executable, "-m", "secbench_tui", "--model", "baseline/random", "--dry-run"],
+        cwd=tmp_path,
+        env=cli_env(**extra),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == EXIT_USAGE, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line == (
+        "secbench-tui: error: OPENROUTER_BASE_URL: 'garbage' is not an http(s) URL; "
+        "give the API root, e.g. http://127.0.0.1:11434/v1"
+    )
+    given = subprocess.run(  # the flag given names the flag, over the variable
+        [sys.executable, "-m", "secbench_tui", "--model", "baseline/random", "--dry-run"]
+        + ["--base-url", "ftp://x"],
+        cwd=tmp_path,
+        env=cli_env(**extra),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert given.returncode == EXIT_USAGE, given.stderr
+    assert given.stderr.startswith("secbench-tui: error: --base-url: 'ftp://x' is not an http(s)")
