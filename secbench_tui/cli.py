@@ -30,7 +30,7 @@ from secbench_tui.config import (
     declared,
     describe_error,
 )
-from secbench_tui.errors import PROG, say_error
+from secbench_tui.errors import PROG, UsageError, say_error
 from secbench_tui.exit_codes import EXIT_CODES, EXIT_USAGE
 
 GROUPS = (MODE, RUN, ENDPOINT, SELECTION)  # the order --help lists them in
@@ -174,18 +174,27 @@ def command_from_args(args: argparse.Namespace) -> Command:
     return Command(**_given(args, Command))
 
 
+def from_environment(args: argparse.Namespace, env: dict[str, str]) -> dict[str, str]:
+    """The settings the environment (or `.env`) gives, not given as flags: field -> variable."""
+    given = _given(args, Settings)
+    return {
+        name: flag.env
+        for name, flag in declared(Settings, Flag).items()
+        if flag.env and name not in given and env.get(flag.env)
+    }
+
+
 def settings_from_args(args: argparse.Namespace, env: dict[str, str]) -> Settings:
     """The flags given, over the environment (for settings declared with one), over the
     declared defaults; the API key only when the command sends requests."""
     fields = _given(args, Settings)
     uses_key = command_from_args(args).uses_key
-    for name, flag in declared(Settings, Flag).items():
-        if flag.env and name not in fields and env.get(flag.env):
-            if name == "api_key":
-                if uses_key:
-                    fields[name] = SecretStr(env[flag.env])
-            else:
-                fields[name] = env[flag.env]
+    for name, variable in from_environment(args, env).items():
+        if name == "api_key":
+            if uses_key:
+                fields[name] = SecretStr(env[variable])
+        else:
+            fields[name] = env[variable]
     return Settings(**fields)
 
 
@@ -202,10 +211,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from secbench_tui.config import load_env
 
     try:
+        env = load_env()
+    except UsageError as exc:  # a .env that cannot be read
+        say_error(exc)
+        return EXIT_USAGE
+    try:
         command = command_from_args(args)
-        settings = settings_from_args(args, load_env())
-    except ValidationError as exc:
-        say_error(describe_error(exc))
+        settings = settings_from_args(args, env)
+    except ValidationError as exc:  # a value from the environment is named by its variable
+        say_error(describe_error(exc, named=from_environment(args, env)))
         return EXIT_USAGE
     if settings.rewrites and command.pg_url:  # the rewrites' gate runs where --verify would
         settings = settings.replace(pg_url=command.pg_url)
@@ -216,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command.rescore:
         from secbench_tui.rescoring import rescore_main
 
-        return rescore_main(settings.db, command.runs)
+        return rescore_main(settings.db, command.runs, command.select_models)
     if command.verify:
         from secbench_tui.verifying import verify_main
 

@@ -8,6 +8,7 @@ own (`config.checks`) already speaks our words: its message is said as it is.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -51,13 +52,20 @@ def flag_name(model: type[BaseModel], field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
-def describe_error(exc: ValidationError, model: type[BaseModel] = Settings) -> str:
-    """Every problem with the settings of `model`, each named by its flag, in one line."""
+def describe_error(
+    exc: ValidationError,
+    model: type[BaseModel] = Settings,
+    named: Mapping[str, str] | None = None,
+) -> str:
+    """Every problem with the settings of `model`, each named by its flag, in one line;
+    `named`: the fields given otherwise (from the environment), by what gave them."""
     problems = []
     for error in exc.errors(include_url=False):
         message = in_our_words(error)
         if error["loc"]:
-            message = f"{flag_name(model, str(error['loc'][0]))}: {message}"
+            field = str(error["loc"][0])
+            name = (named or {}).get(field) or flag_name(model, field)
+            message = f"{name}: {message}"
         problems.append(message)  # a check across settings names its flags itself
     return "; ".join(problems)
 

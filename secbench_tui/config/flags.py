@@ -57,6 +57,8 @@ class Record:
 
 def positive_seconds(value: str) -> float:
     try:
+        if not value.isascii():  # Python's float() reads other scripts' digits too
+            raise ValueError
         seconds = float(value)
     except ValueError:
         raise ValueError(f"{value!r} is not a number of seconds") from None
@@ -78,13 +80,33 @@ def methods(value: str) -> list[str | None]:
 
 
 def numbers(what: str, example: str) -> Callable[[str], list[int]]:
+    """`--runs 3,4`: at least one number (`--runs ""` selects nothing, never everything)."""
+
     def parse(value: str) -> list[int]:
         try:
-            return [int(part) for part in csv(value)]
+            if not value.isascii():  # int() reads other scripts' digits too (`١` is 1)
+                raise ValueError
+            found = [int(part) for part in csv(value)]
         except ValueError:
             raise ValueError(f"takes {what}, e.g. {example}") from None
+        if not found:
+            raise ValueError(f"takes {what}, e.g. {example}")
+        return found
 
     parse.__name__ = what  # argparse names the type in its message
+    return parse
+
+
+def names(what: str, example: str) -> Callable[[str], list[str]]:
+    """`--models a/x,b/y`: at least one name (`--models ""` selects nothing, never all)."""
+
+    def parse(value: str) -> list[str]:
+        found = csv(value)
+        if not found:
+            raise ValueError(f"takes {what}, e.g. {example}")
+        return found
+
+    parse.__name__ = what
     return parse
 
 
@@ -98,3 +120,4 @@ def relations(value: str) -> list[str]:
 relations.__name__ = "relation names"
 tasks = numbers("task numbers 1-5", "1,3")
 run_ids = numbers("run ids", "3,4")
+model_names = names("model names", "a/x,b/y")

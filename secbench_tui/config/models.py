@@ -45,6 +45,7 @@ VDB_METHODS: tuple[str, ...] = get_args(VdbMethod)
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TIMEOUT = 120.0  # seconds for one whole attempt
 REASONING_TIMEOUT = 600.0  # the same for a model that reasons: 32768 tokens take a while
+MAX_REPEATS = 1000  # --repeats: pass^N and consistency need a few; 1000 x a suite fits in memory
 
 
 class DeclaredSettings(BaseModel):
@@ -112,7 +113,11 @@ class Options(DeclaredSettings):
     summary_json: Annotated[
         Path | None, Flag("write the run's summary as JSON", metavar="FILE")
     ] = None
-    repeats: Annotated[int, Flag("ask each case N times", metavar="N"), Field(ge=1)] = 1
+    # at most MAX_REPEATS: a run plans one piece of work per case and repeat before it asks
+    # anything (`--repeats 99999999999999999999` took every gigabyte of the machine)
+    repeats: Annotated[
+        int, Flag("ask each case N times", metavar="N"), Field(ge=1, le=MAX_REPEATS)
+    ] = 1
     resume: Annotated[bool, Flag("continue the last unfinished run")] = False
     force: Annotated[bool, Flag("ask again even if a result exists")] = False
     retry_errors: Annotated[
@@ -405,7 +410,7 @@ class Command(DeclaredSettings):
         bool,
         Flag(
             "score the stored replies again with this version's scoring, without a request"
-            " (--runs picks runs), and exit",
+            " (--runs and --models pick runs), and exit",
             group=MODE,
         ),
     ] = False
@@ -452,7 +457,7 @@ class Command(DeclaredSettings):
     ] = None
     select_models: Annotated[
         list[str] | None,
-        Flag("model names", group=SELECTION, name="--models", parse=flags.csv),
+        Flag("model names", group=SELECTION, name="--models", parse=flags.model_names),
     ] = None
 
     @property

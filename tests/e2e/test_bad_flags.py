@@ -52,6 +52,16 @@ def test_a_base_url_the_client_would_refuse_is_refused_up_front(
         (["--stop-grace", "inf"], "--stop-grace: must be a finite number (got 'inf')"),
         (["--stop-grace", "1e6"], "--stop-grace: give 600 or less (got '1e6')"),
         (["--concurrency", "0"], "--concurrency: give 1 or more (got '0')"),
+        (
+            ["--concurrency", "\u0661\u0662"],
+            "--concurrency: must be a whole number (got '\u0661\u0662')",
+        ),
+        (["--runs", "\u0661"], "--runs: takes run ids, e.g. 3,4"),
+        (["--tasks", "\u0661"], "--tasks: takes task numbers 1-5, e.g. 1,3"),
+        (
+            ["--verify-deadline", "\u0661\u0662"],
+            "--verify-deadline: '\u0661\u0662' is not a number of seconds",
+        ),
         (["--timeout", "0"], "--timeout: give a number above 0 (got '0')"),
         (["--bogus"], "unrecognized arguments: --bogus; see secbench-tui --help"),
     ],
@@ -76,3 +86,101 @@ def test_every_bad_flag_gets_one_error_line_of_one_shape(
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"secbench-tui: error: {said}"), line
     assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["--model", "baseline/random", "--no-ui", "--limit", "1"],
+        ["--model", "baseline/random", "--dry-run", "--limit", "1"],
+        ["--report"],
+        ["--rescore"],
+    ],
+)
+def test_a_dotenv_file_that_is_not_utf8_is_named_with_the_fix(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """A `.env` saved as UTF-16 (what `echo ... > .env` writes in Windows PowerShell) is
+    refused in one line naming the file and the fix, for every command that reads it, never
+    with python-dotenv's traceback."""
+    (tmp_path / ".env").write_text("OPENROUTER_API_KEY=sk-or-v1-abc\n", encoding="utf-16")
+    db = tmp_path / "r.db"
+    result = subprocess.run(
+        [sys.executable, "-m", "secbench_tui", *command, "--db", str(db)],
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == EXIT_USAGE, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("secbench-tui: error: .env: cannot read it (not UTF-8 text"), line
+    assert "save it as UTF-8" in line
+    assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "said"),
+    [
+        (["--repeats", "99999999999999999999"], "--repeats: give 1000 or less"),
+        (["--repeats", "1001"], "--repeats: give 1000 or less (got '1001')"),
+    ],
+)
+def test_a_number_too_large_to_run_is_refused_before_any_work(
+    tmp_path: Path, flag: list[str], said: str
+) -> None:
+    """`--repeats 99999999999999999999` planned one piece of work per case and repeat: the
+    dry run took every gigabyte of the machine before it could say anything."""
+    db = tmp_path / "r.db"
+    result = subprocess.run(
+        [sys.executable, "-m", "secbench_tui", "--model", "baseline/random", "--dry-run"]
+        + ["--limit", "1", "--db", str(db), *flag],
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == EXIT_USAGE, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"secbench-tui: error: {said}"), line
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("where", ["environment", ".env"])
+def test_a_bad_value_from_the_environment_is_named_by_its_variable(
+    tmp_path: Path, where: str
+) -> None:
+    """`OPENROUTER_BASE_URL=garbage` was said as `--base-url: ...`, a flag the user never
+    gave: the error names the variable, as it does the API key's, so the fix is found."""
+    extra = {}
+    if where == ".env":
+        (tmp_path / ".env").write_text("OPENROUTER_BASE_URL=garbage\n", encoding="utf-8")
+    else:
+        extra["OPENROUTER_BASE_URL"] = "garbage"
+    result = subprocess.run(
+        [sys.executable, "-m", "secbench_tui", "--model", "baseline/random", "--dry-run"],
+        cwd=tmp_path,
+        env=cli_env(**extra),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == EXIT_USAGE, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line == (
+        "secbench-tui: error: OPENROUTER_BASE_URL: 'garbage' is not an http(s) URL; "
+        "give the API root, e.g. http://127.0.0.1:11434/v1"
+    )
+    given = subprocess.run(  # the flag given names the flag, over the variable
+        [sys.executable, "-m", "secbench_tui", "--model", "baseline/random", "--dry-run"]
+        + ["--base-url", "ftp://x"],
+        cwd=tmp_path,
+        env=cli_env(**extra),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert given.returncode == EXIT_USAGE, given.stderr
+    assert given.stderr.startswith("secbench-tui: error: --base-url: 'ftp://x' is not an http(s)")

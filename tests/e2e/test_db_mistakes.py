@@ -133,3 +133,54 @@ def test_runs_it_holds_are_read_by_every_command_that_takes_them(
     result = secbench(tmp_path, *COMMANDS[name], "--db", str(recorded), "--runs", "2", *out)
     assert result.returncode == 0, (name, result.stderr)
     assert "error" not in result.stderr
+
+
+@pytest.mark.parametrize("name", READERS)
+@pytest.mark.parametrize("flag", ["--runs", "--models"])
+@pytest.mark.parametrize("value", ["", " , "])
+def test_a_selection_that_names_nothing_exits_2_for_every_command_that_takes_it(
+    recorded: Path, tmp_path: Path, name: str, flag: str, value: str
+) -> None:
+    """`--runs "$IDS"` with IDS empty selected no run, and so read every run: a report of
+    them all, or every result rescored. It names no run: a usage error, as a run not there."""
+    before = recorded.read_bytes()
+    result = secbench(tmp_path, *COMMANDS[name], "--db", str(recorded), f"{flag}={value}")
+    assert result.returncode == EXIT_USAGE, (name, result.stderr)
+    takes = "run ids, e.g. 3,4" if flag == "--runs" else "model names, e.g. a/x,b/y"
+    assert said(result) == f"{flag}: takes {takes}"
+    assert result.stdout == ""
+    assert recorded.read_bytes() == before
+    assert not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_models_that_name_no_run_exit_2_for_every_command_that_takes_them(
+    recorded: Path, tmp_path: Path, name: str
+) -> None:
+    """`--rescore` took `--models` and read every run all the same, exiting 0."""
+    before = recorded.read_bytes()
+    result = secbench(tmp_path, *COMMANDS[name], "--db", str(recorded), "--models", "nope/x")
+    assert result.returncode == EXIT_USAGE, (name, result.stderr)
+    assert (
+        said(result) == f"--models: no runs of nope/x in {recorded}; models there: baseline/random"
+    )
+    assert result.stdout == ""
+    assert recorded.read_bytes() == before
+
+
+def test_rescore_reads_only_the_runs_of_the_models_named(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    for model in ("baseline/random", "baseline/always-bad"):
+        offline = [model if arg == "baseline/random" else arg for arg in COMMANDS["run"]]
+        done = secbench(tmp_path, *offline, "--db", str(db))
+        assert done.returncode == 0, done.stderr
+
+    def rescored(*selection: str) -> str:
+        result = secbench(tmp_path, "--rescore", "--db", str(db), *selection)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.split(" with ")[0]
+
+    assert rescored() == "rescored 4 results"
+    assert rescored("--models", "baseline/always-bad") == "rescored 2 results"
+    assert rescored("--models", "baseline/always-bad", "--runs", "1") == "rescored 0 results"
+    assert rescored("--models", "baseline/always-bad,baseline/random") == "rescored 4 results"

@@ -23,14 +23,9 @@ def choose_runs(
     no_such_run = unknown_runs(run_ids or (), [r.id for r in every], path)
     if no_such_run:
         raise ReportError(no_such_run)
-    if models:
-        known = sorted({r.model_name for r in every})
-        unknown = [m for m in models if m not in known]
-        if unknown:
-            raise ReportError(
-                f"--models: no runs of {', '.join(unknown)} in {path}; "
-                f"models there: {', '.join(known) or 'none'}"
-            )
+    no_such_model = unknown_models(models or (), [r.model_name for r in every], path)
+    if no_such_model:
+        raise ReportError(no_such_model)
     runs = [
         r
         for r in every
@@ -140,6 +135,19 @@ def _suite_identity(run: RunRecord) -> tuple[str, ...]:
         )
         return identity + extra
     return identity
+
+
+def unknown_models(asked: Sequence[str], there: Sequence[str], path: Path) -> str | None:
+    """What is wrong with a `--models` that names models with no run in `path` (None:
+    nothing), naming the models it does hold: every command that takes `--models` says it so."""
+    known = sorted(set(there))
+    unknown = [m for m in asked if m not in known]
+    if not unknown:
+        return None
+    return (
+        f"--models: no runs of {', '.join(unknown)} in {path}; "
+        f"models there: {', '.join(known) or 'none'}"
+    )
 
 
 def _id_ranges(ids: Sequence[int]) -> str:
