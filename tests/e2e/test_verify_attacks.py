@@ -511,3 +511,47 @@ def test_the_docs_say_what_a_python_case_can_reach(tmp_path: Path, pg_url: str) 
         sandbox = text.split("## The sandbox", 1)[-1].split("## What a Python case", 1)[-1]
         assert "/proc/<pid>/environ" in sandbox, doc
         assert ".env" in sandbox and "pg_hba.conf" in sandbox, doc
+
+
+# A fixtures' SECURITY DEFINER function runs as the checker, who owns the gate and the
+# property's helpers. Called by a case without its search_path pinned, it reads the case's
+# temporary view in place of its table (pg_temp is searched first for relations), and the
+# view's function, run as the checker, blinds the property: a leak of every note was proven.
+DEFINER = """
+CREATE FUNCTION my_notes(p_user int) RETURNS SETOF notes LANGUAGE sql STABLE SECURITY DEFINER
+{pin}AS $$ SELECT * FROM notes WHERE owner = p_user $$;
+"""
+HIJACK = r"""
+CREATE FUNCTION case_code.evil() RETURNS boolean LANGUAGE plpgsql AS $f$
+BEGIN
+  EXECUTE 'CREATE OR REPLACE FUNCTION public.verify_visible(p_note int, p_user int) '
+          'RETURNS boolean LANGUAGE sql AS ''SELECT true''';
+  RETURN true;
+END $f$;
+CREATE TEMP VIEW notes AS SELECT * FROM public.notes WHERE case_code.evil();
+GRANT SELECT ON notes TO PUBLIC;
+SELECT * FROM public.my_notes(:user);
+SELECT id, body FROM public.notes
+"""
+
+
+@pytest.mark.parametrize(
+    "pin", ["", "SET search_path = public\n", "SET search_path = public, pg_temp\n"]
+)
+def test_a_security_definer_fixture_cannot_run_a_cases_code_as_the_checker(
+    tmp_path: Path, pg_url: str, pin: str
+) -> None:
+    cases = {"probe-01-good.md": (GOOD, "good"), "probe-02-good.md": (HIJACK, "good")}
+    suite = _suite(tmp_path, cases, fixtures=FIXTURES + DEFINER.format(pin=pin))
+
+    proofs = _verify(suite, pg_url)
+
+    if pin.endswith("pg_temp\n"):  # pinned: the view is never read, the leak is caught
+        assert proofs["probe-01-good.md"][0] is Proof.PROVEN, proofs["probe-01-good.md"]
+        assert proofs["probe-02-good.md"][0] is Proof.FAILED, proofs["probe-02-good.md"]
+        assert "breaks the property" in proofs["probe-02-good.md"][1]
+    else:  # the fixtures are refused, saying which function and the fix
+        for proof, detail in proofs.values():
+            assert proof is Proof.FAILED, detail
+            assert "my_notes(integer)" in detail and "SET search_path = public, pg_temp" in detail
+    _no_leftovers(pg_url)
