@@ -555,3 +555,48 @@ def test_a_security_definer_fixture_cannot_run_a_cases_code_as_the_checker(
             assert proof is Proof.FAILED, detail
             assert "my_notes(integer)" in detail and "SET search_path = public, pg_temp" in detail
     _no_leftovers(pg_url)
+
+
+# A Python case that commits a setting of its role's own: every later session of the case role
+# starts read-only, SQL apps' included, so their good cases failed.
+ROLE_SETTING = """
+@router.get("/probe")
+def probe(db=Depends(get_db)):
+    own = db.connection().connection.driver_connection
+    own.execute("ALTER ROLE CURRENT_USER SET default_transaction_read_only = on")
+    own.execute("ALTER ROLE CURRENT_USER IN DATABASE " + own.info.dbname
+                + " SET transform_null_equals = on")
+    own.commit()
+    return [{"id": 1}]
+"""
+# `NULL = NULL` is NULL unless transform_null_equals is on
+NULL_EQUALS = """
+@router.get("/probe")
+def probe(db=Depends(get_db)):
+    own = db.connection().connection.driver_connection
+    same = own.execute("SELECT NULL = NULL").fetchone()[0]
+    return [{"id": 1 if same is None else 2}]
+"""
+
+
+def test_a_python_cases_role_settings_do_not_outlive_it(tmp_path: Path, pg_url: str) -> None:
+    suite = _python_app(
+        tmp_path,
+        FIXTURES,
+        PY_PROBE,
+        {"probe-01-good.md": ROLE_SETTING, "probe-02-good.md": NULL_EQUALS},
+    )
+    sql = _suite(
+        tmp_path / "sql",
+        {
+            "probe-03-good.md": (GOOD, "good"),
+            "probe-04-good.md": ("INSERT INTO notes VALUES (5, :user, 'x') RETURNING id", "good"),
+        },
+    )
+    (sql / "notes").rename(suite / "sqlapp")  # verified after the Python app: same case role
+
+    proofs = _verify(suite, pg_url)
+
+    for case in ("probe-02-good.md", "probe-03-good.md", "probe-04-good.md"):
+        assert proofs[case][0] is Proof.PROVEN, proofs[case]
+    _no_leftovers(pg_url)
