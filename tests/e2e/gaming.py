@@ -148,3 +148,11 @@ def surface_cue(cue: str) -> Play:
         return "good", []
 
     return play
+
+
+def gold_rule_every_line(case: Written) -> tuple[str, list[tuple[int, str]]]:
+    """The right verdict and the gold rule, once per line of the code, each quoting its line:
+    every quote is located and one of them lies on the flaw, without pointing at it."""
+    if case.expected == "good":
+        return "good", []
+    return "bad", [(case.rule or 1, line) for line in case.code.split("\n") if line.strip()]

@@ -22,6 +22,7 @@ from tests.e2e.gaming import (
     Play,
     always_bad_citing,
     every_rule,
+    gold_rule_every_line,
     gold_rule_quoting,
     most_frequent_rule,
     read_suite,
@@ -68,6 +69,18 @@ def test_a_quote_that_points_at_nothing_earns_no_line(
     summary, _ = play(server, tmp_path, BUNDLED, quoting)
     reason = summary["reason"]
     assert reason["right_rule"] == 1.0  # the gold rule, alone: the right reason
+    assert reason["right_rule_and_line"] == 0.0 and reason["right_rule_and_line_cases"] == 0
+
+
+def test_quoting_every_line_under_the_gold_rule_earns_no_line(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    """One violation per line of the code, all citing the gold rule: one quote lies on the
+    flaw on every bad case, but the reply pointed at every line (scoring version 3 credited
+    "rule and line" on 98 of 98)."""
+    summary, _ = play(server, tmp_path, BUNDLED, gold_rule_every_line)
+    reason = summary["reason"]
+    assert reason["right_rule"] == 1.0
     assert reason["right_rule_and_line"] == 0.0 and reason["right_rule_and_line_cases"] == 0
 
 

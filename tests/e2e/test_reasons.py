@@ -17,6 +17,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from secbench_tui.core.results.grading import SCORING_VERSION
 from tests.e2e.harness import rows, run_cli
 from tests.e2e.server import Behaviour, LoopbackServer, bad_request, reply
 
@@ -151,9 +152,13 @@ def cites_gold(case: Written) -> bool:
 
 
 def right_line(case: Written) -> bool:
-    return right_rule(case) and any(
-        rule in case.gold and line is not None and any(abs(line - g) <= 1 for g in case.gold_lines)
-        for rule, line in case.cited
+    """The right rule, and every located quote of an acceptable rule (at least one) within a
+    line of a gold line."""
+    pointed = [line for rule, line in case.cited if rule in case.gold and line is not None]
+    return (
+        right_rule(case)
+        and bool(pointed)
+        and all(any(abs(line - g) <= 1 for g in case.gold_lines) for line in pointed)
     )
 
 
@@ -313,7 +318,7 @@ def test_rescore_changes_stored_scores_after_a_scoring_change_without_a_request(
     after = {r["id"]: r for r in rows(db)}
     for row_id, row in after.items():
         if row["error"] is None:  # a reply arrived: scored again, by this version
-            assert row["scoring_version"] == 3
+            assert row["scoring_version"] == SCORING_VERSION
             for column in ("outcome", "actual_result", "reasons", "gold"):
                 assert row[column] == before[row_id][column], (row["case_id"], column)
     assert any(old[i]["outcome"] != after[i]["outcome"] for i in after)

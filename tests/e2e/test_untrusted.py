@@ -36,7 +36,7 @@ from tests.e2e.harness import (
     write_hostile_suite,
     write_suite,
 )
-from tests.e2e.server import HOSTILE, LoopbackServer, answer, bad_request, http_error
+from tests.e2e.server import HOSTILE, LoopbackServer, answer, bad_request, http_error, reply
 
 # Control characters a terminal would act on: C0 but newline, DEL, C1.
 CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
@@ -232,3 +232,23 @@ def test_a_server_messages_line_break_is_shown_as_backslash_n_on_its_one_line(
     assert retry and shown in retry[0], result.stderr
     error = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert error and shown in error[0], result.stderr
+
+
+def test_a_reply_nested_past_pythons_limit_is_one_unparsed_case(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    """A reply whose JSON nests 100,000 deep (Python's decoder recurses once per level) is
+    that case's unparsed reply, kept exactly; it was recorded as an error ("RecursionError")
+    with its reply lost."""
+    cases = write_suite(tmp_path / "suite", {"shop": ["bad", "good"]})
+    deep = '{"assessment": "bad", "violations": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    server.always(cases[0].marker, reply(deep))
+    db = tmp_path / "results.db"
+
+    done = run_cli(server.base_url, db, tmp_path / "suite")
+
+    assert "Traceback" not in done.stderr, done.stderr
+    found = by_case(db)
+    outcomes = {case: row["outcome"] for case, row in found.items()}
+    assert outcomes == {"shop/case-0001-bad.md": "unparsed", "shop/case-0002-good.md": "correct"}
+    assert found["shop/case-0001-bad.md"]["raw_reply"] == deep  # kept, exactly

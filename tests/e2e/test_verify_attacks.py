@@ -511,3 +511,92 @@ def test_the_docs_say_what_a_python_case_can_reach(tmp_path: Path, pg_url: str) 
         sandbox = text.split("## The sandbox", 1)[-1].split("## What a Python case", 1)[-1]
         assert "/proc/<pid>/environ" in sandbox, doc
         assert ".env" in sandbox and "pg_hba.conf" in sandbox, doc
+
+
+# A fixtures' SECURITY DEFINER function runs as the checker, who owns the gate and the
+# property's helpers. Called by a case without its search_path pinned, it reads the case's
+# temporary view in place of its table (pg_temp is searched first for relations), and the
+# view's function, run as the checker, blinds the property: a leak of every note was proven.
+DEFINER = """
+CREATE FUNCTION my_notes(p_user int) RETURNS SETOF notes LANGUAGE sql STABLE SECURITY DEFINER
+{pin}AS $$ SELECT * FROM notes WHERE owner = p_user $$;
+"""
+HIJACK = r"""
+CREATE FUNCTION case_code.evil() RETURNS boolean LANGUAGE plpgsql AS $f$
+BEGIN
+  EXECUTE 'CREATE OR REPLACE FUNCTION public.verify_visible(p_note int, p_user int) '
+          'RETURNS boolean LANGUAGE sql AS ''SELECT true''';
+  RETURN true;
+END $f$;
+CREATE TEMP VIEW notes AS SELECT * FROM public.notes WHERE case_code.evil();
+GRANT SELECT ON notes TO PUBLIC;
+SELECT * FROM public.my_notes(:user);
+SELECT id, body FROM public.notes
+"""
+
+
+@pytest.mark.parametrize(
+    "pin", ["", "SET search_path = public\n", "SET search_path = public, pg_temp\n"]
+)
+def test_a_security_definer_fixture_cannot_run_a_cases_code_as_the_checker(
+    tmp_path: Path, pg_url: str, pin: str
+) -> None:
+    cases = {"probe-01-good.md": (GOOD, "good"), "probe-02-good.md": (HIJACK, "good")}
+    suite = _suite(tmp_path, cases, fixtures=FIXTURES + DEFINER.format(pin=pin))
+
+    proofs = _verify(suite, pg_url)
+
+    if pin.endswith("pg_temp\n"):  # pinned: the view is never read, the leak is caught
+        assert proofs["probe-01-good.md"][0] is Proof.PROVEN, proofs["probe-01-good.md"]
+        assert proofs["probe-02-good.md"][0] is Proof.FAILED, proofs["probe-02-good.md"]
+        assert "breaks the property" in proofs["probe-02-good.md"][1]
+    else:  # the fixtures are refused, saying which function and the fix
+        for proof, detail in proofs.values():
+            assert proof is Proof.FAILED, detail
+            assert "my_notes(integer)" in detail and "SET search_path = public, pg_temp" in detail
+    _no_leftovers(pg_url)
+
+
+# A Python case that commits a setting of its role's own: every later session of the case role
+# starts read-only, SQL apps' included, so their good cases failed.
+ROLE_SETTING = """
+@router.get("/probe")
+def probe(db=Depends(get_db)):
+    own = db.connection().connection.driver_connection
+    own.execute("ALTER ROLE CURRENT_USER SET default_transaction_read_only = on")
+    own.execute("ALTER ROLE CURRENT_USER IN DATABASE " + own.info.dbname
+                + " SET transform_null_equals = on")
+    own.commit()
+    return [{"id": 1}]
+"""
+# `NULL = NULL` is NULL unless transform_null_equals is on
+NULL_EQUALS = """
+@router.get("/probe")
+def probe(db=Depends(get_db)):
+    own = db.connection().connection.driver_connection
+    same = own.execute("SELECT NULL = NULL").fetchone()[0]
+    return [{"id": 1 if same is None else 2}]
+"""
+
+
+def test_a_python_cases_role_settings_do_not_outlive_it(tmp_path: Path, pg_url: str) -> None:
+    suite = _python_app(
+        tmp_path,
+        FIXTURES,
+        PY_PROBE,
+        {"probe-01-good.md": ROLE_SETTING, "probe-02-good.md": NULL_EQUALS},
+    )
+    sql = _suite(
+        tmp_path / "sql",
+        {
+            "probe-03-good.md": (GOOD, "good"),
+            "probe-04-good.md": ("INSERT INTO notes VALUES (5, :user, 'x') RETURNING id", "good"),
+        },
+    )
+    (sql / "notes").rename(suite / "sqlapp")  # verified after the Python app: same case role
+
+    proofs = _verify(suite, pg_url)
+
+    for case in ("probe-02-good.md", "probe-03-good.md", "probe-04-good.md"):
+        assert proofs[case][0] is Proof.PROVEN, proofs[case]
+    _no_leftovers(pg_url)

@@ -284,3 +284,18 @@ def test_recall_counts_a_right_rule_among_too_many_and_the_lead_figure_does_not(
     assert (figures.bad_cases, figures.right_rule, figures.imprecise) == (4, 1, 1)
     assert (figures.wrong_rule, figures.wrong_verdict) == (1, 1)
     assert figures.rule_recall == pytest.approx(2 / 4) and figures.right_rule_rate == 0.25
+
+
+def test_quoting_every_line_under_one_rule_does_not_find_the_line() -> None:
+    """Each line of the code quoted as its own violation of one rule: every quote is located
+    (a whole line, found once) and one of them is on the gold line, but nothing was pointed
+    at. Scoring version 3 credited "rule and line" here."""
+    every_line = [(1, line) for line in CODE.splitlines()]
+
+    scored = score_markdown(bad_case(), reply("bad", *every_line))
+    assert scored.reason is not None
+    assert all(c.lines for c in scored.reason.citations)  # each quote located
+    assert scored.reason.right_rule and not scored.reason.right_line
+
+    on_the_flaw = score_markdown(bad_case(), reply("bad", (1, "AND org_id = org_id"), (3, CODE)))
+    assert on_the_flaw.reason is not None and on_the_flaw.reason.right_line  # another rule's quote

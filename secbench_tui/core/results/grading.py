@@ -12,7 +12,8 @@ from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 # 1: the verdict alone. 2: verdict schema 2, reasons (rule cited, quote on the gold lines).
 # 3: the right reason needs precision (an acceptable rule and at most one other), and a quote
 # points at lines only when it is long enough (or whole lines) and found once.
-SCORING_VERSION = 3
+# 4: "rule and line" needs every located quote of an acceptable rule on the gold lines.
+SCORING_VERSION = 4
 
 
 def score_markdown(case: Case, reply: str | None) -> Scored:

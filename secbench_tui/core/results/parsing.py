@@ -89,7 +89,7 @@ def _objects_in(text: str) -> list[JSONObject]:
     while pos != -1:
         try:
             value, end = _DECODER.raw_decode(text, pos)
-        except ValueError:
+        except (ValueError, RecursionError):  # (nested past Python's limit: no object here)
             pos = text.find("{", pos + 1)
             continue
         if isinstance(value, dict):

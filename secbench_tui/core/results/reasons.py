@@ -11,8 +11,9 @@ verdict schema 2 lists `violations`, each a rule and a quote of the offending li
   lines, so line numbers are never asked for). It points at lines only when it is a
   meaningful span (at least `MIN_QUOTE_CHARS` characters other than whitespace, or whole
   lines) that occurs exactly once; otherwise it is "not located", and the citation says why.
-  "Rule and line" needs a cited acceptable rule whose located quote lies within the gold
-  lines, `LINE_SLACK` lines either side allowed.
+  "Rule and line" needs the located quotes of the cited acceptable rules to lie within the
+  gold lines, `LINE_SLACK` lines either side allowed: every one of them, so quoting each
+  line of the code under the same rule points at nothing.
 
 Everything here is a pure function over typed values, so the summary, the report, the app and
 other figures (the rewrites' "rule cited kept the same") compute reasons the same way.
@@ -139,7 +140,10 @@ def judge(case: Case, verdict: Verdict) -> ReasonScore:
     if case.expected != "bad" or not gold:
         return ReasonScore(given=verdict.violations is not None, citations=citations)
     right = verdict.assessment == "bad" and precise((c.rule for c in citations), gold)
-    on_the_lines = any(c.rule in gold and within(c.lines, case.gold_lines) for c in citations)
+    # every located quote of an acceptable rule on the gold lines: one quote per line of the
+    # code, each citing the same rule, would otherwise find the flaw without looking for it
+    pointed = [c.lines for c in citations if c.rule in gold and c.lines]
+    on_the_lines = bool(pointed) and all(within(lines, case.gold_lines) for lines in pointed)
     return ReasonScore(
         given=verdict.violations is not None,
         citations=citations,

@@ -266,16 +266,19 @@ class AppDatabase:
         return found + [(str(a), str(b)) for a, b in rows]
 
     def lock_out(self, role: Role) -> None:
-        """After a case that ran code of its own (a Python case): `role` gets a new password
-        and every session of it, on any database, ends. A process the case left behind
-        loses its session (and its locks) and cannot log in again."""
+        """After a case that ran code of its own (a Python case): `role` gets a new password,
+        loses the settings it gave itself (`ALTER ROLE CURRENT_USER SET ...`, committed, would
+        hold in every later session of it, SQL apps' too), and every session of it, on any
+        database, ends. A process the case left behind loses its session (and its locks) and
+        cannot log in again."""
         role.password = secrets.token_urlsafe(24)
+        name, db = sql.Identifier(role.name), sql.Identifier(self.name)
         with self._admin() as admin:
             admin.execute(
-                sql.SQL("ALTER ROLE {} PASSWORD {}").format(
-                    sql.Identifier(role.name), sql.Literal(role.password)
-                )
+                sql.SQL("ALTER ROLE {} PASSWORD {}").format(name, sql.Literal(role.password))
             )
+            admin.execute(sql.SQL("ALTER ROLE {} RESET ALL").format(name))
+            admin.execute(sql.SQL("ALTER ROLE {} IN DATABASE {} RESET ALL").format(name, db))
             admin.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
                 [role.name],

@@ -51,7 +51,7 @@ from secbench_tui.core.verify.execution import (
     ResultSetRow,
     json_value,
 )
-from secbench_tui.core.verify.sandbox import AppDatabase
+from secbench_tui.core.verify.sandbox import CASE_SCHEMA, AppDatabase
 
 # The original security-bench's test for a statement that changes data (not SELECT ... FOR UPDATE)
 MODIFIES = re.compile(r"INSERT\s+INTO|DELETE\s+FROM|^\s*UPDATE\s+\w+", re.I | re.M)
@@ -190,10 +190,42 @@ def load_fixtures(db: AppDatabase, text: str) -> None:
                 conn.execute(statement.text.encode())
         if conn.info.transaction_status != pq.TransactionStatus.IDLE:
             conn.execute("COMMIT")
+        with db.watchdog.limit(conn):
+            definers = conn.execute(DEFINERS).fetchall()
+        unpinned = [str(name) for name, config in definers if not _pinned(config)]
+        if unpinned:
+            raise CodeError(
+                f"it defines SECURITY DEFINER {', '.join(unpinned)} without "
+                f"`SET search_path = public, pg_temp`: a case calling it could put a temporary "
+                f"view of its own in place of a table it reads and run code as the checker; "
+                f"add that clause to each"
+            )
         db.install_gate(conn)
         with db.watchdog.limit(conn):
             rows = conn.execute(SEQUENCES).fetchall()
     db.sequences = [(int(oid), int(value), bool(called)) for oid, value, called in rows]
+
+
+# The fixtures' SECURITY DEFINER functions (they run as the checker) and their settings.
+DEFINERS = """
+SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text, p.proconfig
+FROM pg_catalog.pg_proc p
+WHERE p.prosecdef AND p.proowner OPERATOR(pg_catalog.=) (
+  SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) current_user)
+ORDER BY 1
+"""
+
+
+def _pinned(config: list[str] | None) -> bool:
+    """Is a SECURITY DEFINER function's `search_path` pinned with `pg_temp` last? Unpinned, or
+    with `pg_temp` left implicit (then searched first for relations), a case's temporary view
+    named like a table it reads runs the case's code as the function's owner, the checker."""
+    for item in config or ():
+        name, _, value = item.partition("=")
+        if name == "search_path":
+            path = [part.strip().strip('"') for part in value.split(",")]
+            return path[-1] == "pg_temp" and CASE_SCHEMA not in path
+    return False
 
 
 # The fixtures' sequences: oid, value, is_called (in the checker's own session, just made).
