@@ -216,9 +216,9 @@ def test_a_row_shown_under_another_rows_id_is_judged_as_the_row_it_shows(
     done = _verify(suite, "--pg-url", pg_url, "--filter", "purchase-order/get-supplier-*")
 
     assert done.returncode == 1, done.stdout + done.stderr
-    assert _lines(done.stdout, "FAILED") == {
-        f"purchase-order/{name}" for name in SPOOFED_KEYS
-    }, done.stdout
+    assert _lines(done.stdout, "FAILED") == {f"purchase-order/{name}" for name in SPOOFED_KEYS}, (
+        done.stdout
+    )
     assert {
         "purchase-order/get-supplier-01-good.md",
         "purchase-order/get-supplier-03-bad.md",
