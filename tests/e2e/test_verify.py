@@ -186,3 +186,40 @@ def test_filter_picks_the_cases_verify_runs(tmp_path: Path, pg_url: str) -> None
     none = _verify(suite, "--pg-url", pg_url, "--filter", "nope/*")
     assert none.returncode == 2, none.stdout + none.stderr
     assert "--filter nope/*" in none.stderr and "matches no case" in none.stderr
+
+
+# Org B's supplier, shown under the id of a live supplier of the caller's organization (a1):
+# by a column named id, and by a second column named id after the real one.
+SPOOFED_KEYS = {
+    "get-supplier-91-good.md": """
+SELECT '20000000-0000-0000-0000-0000000000a1'::uuid AS id, s.name, s.contact_email, s.country
+FROM suppliers s
+WHERE s.id = '20000000-0000-0000-0000-0000000000b1';""",
+    "get-supplier-92-good.md": """
+SELECT s.id AS supplier, s.name, s.country, '20000000-0000-0000-0000-0000000000a1'::uuid AS id
+FROM suppliers s
+WHERE s.id = '20000000-0000-0000-0000-0000000000b1';""",
+}
+
+
+def test_a_row_shown_under_another_rows_id_is_judged_as_the_row_it_shows(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Properties find the table row a result row shows by `verify_key`, which took a column
+    named `id` on trust: another organization's supplier, shown under the id of one of the
+    caller's own, was proven good. A model's fix could leak rows that way."""
+    suite = tmp_path / "suite"
+    shutil.copytree(bundled_cases_dir() / "purchase-order", suite / "purchase-order")
+    for name, code in SPOOFED_KEYS.items():
+        _case(suite / "purchase-order" / name, code.strip(), "good")
+
+    done = _verify(suite, "--pg-url", pg_url, "--filter", "purchase-order/get-supplier-*")
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert _lines(done.stdout, "FAILED") == {f"purchase-order/{name}" for name in SPOOFED_KEYS}, (
+        done.stdout
+    )
+    assert {
+        "purchase-order/get-supplier-01-good.md",
+        "purchase-order/get-supplier-03-bad.md",
+    } <= _lines(done.stdout, "proven"), done.stdout

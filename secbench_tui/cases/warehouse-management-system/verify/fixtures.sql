@@ -320,7 +320,7 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- The key (id) of the row of p_table that a result row shows, whatever the case named its
--- columns: the `id` column when there is one, else the one value of the row that is the id of
+-- columns: the `id` column, else another value of the row, that is the id of
 -- a row of p_table agreeing with every same-named column of the result (numbers, booleans,
 -- text; dates and times are left out, their text forms differ). NULL when none: properties
 -- identify rows by the tables' keys, not by the case's column names.
@@ -330,10 +330,18 @@ DECLARE
   candidate text;
   found boolean;
 BEGIN
-  IF p_row ? 'id' THEN
-    RETURN p_row->>'id';
-  END IF;
-  FOR candidate IN SELECT e.value #>> '{}' FROM jsonb_each(p_row) e WHERE jsonb_typeof(e.value) IN ('number', 'string') LOOP
+  -- The `id` column is tried first but not taken on trust: a result could show one row's id
+  -- beside another row's values (`SELECT id AS note, body, 1 AS id`), and the property would
+  -- then judge the row the id names, not the row shown.
+  FOR candidate IN
+    SELECT c.value FROM (
+      SELECT p_row->>'id' AS value, 0 AS rank
+       WHERE jsonb_typeof(p_row->'id') IN ('number', 'string')
+      UNION ALL
+      SELECT e.value #>> '{}', 1 FROM jsonb_each(p_row) e
+       WHERE e.key <> 'id' AND jsonb_typeof(e.value) IN ('number', 'string')
+    ) c ORDER BY c.rank
+  LOOP
     EXECUTE format(
       'SELECT EXISTS (SELECT 1 FROM %s t WHERE t.id::text = $1 AND NOT EXISTS (
          SELECT 1 FROM jsonb_each($2) e
