@@ -221,8 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:  # a value from the environment is named by its variable
         say_error(describe_error(exc, named=from_environment(args, env)))
         return EXIT_USAGE
-    if settings.rewrites and command.pg_url:  # the rewrites' gate runs where --verify would
-        settings = settings.replace(pg_url=command.pg_url)
+    if (settings.rewrites or settings.task == "fix") and command.pg_url:
+        settings = settings.replace(pg_url=command.pg_url)  # proven where --verify would run
     if command.lint:
         from secbench_tui.linting import lint_main
 

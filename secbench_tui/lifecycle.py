@@ -134,6 +134,7 @@ def make_provider(one: RunSettings) -> Provider:
         max_tokens=one.sent_max_tokens,
         seed=one.seed,
         response_format=one.response_format,
+        reply="fix" if one.task == "fix" else "verdict",
         reasoning_effort=one.reasoning_effort,
         request_style=one.request_style,
         max_retries=one.max_retries,
