@@ -102,6 +102,39 @@ class ScenarioSummary(Figures):
     solved_ci: tuple[float, float] | None = None  # of the share solved, bootstrap
 
 
+class FixTally(Figures):
+    """`--task fix`, over bad cases (their first answers): what verifying each fix found.
+    Rates are fractions of `judged` (bad cases whose scenario can verify a fix), and count a
+    case with no answer as not fixed."""
+
+    bad_cases: int = 0
+    judged: int = 0
+    proven: int = 0
+    secure_broken: int = 0
+    functional_insecure: int = 0
+    insecure: int = 0  # neither secure nor functional
+    refused: int = 0  # the sandbox would not run the fix
+    not_run: int = 0  # the fix fails with an error on a parameter set
+    did_not_parse: int = 0  # no fixed code, or code its parser rejects
+    no_answer: int = 0
+    not_verifiable: int = 0  # no verification data or no compliant twin (not in `judged`)
+    unverified: int = 0  # answered, but not verified yet (`--rescore` verifies it)
+    proven_rate: float | None = None
+    proven_rate_ci: tuple[float, float] | None = None  # Wilson, over cases
+    secure_broken_rate: float | None = None
+    functional_insecure_rate: float | None = None
+    did_not_parse_rate: float | None = None
+
+
+class FixSummary(FixTally):
+    """`--task fix`: the run's fix figures, with the median change size, per app and rule."""
+
+    median_change_lines: float | None = None  # lines a fix changes in the bad case
+    median_change_lines_proven: float | None = None  # the same, over proven fixes
+    apps: dict[str, FixTally] = {}
+    rules: dict[str, FixTally] = {}  # by the bad case's rule
+
+
 class RunSummary(VerdictStats):
     """One run's figures. The outcome counts cover every case; accuracy and the verdict
     figures cover good/bad cases (VulDetectBench tasks have `vuldetectbench` metrics)."""
@@ -129,6 +162,8 @@ class RunSummary(VerdictStats):
     scenarios: Annotated[ScenarioSummary | None, WhenApplies] = None
     # --rewrites: flips, robust accuracy, agreement
     robustness: Annotated[Robustness | None, WhenApplies] = None
+    # --task fix: proven-fix rate, secure but broken, functional but insecure, change size
+    fixes: Annotated[FixSummary | None, WhenApplies] = None
     # Set when no case got an answer: the commonest error, and how many cases it ended
     no_answer: Annotated[str | None, WhenApplies] = None
     # each lead figure's chance levels (results.chance), for a run of markdown cases
@@ -237,6 +272,7 @@ def summary_lines(
                 )
             )
     lines.extend(_vuldetectbench_lines(s))
+    lines.extend(fix_lines(s.fixes))
     lines.extend(robustness_lines(s.robustness))
     if s.reused:
         lines.append(
@@ -357,6 +393,66 @@ def _rate(value: float | None, ci: tuple[float, float] | None = None) -> str:
     if value is not None and ci is not None:
         shown += f" ({numbers.pct(ci[0])}-{numbers.pct(ci[1])})"
     return shown
+
+
+# The floor and the ceiling of the proven-fix rate: the code returned unchanged, and the
+# nearest compliant twin returned as the fix (`core.run.providers.baselines`).
+FIX_FLOOR, FIX_CEILING = "baseline/echo", "baseline/twin"
+
+
+def fix_tally_text(t: FixTally) -> str:
+    """`proven 12 of 20, 60.0% (38.7%-78.1%)`: a tally's lead figure."""
+    return f"proven {t.proven} of {t.judged}, {_rate(t.proven_rate, t.proven_rate_ci)}"
+
+
+def fix_lines(f: FixSummary | None) -> list[Line]:
+    """`--task fix`: the proven-fix rate first, then how the others failed, the change size,
+    and per app and rule."""
+    if f is None:
+        return []
+    lines = [
+        _line(
+            Segment(
+                f"  fixes: proven {numbers.pct(f.proven_rate)}{_ci(f.proven_rate_ci)}"
+                f" of {f.judged} bad cases ({f.proven} proven)",
+                "heading",
+            ),
+            Segment(f"  (floor: {FIX_FLOOR} 0%, ceiling: {FIX_CEILING} 100%)", "dim"),
+        ),
+        _line(
+            f"    secure but broken {f.secure_broken} ({numbers.pct(f.secure_broken_rate)})"
+            f"  functional but insecure {f.functional_insecure}"
+            f" ({numbers.pct(f.functional_insecure_rate)})  insecure and broken {f.insecure}"
+            f"  refused {f.refused}  does not run {f.not_run}"
+            f"  did not parse {f.did_not_parse} ({numbers.pct(f.did_not_parse_rate)})"
+            + (f"  no answer {f.no_answer}" if f.no_answer else "")
+        ),
+        _line(
+            f"    median change {_lines_text(f.median_change_lines)}"
+            f" (proven fixes {_lines_text(f.median_change_lines_proven)})"
+            + (f"  not verifiable {f.not_verifiable}" if f.not_verifiable else "")
+        ),
+    ]
+    if f.unverified:
+        lines.append(
+            _line(
+                Segment(
+                    f"    {f.unverified} fixes not verified yet: --rescore verifies them",
+                    "warning",
+                )
+            )
+        )
+    for title, tallies, prefix in (("by app", f.apps, ""), ("by rule", f.rules, "rule ")):
+        if len(tallies) > 1:
+            shown = "  ".join(
+                f"{prefix}{inert_line(key)} {t.proven}/{t.judged}" for key, t in tallies.items()
+            )
+            lines.append(_line(f"    {title}: {shown}"))
+    return lines
+
+
+def _lines_text(value: float | None) -> str:
+    return numbers.EMPTY if value is None else f"{value:g} lines"
 
 
 def robustness_lines(r: Robustness | None) -> list[Line]:
