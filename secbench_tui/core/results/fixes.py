@@ -8,7 +8,7 @@ block whole is read without its fences.
 
 The figures are made from the rows (`Store.run_results`, which joins each result's verified
 fix): one answer per bad case (its first), outcomes as verifying stored them
-(`core.verify.fix_models.FixOutcome`), rates over the cases whose scenario can judge a fix.
+(`core.fixes.models.FixOutcome`), rates over the cases whose scenario can judge a fix.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 
+from secbench_tui.core.fixes.models import FixOutcome
 from secbench_tui.core.results.metrics import wilson_interval
 from secbench_tui.core.results.parsing import reply_objects
 from secbench_tui.core.results.reasons import stored_gold
@@ -23,7 +24,6 @@ from secbench_tui.core.results.summary import FixSummary, FixTally
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.suites.fix_reply import FIXED_CODE
 from secbench_tui.core.suites.markdown import extract_code
-from secbench_tui.core.verify.fix_models import FixOutcome
 
 
 def fixed_code_of(reply: str | None) -> str | None:
@@ -142,3 +142,64 @@ def fix_summary(rows: Iterable[ResultRow]) -> FixSummary | None:
 
 def _rule_order(rule: str) -> tuple[int, str]:
     return (int(rule), "") if rule.isdigit() else (10**9, rule)
+
+
+def fix_text(row: ResultRow) -> list[str]:
+    """A result's verified fix in words, line by line (what the app's result detail shows
+    above the diffs): the outcome, why, the change size, and the parameter set that shows a
+    fix is not proven, with its rows. Empty for a result without one. Foreign text (reasons,
+    rows) is left as it is: the front end neutralises it."""
+    outcome = row.get("fix_outcome")
+    if outcome is None:
+        return []
+    words = {True: "yes", False: "no", None: "not known"}
+    lines = [
+        f"{outcome}: secure {words[row.get('fix_secure')]},"
+        f" functional {words[row.get('fix_functional')]}"
+    ]
+    if row.get("fix_reason"):
+        lines.append(str(row.get("fix_reason")))
+    if row.get("fix_change_lines") is not None:
+        lines.append(f"changes {row.get('fix_change_lines')} lines of the bad case")
+    if row.get("fix_twin"):
+        lines.append(f"compared with its nearest compliant twin {row.get('fix_twin')}")
+    lines += _failing_lines(row.get("fix_detail"))
+    return lines
+
+
+def _failing_lines(detail: str | None) -> list[str]:
+    import json
+
+    try:
+        data = json.loads(detail or "{}")
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    lines: list[str] = []
+    for key, title in (("insecure", "insecure on"), ("broken", "differs from the twin on")):
+        failing = data.get(key)
+        if not isinstance(failing, dict):
+            continue
+        params = json.dumps(failing.get("params"), sort_keys=True, ensure_ascii=False)
+        lines.append(f"{title} parameter set {failing.get('set')} {params}: {failing.get('why')}")
+        for name, label in (
+            ("violations", "  rule broken"),
+            ("rows", "  the fix returned"),
+            ("twin_rows", "  the twin returned"),
+        ):
+            rows = failing.get(name)
+            if isinstance(rows, list) and rows:
+                for shown in rows[:SHOWN_ROWS]:
+                    lines.append(
+                        f"{label}: {json.dumps(shown, sort_keys=True, ensure_ascii=False)}"
+                    )
+                if len(rows) > SHOWN_ROWS:
+                    lines.append(f"{label}: ... and {len(rows) - SHOWN_ROWS} more")
+    notes = data.get("notes")
+    if isinstance(notes, list):
+        lines += [f"note: {note}" for note in notes]
+    return lines
+
+
+SHOWN_ROWS = 5  # rows of each kind shown per failing parameter set (the database keeps 20)

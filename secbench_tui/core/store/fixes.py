@@ -22,7 +22,7 @@ from secbench_tui.core.store.values import storable
 @dataclass(frozen=True)
 class StoredFix:
     evaluation_id: int
-    outcome: str  # a `core.verify.fixes.FixOutcome` value, as written
+    outcome: str  # a `core.fixes.models.FixOutcome` value, as written
     fixed_code: str | None = None
     reason: str | None = None
     secure: bool | None = None
