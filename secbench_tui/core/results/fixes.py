@@ -22,16 +22,25 @@ from secbench_tui.core.results.parsing import reply_objects
 from secbench_tui.core.results.reasons import stored_gold
 from secbench_tui.core.results.summary import FixSummary, FixTally
 from secbench_tui.core.store.rows import ResultRow
-from secbench_tui.core.suites.fix_reply import FIXED_CODE
+from secbench_tui.core.suites.fix_reply import FIXED_CODE, PROPOSED_CODE
 from secbench_tui.core.suites.markdown import extract_code
 
 
 def fixed_code_of(reply: str | None) -> str | None:
-    """The corrected code a reply gives, or None when it gives none (or two that differ)."""
+    """The corrected code a fix reply gives, or None when it gives none (or two that differ)."""
+    return _code_of(reply, FIXED_CODE)
+
+
+def proposed_code_of(reply: str | None) -> str | None:
+    """The code a case proposal (`secbench-tui fix`) gives, read as `fixed_code_of` reads."""
+    return _code_of(reply, PROPOSED_CODE)
+
+
+def _code_of(reply: str | None, name: str) -> str | None:
     found: set[str] = set()
     for obj in reply_objects(reply):
         for key, value in obj.items():
-            if str(key).lower() == FIXED_CODE and isinstance(value, str) and value.strip():
+            if str(key).lower() == name and isinstance(value, str) and value.strip():
                 found.add(_unfenced(value))
     return found.pop() if len(found) == 1 else None
 

@@ -29,6 +29,7 @@ from secbench_tui.core.suites.verdict import ReplyViolation, StructuredOutputSch
 
 FIX_SCHEMA_VERSION = 4
 FIXED_CODE = "fixed_code"  # the key of the corrected code in a fix reply
+PROPOSED_CODE = "code"  # the key of a case's new code in a case proposal
 
 
 class FixReply(BaseModel):
