@@ -230,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command.rescore:
         from secbench_tui.rescoring import rescore_main
 
-        return rescore_main(settings.db, command.runs, command.select_models)
+        return rescore_main(settings.db, command.runs, command.select_models, command.pg_url)
     if command.verify:
         from secbench_tui.verifying import verify_main
 

@@ -37,6 +37,7 @@ from secbench_tui.core.run.events import (
 from secbench_tui.core.run.matrix import PlannedRun, resumable, unmatched_unfinished
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import inert_line, redact_url
+from secbench_tui.core.verify.stopping import Stop
 from secbench_tui.dry_run import print_plan
 from secbench_tui.errors import UsageError, say_error
 from secbench_tui.exit_codes import (
@@ -52,7 +53,7 @@ from secbench_tui.exit_codes import (
 from secbench_tui.lifecycle import MatrixRun
 from secbench_tui.planning.plan import Plan, catalog_for
 from secbench_tui.planning.stops import PlanStopped, plan_or_stop
-from secbench_tui.results_db import DatabaseError
+from secbench_tui.results_db import DatabaseError, open_results
 
 
 def format_case_line(event: CaseFinished) -> str:
@@ -267,6 +268,9 @@ async def run_plan(plan: Plan) -> int:
         return EXIT_ABORTED
     if not finished:
         return EXIT_ABORTED
+    unverified = False
+    if plan.settings.task == "fix" and not signals.count and not reader.gone:
+        finished, unverified = await _verify_fixes(plan.settings, finished, signals)
     try:
         for done in finished:
             print(format_summary(done.summary, done.status, done.message), flush=True)
@@ -276,9 +280,52 @@ async def run_plan(plan: Plan) -> int:
         reader.gone = silence_closed(sys.stdout, sys.stderr) or True
     unwritten = not _write_summary_file(plan.settings, finished)
     codes = _run_exits(finished, signals)
+    if signals.count:  # (a stop while the fixes were verified: the runs had completed)
+        codes.append(signals.exit_code)
     if reader.gone or silence_closed(sys.stdout, sys.stderr):
         codes.append(EXIT_BROKEN_PIPE)
-    return worst_exit(codes) or (EXIT_FAILED if unwritten else EXIT_OK)
+    return worst_exit(codes) or (EXIT_FAILED if unwritten or unverified else EXIT_OK)
+
+
+async def _verify_fixes(
+    settings: Settings, finished: list[RunFinished], signals: Signals
+) -> tuple[list[RunFinished], bool]:
+    """`--task fix`: each finished run's fixes verified on PostgreSQL; the runs with their fix
+    figures, and whether verifying failed (said on stderr: the results stay stored, and
+    `--rescore` verifies them later). Ctrl+C or SIGTERM stops verifying at once, the
+    databases, roles and embedded server removed on the way out."""
+    from secbench_tui.core.verify.stopping import Stop
+    from secbench_tui.proving_fixes import verify_runs
+
+    run_ids = [done.run_id for done in finished if done.status is not RunStatus.ABORTED]
+    print(f"verifying the fixes of {len(run_ids)} run(s) on PostgreSQL", file=sys.stderr)
+    try:
+        store = await open_results(settings.db, create=False)
+    except DatabaseError as exc:
+        say_error(exc)
+        return finished, True
+    signals.halt = Stop()
+    try:
+        checking = await verify_runs(
+            store, run_ids, settings.pg_url, out=sys.stderr, stop=signals.halt
+        )
+    finally:
+        signals.halt = None
+        await store.close()
+    if checking.error is not None:
+        say_error(
+            f"{checking.line()}; the results are stored in {settings.db}: "
+            "--rescore verifies their fixes later"
+        )
+    else:
+        print(checking.line(), file=sys.stderr, flush=True)
+    shown = [
+        replace(done, summary=done.summary.model_copy(update={"fixes": found}))
+        if (found := checking.summaries.get(done.run_id)) is not None
+        else done
+        for done in finished
+    ]
+    return shown, checking.error is not None
 
 
 async def _start(plan: Plan) -> MatrixRun | int:
@@ -329,6 +376,9 @@ class Signals:
         self.matrix, self.grace = matrix, grace
         self.count = 0
         self.terminated = False
+        # while a fix run's fixes are verified: a first signal stops the verifying, a second
+        # removes the embedded server before the process exits
+        self.halt: Stop | None = None
 
     def listen(self, loop: asyncio.AbstractEventLoop) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -341,8 +391,19 @@ class Signals:
         self.count += 1
         self.terminated = self.terminated or sig is signal.SIGTERM
         if self.count > 1:
+            if self.halt is not None:
+                self.halt.abandon()
             os._exit(self.exit_code)
         what = "SIGTERM" if sig is signal.SIGTERM else "Ctrl+C"
+        if self.halt is not None:
+            print(
+                f"\nstopping ({what}): verifying the fixes stops now; --rescore verifies the"
+                " rest (Ctrl+C again to quit now)",
+                file=sys.stderr,
+                flush=True,
+            )
+            self.halt.set()
+            return
         print(
             f"\nstopping ({what}): the requests in flight get {self.grace:g}s to "
             "finish, the rest are asked by --resume (Ctrl+C again to quit now)",
