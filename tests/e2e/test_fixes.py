@@ -340,3 +340,57 @@ def test_fix_proposes_and_proves_repairs_of_planted_mislabels_and_touches_nothin
     for case_id, code in repairs.items():
         assert code in (suite / case_id).read_text(encoding="utf-8")
         assert not (suite / f"{case_id}.proposed").exists()
+
+
+def test_fix_refuses_a_proposal_that_proves_nothing_and_never_overwrites(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """A proposal that verify would still fail is not written; a proposal already waiting is
+    never overwritten; both are said, and the command exits 1."""
+    suite = tmp_path / "suite"
+    shutil.copytree(bundled_cases_dir() / "purchase-order", suite / "purchase-order")
+    folder = suite / "purchase-order"
+    first = _plant(folder, "approve-po-03-bad.md", "approve-po-01-good.md")
+    second = _plant(folder, "get-supplier-03-bad.md", "get-supplier-01-good.md")
+    waiting = second.with_name(second.name + ".proposed")
+    waiting.write_text("the author's own draft\n", encoding="utf-8")
+    unchanged = _code(suite, f"purchase-order/{first.name}")
+    repaired = _code(suite, "purchase-order/get-supplier-03-bad.md")
+
+    def respond(request: ReceivedRequest) -> Behaviour:
+        code = unchanged if first.name in request.prompt else repaired
+        return reply(json.dumps({"explanation": "loopback", "code": code}))
+
+    with LoopbackServer(default=respond) as server:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "secbench_tui",
+                "fix",
+                "--cases",
+                str(suite),
+                "--filter",
+                "purchase-order/approve-po-*",
+                "--filter",
+                "purchase-order/get-supplier-*",
+                "--model",
+                "openai/gpt-4o-mini",
+                "--base-url",
+                server.base_url,
+                "--pg-url",
+                pg_url,
+            ],
+            cwd=tmp_path,
+            env=cli_env(FAKE_KEY),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert not first.with_name(first.name + ".proposed").exists()
+    assert waiting.read_text(encoding="utf-8") == "the author's own draft\n"
+    out = done.stdout
+    assert re.search(rf"^refused\s+purchase-order/{first.name}: not proven bad", out, re.M)
+    assert re.search(rf"^refused\s+purchase-order/{second.name}: .*already there", out, re.M)
+    assert "0 proposals proven and written, 2 refused" in out
