@@ -153,12 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-FIX_DESCRIPTION = (
-    "Repair the cases of a suite that --verify fails: a good case that breaks its property, a "
-    "bad case that no parameter set breaks. The model proposes each case's code anew; a "
-    "proposal proven on PostgreSQL is written beside its case as <case>.md.proposed (never "
-    "over a file), for review; --apply applies them."
-)
+FIX_DESCRIPTION = """\
+Repair the cases of a suite that --verify fails: a good case that breaks its property,
+a bad case that no parameter set breaks. The model proposes each case's code anew; a
+proposal proven on PostgreSQL is written beside its case as <case>.md.proposed (never
+over a file), for review; --apply applies them (docs/fixes.md)."""
 
 
 def build_fix_parser() -> argparse.ArgumentParser:

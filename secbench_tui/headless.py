@@ -53,7 +53,7 @@ from secbench_tui.exit_codes import (
 from secbench_tui.lifecycle import MatrixRun
 from secbench_tui.planning.plan import Plan, catalog_for
 from secbench_tui.planning.stops import PlanStopped, plan_or_stop
-from secbench_tui.results_db import DatabaseError, open_results
+from secbench_tui.results_db import DatabaseError
 
 
 def format_case_line(event: CaseFinished) -> str:
@@ -270,7 +270,13 @@ async def run_plan(plan: Plan) -> int:
         return EXIT_ABORTED
     unverified = False
     if plan.settings.task == "fix" and not signals.count and not reader.gone:
-        finished, unverified = await _verify_fixes(plan.settings, finished, signals)
+        from secbench_tui.proving_fixes import verify_finished
+
+        signals.halt = Stop()
+        try:
+            finished, unverified = await verify_finished(plan.settings, finished, signals.halt)
+        finally:
+            signals.halt = None
     try:
         for done in finished:
             print(format_summary(done.summary, done.status, done.message), flush=True)
@@ -285,47 +291,6 @@ async def run_plan(plan: Plan) -> int:
     if reader.gone or silence_closed(sys.stdout, sys.stderr):
         codes.append(EXIT_BROKEN_PIPE)
     return worst_exit(codes) or (EXIT_FAILED if unwritten or unverified else EXIT_OK)
-
-
-async def _verify_fixes(
-    settings: Settings, finished: list[RunFinished], signals: Signals
-) -> tuple[list[RunFinished], bool]:
-    """`--task fix`: each finished run's fixes verified on PostgreSQL; the runs with their fix
-    figures, and whether verifying failed (said on stderr: the results stay stored, and
-    `--rescore` verifies them later). Ctrl+C or SIGTERM stops verifying at once, the
-    databases, roles and embedded server removed on the way out."""
-    from secbench_tui.core.verify.stopping import Stop
-    from secbench_tui.proving_fixes import verify_runs
-
-    run_ids = [done.run_id for done in finished if done.status is not RunStatus.ABORTED]
-    print(f"verifying the fixes of {len(run_ids)} run(s) on PostgreSQL", file=sys.stderr)
-    try:
-        store = await open_results(settings.db, create=False)
-    except DatabaseError as exc:
-        say_error(exc)
-        return finished, True
-    signals.halt = Stop()
-    try:
-        checking = await verify_runs(
-            store, run_ids, settings.pg_url, out=sys.stderr, stop=signals.halt
-        )
-    finally:
-        signals.halt = None
-        await store.close()
-    if checking.error is not None:
-        say_error(
-            f"{checking.line()}; the results are stored in {settings.db}: "
-            "--rescore verifies their fixes later"
-        )
-    else:
-        print(checking.line(), file=sys.stderr, flush=True)
-    shown = [
-        replace(done, summary=done.summary.model_copy(update={"fixes": found}))
-        if (found := checking.summaries.get(done.run_id)) is not None
-        else done
-        for done in finished
-    ]
-    return shown, checking.error is not None
 
 
 async def _start(plan: Plan) -> MatrixRun | int:

@@ -11,6 +11,7 @@ choices and validates through the same models. `errors` says a validation error 
 
 from secbench_tui.config.environment import bundled_cases_dir, is_bundled_suite, load_env
 from secbench_tui.config.errors import describe_error, flag_name
+from secbench_tui.config.fix_command import FIX_FLAGS, FixCommand
 from secbench_tui.config.flags import (
     ENDPOINT,
     MATRIX,
@@ -24,14 +25,12 @@ from secbench_tui.config.flags import (
 from secbench_tui.config.models import (
     DEFAULT_MAX_TOKENS,
     DEFAULT_TIMEOUT,
-    FIX_FLAGS,
     REASONING_TIMEOUT,
     RECORDED,
     VDB_METHODS,
     Command,
     DeclaredSettings,
     ExportFormat,
-    FixCommand,
     Options,
     ReasoningEffort,
     RunSettings,

@@ -478,40 +478,6 @@ class Command(DeclaredSettings):
         return not (self.lint or self.report or self.export or self.verify or self.rescore)
 
 
-class FixCommand(DeclaredSettings):
-    """`secbench-tui fix`: what it does besides proposing (the suite, the model, the endpoint
-    and the PostgreSQL are the run's and `--verify`'s own flags: `FIX_FLAGS`)."""
-
-    apply: Annotated[
-        bool,
-        Flag(
-            "apply the proposals waiting in the suite (each <case>.md.proposed replaces its"
-            " case file); with --model, after proposing",
-            group=MODE,
-        ),
-    ] = False
-
-
-# The flags of `secbench-tui fix`, declared once above (Options, Settings, Command).
-FIX_FLAGS = (
-    "cases",
-    "apps",
-    "filters",
-    "models",
-    "base_url",
-    "temperature",
-    "max_tokens",
-    "reasoning_effort",
-    "seed",
-    "response_format",
-    "max_retries",
-    "retry_backoff",
-    "timeout",
-    "pg_url",
-    "verify_deadline",
-)
-
-
 def declared(model: type[BaseModel], kind: type[Any]) -> dict[str, Any]:
     """The fields of `model` declared with a `kind` (`Flag`, `Record`), in declaration order."""
     found: dict[str, Any] = {}

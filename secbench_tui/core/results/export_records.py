@@ -16,12 +16,8 @@ from pydantic import BaseModel, ConfigDict, field_serializer
 from secbench_tui.core.lint.report import LeakCheck
 from secbench_tui.core.models import JSONObject
 from secbench_tui.core.results.chance import ChanceLevels
-from secbench_tui.core.results.summary import (
-    FixSummary,
-    PairwiseSummary,
-    ReasonSummary,
-    ScenarioSummary,
-)
+from secbench_tui.core.results.fix_figures import FixSummary
+from secbench_tui.core.results.summary import PairwiseSummary, ReasonSummary, ScenarioSummary
 
 
 class Record(BaseModel):

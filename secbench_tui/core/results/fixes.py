@@ -17,10 +17,10 @@ import statistics
 from collections.abc import Iterable, Sequence
 
 from secbench_tui.core.fixes.models import FixOutcome
+from secbench_tui.core.results.fix_figures import FixSummary, FixTally
 from secbench_tui.core.results.metrics import wilson_interval
 from secbench_tui.core.results.parsing import reply_objects
 from secbench_tui.core.results.reasons import stored_gold
-from secbench_tui.core.results.summary import FixSummary, FixTally
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.suites.fix_reply import FIXED_CODE, PROPOSED_CODE
 from secbench_tui.core.suites.markdown import extract_code

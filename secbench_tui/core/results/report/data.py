@@ -14,6 +14,7 @@ from secbench_tui import __version__
 from secbench_tui.core.lint.report import LeakCheck
 from secbench_tui.core.results.chance import ChanceLevels
 from secbench_tui.core.results.figures import AnswerFigures
+from secbench_tui.core.results.fix_figures import FixSummary
 from secbench_tui.core.results.metrics import (
     CaseRepeats,
     PairComparison,
@@ -29,7 +30,6 @@ from secbench_tui.core.results.reasons import ReasonFigures
 from secbench_tui.core.results.robustness import (
     Robustness,
 )
-from secbench_tui.core.results.summary import FixSummary
 from secbench_tui.core.store.requests import ExportedRequest
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.runs import RunRecord
