@@ -47,7 +47,7 @@ PROPOSED = ".proposed"  # a proposal lies beside its case: <case>.md.proposed
 
 
 @dataclass
-class Outcome:
+class Repaired:
     """One failing case: proven and written, or refused, and why."""
 
     case_id: str
@@ -162,12 +162,12 @@ def _propose(settings: Settings, pg_url: str | None, deadline: float, halt: Stop
     suite = load_markdown_suite(root, settings.apps)
     by_id = {c.case_id: c for c in suite.cases}
     specs = {app.name: read_app_prompt(app.root / "SPEC.md") for app in suite.apps}
-    outcomes: list[Outcome] = []
+    outcomes: list[Repaired] = []
     repairs = []
     for proof in failing:
         case = by_id.get(proof.case_id)
         if case is None:
-            outcomes.append(Outcome(proof.case_id, False, "its case file cannot be read"))
+            outcomes.append(Repaired(proof.case_id, False, "its case file cannot be read"))
             continue
         repairs.append(repair_of(case, proof, twins_of(Path(case.test_file), case.app)))
     one = settings.run(settings.models[0])
@@ -177,7 +177,7 @@ def _propose(settings: Settings, pg_url: str | None, deadline: float, halt: Stop
     proposals = []
     for repair, (code, why) in zip(repairs, answers, strict=True):
         if code is None:
-            outcomes.append(Outcome(repair.case.case_id, False, why))
+            outcomes.append(Repaired(repair.case.case_id, False, why))
         else:
             proposals.append((repair, code))
     if proposals:
@@ -185,16 +185,16 @@ def _propose(settings: Settings, pg_url: str | None, deadline: float, halt: Stop
         for (repair, code), verdict in zip(proposals, proven.verdicts, strict=True):
             case_id = repair.case.case_id
             if not verdict.proven:
-                outcomes.append(Outcome(case_id, False, verdict.reason))
+                outcomes.append(Repaired(case_id, False, verdict.reason))
             elif (refused := _write(Path(repair.case.test_file), code)) is not None:
-                outcomes.append(Outcome(case_id, False, refused))
+                outcomes.append(Repaired(case_id, False, refused))
             else:
                 written = proposal_path(Path(repair.case.test_file)).name
-                outcomes.append(Outcome(case_id, True, f"written as {written}"))
+                outcomes.append(Repaired(case_id, True, f"written as {written}"))
     return _summary(outcomes)
 
 
-def _summary(outcomes: Sequence[Outcome]) -> int:
+def _summary(outcomes: Sequence[Repaired]) -> int:
     proven = [o for o in outcomes if o.proven]
     refused = [o for o in outcomes if not o.proven]
     for o in proven:

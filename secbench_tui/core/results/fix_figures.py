@@ -1,5 +1,6 @@
 """`--task fix`'s figures, as summary models: what verifying each fix found, counted
-(`core.results.fixes.fix_summary` makes them; `summary.fix_lines` renders them).
+(`core.results.fixes.fix_summary` makes them), and their words (`fix_words`), which the one
+renderer (`summary.fix_lines`) styles by their tags.
 
 A module of their own, beside the summary that carries them (`RunSummary.fixes`), so the
 figures' code can name them without importing the renderer.
@@ -8,6 +9,13 @@ figures' code can name them without importing the renderer.
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
+
+from secbench_tui.core import numbers
+from secbench_tui.core.untrusted import inert_line
+
+# The floor and the ceiling of the proven-fix rate: the code returned unchanged, and the
+# nearest compliant twin returned as the fix (`core.run.providers.baselines`).
+FIX_FLOOR, FIX_CEILING = "baseline/echo", "baseline/twin"
 
 
 class FixTally(BaseModel):
@@ -43,3 +51,57 @@ class FixSummary(FixTally):
     median_change_lines_proven: float | None = None  # the same, over proven fixes
     apps: dict[str, FixTally] = {}
     rules: dict[str, FixTally] = {}  # by the bad case's rule
+
+
+Words = list[list[tuple[str, str]]]  # lines of (text, tag): heading, dim, warning or none
+
+
+def _interval(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f" (95% CI {numbers.pct(ci[0])}-{numbers.pct(ci[1])})"
+
+
+def _lines_of(value: float | None) -> str:
+    return numbers.EMPTY if value is None else f"{value:g} lines"
+
+
+def fix_words(f: FixSummary | None) -> Words:
+    """The proven-fix rate first, then how the others failed, the change size, per app and
+    per rule; untrusted names made inert."""
+    if f is None:
+        return []
+    lead = (
+        f"  fixes: proven {numbers.pct(f.proven_rate)}{_interval(f.proven_rate_ci)}"
+        f" of {f.judged} bad cases ({f.proven} proven)"
+    )
+    words: Words = [
+        [(lead, "heading"), (f"  (floor: {FIX_FLOOR} 0%, ceiling: {FIX_CEILING} 100%)", "dim")],
+        [
+            (
+                f"    secure but broken {f.secure_broken} ({numbers.pct(f.secure_broken_rate)})"
+                f"  functional but insecure {f.functional_insecure}"
+                f" ({numbers.pct(f.functional_insecure_rate)})  insecure and broken {f.insecure}"
+                f"  refused {f.refused}  does not run {f.not_run}"
+                f"  did not parse {f.did_not_parse} ({numbers.pct(f.did_not_parse_rate)})"
+                + (f"  no answer {f.no_answer}" if f.no_answer else ""),
+                "",
+            )
+        ],
+        [
+            (
+                f"    median change {_lines_of(f.median_change_lines)}"
+                f" (proven fixes {_lines_of(f.median_change_lines_proven)})"
+                + (f"  not verifiable {f.not_verifiable}" if f.not_verifiable else ""),
+                "",
+            )
+        ],
+    ]
+    if f.unverified:
+        waiting = f"    {f.unverified} fixes not verified yet: --rescore verifies them"
+        words.append([(waiting, "warning")])
+    for title, tallies, prefix in (("by app", f.apps, ""), ("by rule", f.rules, "rule ")):
+        if len(tallies) > 1:
+            shown = "  ".join(
+                f"{prefix}{inert_line(key)} {t.proven}/{t.judged}" for key, t in tallies.items()
+            )
+            words.append([(f"    {title}: {shown}", "")])
+    return words

@@ -23,7 +23,7 @@ from secbench_tui.core import numbers
 from secbench_tui.core.lint.report import LeakCheck
 from secbench_tui.core.models import RunStatus
 from secbench_tui.core.results.chance import STRATEGY_NAMES, ChanceLevels, Level
-from secbench_tui.core.results.fix_figures import FixSummary, FixTally
+from secbench_tui.core.results.fix_figures import FixSummary, fix_words
 from secbench_tui.core.results.robustness import Robustness, coverage_text
 from secbench_tui.core.untrusted import inert_line
 
@@ -363,64 +363,9 @@ def _rate(value: float | None, ci: tuple[float, float] | None = None) -> str:
     return shown
 
 
-# The floor and the ceiling of the proven-fix rate: the code returned unchanged, and the
-# nearest compliant twin returned as the fix (`core.run.providers.baselines`).
-FIX_FLOOR, FIX_CEILING = "baseline/echo", "baseline/twin"
-
-
-def fix_tally_text(t: FixTally) -> str:
-    """`proven 12 of 20, 60.0% (38.7%-78.1%)`: a tally's lead figure."""
-    return f"proven {t.proven} of {t.judged}, {_rate(t.proven_rate, t.proven_rate_ci)}"
-
-
 def fix_lines(f: FixSummary | None) -> list[Line]:
-    """`--task fix`: the proven-fix rate first, then how the others failed, the change size,
-    and per app and rule."""
-    if f is None:
-        return []
-    lines = [
-        _line(
-            Segment(
-                f"  fixes: proven {numbers.pct(f.proven_rate)}{_ci(f.proven_rate_ci)}"
-                f" of {f.judged} bad cases ({f.proven} proven)",
-                "heading",
-            ),
-            Segment(f"  (floor: {FIX_FLOOR} 0%, ceiling: {FIX_CEILING} 100%)", "dim"),
-        ),
-        _line(
-            f"    secure but broken {f.secure_broken} ({numbers.pct(f.secure_broken_rate)})"
-            f"  functional but insecure {f.functional_insecure}"
-            f" ({numbers.pct(f.functional_insecure_rate)})  insecure and broken {f.insecure}"
-            f"  refused {f.refused}  does not run {f.not_run}"
-            f"  did not parse {f.did_not_parse} ({numbers.pct(f.did_not_parse_rate)})"
-            + (f"  no answer {f.no_answer}" if f.no_answer else "")
-        ),
-        _line(
-            f"    median change {_lines_text(f.median_change_lines)}"
-            f" (proven fixes {_lines_text(f.median_change_lines_proven)})"
-            + (f"  not verifiable {f.not_verifiable}" if f.not_verifiable else "")
-        ),
-    ]
-    if f.unverified:
-        lines.append(
-            _line(
-                Segment(
-                    f"    {f.unverified} fixes not verified yet: --rescore verifies them",
-                    "warning",
-                )
-            )
-        )
-    for title, tallies, prefix in (("by app", f.apps, ""), ("by rule", f.rules, "rule ")):
-        if len(tallies) > 1:
-            shown = "  ".join(
-                f"{prefix}{inert_line(key)} {t.proven}/{t.judged}" for key, t in tallies.items()
-            )
-            lines.append(_line(f"    {title}: {shown}"))
-    return lines
-
-
-def _lines_text(value: float | None) -> str:
-    return numbers.EMPTY if value is None else f"{value:g} lines"
+    """`--task fix`: its words (`fix_figures.fix_words`), styled by their tags."""
+    return [tuple(Segment(text, tag) for text, tag in line) for line in fix_words(f)]
 
 
 def robustness_lines(r: Robustness | None) -> list[Line]:

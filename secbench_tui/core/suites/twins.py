@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from secbench_tui.core.models import scenario_of
+from secbench_tui.core.case_names import scenario_of
 
 
 @dataclass(frozen=True)

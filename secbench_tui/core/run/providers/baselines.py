@@ -26,7 +26,6 @@ BASELINES = (
     "baseline/echo",
     "baseline/twin",
 )
-FIX_FLOOR, FIX_CEILING = "baseline/echo", "baseline/twin"
 
 
 def is_baseline(model: str) -> bool:
