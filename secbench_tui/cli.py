@@ -184,11 +184,16 @@ def fix_main(argv: Sequence[str]) -> int:
     from secbench_tui.config import load_env
 
     try:
+        env = load_env()
+    except UsageError as exc:  # a .env that cannot be read
+        say_error(exc)
+        return EXIT_USAGE
+    try:
         fix = FixCommand(**_given(args, FixCommand))
         command = command_from_args(args)
-        settings = settings_from_args(args, load_env())
-    except ValidationError as exc:
-        say_error(describe_error(exc))
+        settings = settings_from_args(args, env)
+    except ValidationError as exc:  # a value from the environment is named by its variable
+        say_error(describe_error(exc, named=from_environment(args, env)))
         return EXIT_USAGE
     from secbench_tui.fixing import fix_suite_main
 
