@@ -20,11 +20,13 @@ from pydantic.fields import FieldInfo
 from secbench_tui import __version__
 from secbench_tui.config import (
     ENDPOINT,
+    FIX_FLAGS,
     MATRIX,
     MODE,
     RUN,
     SELECTION,
     Command,
+    FixCommand,
     Flag,
     Settings,
     declared,
@@ -127,7 +129,8 @@ EXAMPLES = """examples:
   secbench-tui --report                             HTML report of ./results.db
   secbench-tui --export csv --out results.csv       or json, junit
   secbench-tui --lint --cases my-suite/             check a suite
-  secbench-tui --verify --filter 'my-app/*'         prove labels on PostgreSQL"""
+  secbench-tui --verify --filter 'my-app/*'         prove labels on PostgreSQL
+  secbench-tui fix --cases my-suite/ --model X      repair the cases --verify fails"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -148,6 +151,53 @@ def build_parser() -> argparse.ArgumentParser:
             if flag.help:  # a setting with no help is read from the environment only
                 add_flag(groups[flag.group], name, model.model_fields[name], flag)
     return p
+
+
+FIX_DESCRIPTION = """\
+Repair the cases of a suite that --verify fails: a good case that breaks its property,
+a bad case that no parameter set breaks. The model proposes each case's code anew; a
+proposal proven on PostgreSQL is written beside its case as <case>.md.proposed (never
+over a file), for review; --apply applies them (docs/fixes.md)."""
+
+
+def build_fix_parser() -> argparse.ArgumentParser:
+    """`secbench-tui fix`: its own flag and those of the run and of --verify it shares."""
+    p = Parser(
+        prog=f"{PROG} fix",
+        description=FIX_DESCRIPTION,
+        epilog=exit_codes_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    groups = {title: p.add_argument_group(title) for title in (MODE, RUN, ENDPOINT)}
+    for model in (FixCommand, Command, Settings):
+        flags = declared(model, Flag)
+        for name in (n for n in flags if model is FixCommand or n in FIX_FLAGS):
+            flag = flags[name]
+            group = groups.get(flag.group, groups[RUN])
+            add_flag(group, name, model.model_fields[name], flag)
+    return p
+
+
+def fix_main(argv: Sequence[str]) -> int:
+    """`secbench-tui fix ...`: parse its flags, then hand over to `fixing`."""
+    args = build_fix_parser().parse_args(argv)
+    from secbench_tui.config import load_env
+
+    try:
+        env = load_env()
+    except UsageError as exc:  # a .env that cannot be read
+        say_error(exc)
+        return EXIT_USAGE
+    try:
+        fix = FixCommand(**_given(args, FixCommand))
+        command = command_from_args(args)
+        settings = settings_from_args(args, env)
+    except ValidationError as exc:  # a value from the environment is named by its variable
+        say_error(describe_error(exc, named=from_environment(args, env)))
+        return EXIT_USAGE
+    from secbench_tui.fixing import fix_suite_main
+
+    return fix_suite_main(settings, command.pg_url, command.verify_deadline, fix.apply)
 
 
 def _given(args: argparse.Namespace, model: type[BaseModel]) -> dict[str, Any]:
@@ -207,7 +257,10 @@ def in_terminal() -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_command(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["fix"]:  # the one subcommand: `secbench-tui fix`
+        return fix_main(given[1:])
+    args = parse_command(given)
     from secbench_tui.config import load_env
 
     try:
@@ -221,8 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:  # a value from the environment is named by its variable
         say_error(describe_error(exc, named=from_environment(args, env)))
         return EXIT_USAGE
-    if settings.rewrites and command.pg_url:  # the rewrites' gate runs where --verify would
-        settings = settings.replace(pg_url=command.pg_url)
+    if (settings.rewrites or settings.task == "fix") and command.pg_url:
+        settings = settings.replace(pg_url=command.pg_url)  # proven where --verify would run
     if command.lint:
         from secbench_tui.linting import lint_main
 
@@ -230,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command.rescore:
         from secbench_tui.rescoring import rescore_main
 
-        return rescore_main(settings.db, command.runs, command.select_models)
+        return rescore_main(settings.db, command.runs, command.select_models, command.pg_url)
     if command.verify:
         from secbench_tui.verifying import verify_main
 

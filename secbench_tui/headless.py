@@ -37,6 +37,7 @@ from secbench_tui.core.run.events import (
 from secbench_tui.core.run.matrix import PlannedRun, resumable, unmatched_unfinished
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import inert_line, redact_url
+from secbench_tui.core.verify.stopping import Stop
 from secbench_tui.dry_run import print_plan
 from secbench_tui.errors import UsageError, say_error
 from secbench_tui.exit_codes import (
@@ -267,6 +268,15 @@ async def run_plan(plan: Plan) -> int:
         return EXIT_ABORTED
     if not finished:
         return EXIT_ABORTED
+    unverified = False
+    if plan.settings.task == "fix" and not signals.count and not reader.gone:
+        from secbench_tui.proving_fixes import verify_finished
+
+        signals.halt = Stop()
+        try:
+            finished, unverified = await verify_finished(plan.settings, finished, signals.halt)
+        finally:
+            signals.halt = None
     try:
         for done in finished:
             print(format_summary(done.summary, done.status, done.message), flush=True)
@@ -276,9 +286,11 @@ async def run_plan(plan: Plan) -> int:
         reader.gone = silence_closed(sys.stdout, sys.stderr) or True
     unwritten = not _write_summary_file(plan.settings, finished)
     codes = _run_exits(finished, signals)
+    if signals.count:  # (a stop while the fixes were verified: the runs had completed)
+        codes.append(signals.exit_code)
     if reader.gone or silence_closed(sys.stdout, sys.stderr):
         codes.append(EXIT_BROKEN_PIPE)
-    return worst_exit(codes) or (EXIT_FAILED if unwritten else EXIT_OK)
+    return worst_exit(codes) or (EXIT_FAILED if unwritten or unverified else EXIT_OK)
 
 
 async def _start(plan: Plan) -> MatrixRun | int:
@@ -329,6 +341,9 @@ class Signals:
         self.matrix, self.grace = matrix, grace
         self.count = 0
         self.terminated = False
+        # while a fix run's fixes are verified: a first signal stops the verifying, a second
+        # removes the embedded server before the process exits
+        self.halt: Stop | None = None
 
     def listen(self, loop: asyncio.AbstractEventLoop) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -341,8 +356,19 @@ class Signals:
         self.count += 1
         self.terminated = self.terminated or sig is signal.SIGTERM
         if self.count > 1:
+            if self.halt is not None:
+                self.halt.abandon()
             os._exit(self.exit_code)
         what = "SIGTERM" if sig is signal.SIGTERM else "Ctrl+C"
+        if self.halt is not None:
+            print(
+                f"\nstopping ({what}): verifying the fixes stops now; --rescore verifies the"
+                " rest (Ctrl+C again to quit now)",
+                file=sys.stderr,
+                flush=True,
+            )
+            self.halt.set()
+            return
         print(
             f"\nstopping ({what}): the requests in flight get {self.grace:g}s to "
             "finish, the rest are asked by --resume (Ctrl+C again to quit now)",

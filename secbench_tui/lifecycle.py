@@ -19,6 +19,7 @@ from secbench_tui.core.run.providers.base import Provider
 from secbench_tui.core.run.providers.baselines import BaselineProvider, is_baseline
 from secbench_tui.core.run.providers.openai_compat import ClientSettings, OpenAICompatibleProvider
 from secbench_tui.core.store.database import Store
+from secbench_tui.core.suites.prompts import Reply
 from secbench_tui.errors import UsageError
 from secbench_tui.planning.plan import Plan
 from secbench_tui.results_db import open_results
@@ -121,8 +122,10 @@ class MatrixRun:
             await self.store.close()
 
 
-def make_provider(one: RunSettings) -> Provider:
-    """Who answers a cell's requests: an offline baseline, or the endpoint's client."""
+def make_provider(one: RunSettings, reply: Reply | None = None) -> Provider:
+    """Who answers a cell's requests: an offline baseline, or the endpoint's client. `reply`:
+    what the response_format asks for, when it is not the run's task's (`secbench-tui fix`
+    asks for case proposals)."""
     model = one.model
     if is_baseline(model):
         return BaselineProvider(model, one.seed)
@@ -134,6 +137,7 @@ def make_provider(one: RunSettings) -> Provider:
         max_tokens=one.sent_max_tokens,
         seed=one.seed,
         response_format=one.response_format,
+        reply=reply or ("fix" if one.task == "fix" else "verdict"),
         reasoning_effort=one.reasoning_effort,
         request_style=one.request_style,
         max_retries=one.max_retries,

@@ -2,23 +2,50 @@
 
 No request is sent and no key is read: every figure is recomputed from the raw replies in the
 database (`core/results/regrading.py`), then the counts of what changed are printed. `--runs`
-and `--models` select the runs as they do for `--report` and `--export`.
+and `--models` select the runs as they do for `--report` and `--export`. The fixes of
+`--task fix` runs among them are verified again on PostgreSQL (`proving_fixes`), and each such
+run's fix figures are printed: a fix is judged from its stored reply, never asked again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from secbench_tui.core.results.regrading import RescoreReport, rescore
 from secbench_tui.core.results.report.selection import unknown_models
+from secbench_tui.core.store.database import Store
 from secbench_tui.errors import say_error
-from secbench_tui.exit_codes import EXIT_OK, EXIT_USAGE
+from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from secbench_tui.results_db import DatabaseError, open_results
 
 
-async def _rescore_main(db: Path, runs: Sequence[int], models: Sequence[str]) -> int:
+async def _verify_fixes(store: Store, runs: Sequence[int], pg_url: str | None) -> int:
+    """The fix runs among `runs` (all of the database's when none is named), verified again."""
+    from secbench_tui.core.results.summary import fix_lines, plain
+    from secbench_tui.core.untrusted import inert_line
+    from secbench_tui.proving_fixes import is_fix_run, verify_runs
+
+    fix_runs = [r.id for r in await store.runs(run_ids=runs) if is_fix_run(r.settings.task)]
+    if not fix_runs:
+        return EXIT_OK
+    checking = await verify_runs(store, fix_runs, pg_url, out=sys.stderr)
+    if checking.error is not None:
+        say_error(checking.line())
+        return EXIT_FAILED
+    print(checking.line())
+    for run_id, summary in checking.summaries.items():
+        run = await store.run(run_id)
+        print(f"Run {run_id}: {inert_line(run.model_name if run else '?')}")
+        print(plain(fix_lines(summary)) or "  no answer to a bad case to verify")
+    return EXIT_OK
+
+
+async def _rescore_main(
+    db: Path, runs: Sequence[int], models: Sequence[str], pg_url: str | None
+) -> int:
     try:
         store = await open_results(db, create=False, runs=runs)
     except DatabaseError as exc:
@@ -33,15 +60,24 @@ async def _rescore_main(db: Path, runs: Sequence[int], models: Sequence[str]) ->
                 return EXIT_USAGE
             runs = [r.id for r in every if r.model_name in models and (not runs or r.id in runs)]
         # no run of the models among --runs: nothing to rescore (no runs at all means all)
-        report = await rescore(store, runs) if runs or not models else RescoreReport()
+        if models and not runs:
+            print(RescoreReport().text())
+            return EXIT_OK
+        report = await rescore(store, runs)
+        print(report.text())
+        return await _verify_fixes(store, runs, pg_url)
     finally:
         await store.close()
-    print(report.text())
-    return EXIT_OK
 
 
-def rescore_main(db: Path, runs: Sequence[int] | None, models: Sequence[str] | None = None) -> int:
-    """Entry point of `--rescore`: 0 when done; 2 when --db names no database, --runs a run
-    it does not hold or --models a model with no run there, 3 when it cannot be used (as for
-    every command: `results_db`)."""
-    return asyncio.run(_rescore_main(db, runs or (), models or ()))
+def rescore_main(
+    db: Path,
+    runs: Sequence[int] | None,
+    models: Sequence[str] | None = None,
+    pg_url: str | None = None,
+) -> int:
+    """Entry point of `--rescore`: 0 when done; 1 when the fixes of a fix run cannot be
+    verified (no PostgreSQL); 2 when --db names no database, --runs a run it does not hold or
+    --models a model with no run there, 3 when it cannot be used (as for every command:
+    `results_db`)."""
+    return asyncio.run(_rescore_main(db, runs or (), models or (), pg_url))

@@ -137,7 +137,7 @@ class Terminated(KeyboardInterrupt):
 
 
 @contextmanager
-def _stops(halt: Stop) -> Iterator[list[int]]:
+def stops(halt: Stop) -> Iterator[list[int]]:
     """Ctrl+C and SIGTERM become exceptions once (every `finally` on the way out drops what
     verify made); a second one quits at once, the embedded server removed first (`halt`)."""
     seen: list[int] = []
@@ -198,7 +198,7 @@ def verify_main(
     halt = Stop()
     seen: list[int] = []
     try:
-        with _stops(halt) as seen:
+        with stops(halt) as seen:
             report = verify_suite(
                 cases_dir,
                 apps,

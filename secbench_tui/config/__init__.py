@@ -11,6 +11,7 @@ choices and validates through the same models. `errors` says a validation error 
 
 from secbench_tui.config.environment import bundled_cases_dir, is_bundled_suite, load_env
 from secbench_tui.config.errors import describe_error, flag_name
+from secbench_tui.config.fix_command import FIX_FLAGS, FixCommand
 from secbench_tui.config.flags import (
     ENDPOINT,
     MATRIX,
@@ -54,6 +55,8 @@ __all__ = [
     "Command",
     "DeclaredSettings",
     "ExportFormat",
+    "FIX_FLAGS",
+    "FixCommand",
     "Flag",
     "Options",
     "ReasoningEffort",

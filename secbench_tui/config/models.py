@@ -41,6 +41,7 @@ VdbMethod = Literal["cot", "few-shot"]
 VdbScoring = Literal["correct", "library"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high"]
 ExportFormat = Literal["json", "csv", "junit"]
+Task = Literal["find", "fix"]
 VDB_METHODS: tuple[str, ...] = get_args(VdbMethod)
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TIMEOUT = 120.0  # seconds for one whole attempt
@@ -140,7 +141,15 @@ class Options(DeclaredSettings):
         bool,
         Flag("with --rewrites: also send variants that cannot be proven (no verification data)"),
     ] = False
-    pg_url: str | None = None  # the PostgreSQL of --pg-url, for the rewrites' gate
+    task: Annotated[
+        Task,
+        Flag(
+            "what a markdown suite's model is asked: find (a verdict on every case) or fix (the"
+            " corrected code of every bad case, verified on PostgreSQL after the run)"
+        ),
+        Record("markdown"),
+    ] = "find"
+    pg_url: str | None = None  # the PostgreSQL of --pg-url, for the rewrites' gate and fixes
     # the endpoint and what every request carries
     base_url: Annotated[
         str,
@@ -387,6 +396,8 @@ class RunSettings(Options):
                 recorded[name] = getattr(self, record.sent or name)
         if "base_url" in recorded:
             recorded["base_url"] = redact_url(recorded["base_url"])
+        if recorded.get("task") == "find":  # what every run asked before tasks: not recorded,
+            del recorded["task"]  # so a run's record (and what it is found again by) is kept
         return RecordedSettings.model_validate(recorded)
 
 
@@ -420,7 +431,7 @@ class Command(DeclaredSettings):
     pg_url: Annotated[
         str | None,
         Flag(
-            "PostgreSQL for --verify and --rewrites",
+            "PostgreSQL for --verify, --rewrites and --task fix",
             group=MODE,
             default="embedded pgserver",
             metavar="URL",

@@ -357,6 +357,7 @@ class RecordedSettings(Recorded):
     prompt_name: str | None = None  # where older versions recorded the prompt's name
     rewrites: RewritesRecord | None = None  # --rewrites: relations, seed, what the gate dropped
     leak: JSONObject | None = None  # the suite's surface cues, checked before the run
+    task: str | None = None  # --task fix (recorded only then): the corrected code was asked
 
     def stored(self) -> str:
         """The `runs.settings` text: the keys recorded, sorted, as every version wrote them."""

@@ -10,7 +10,7 @@ from pathlib import Path
 from secbench_tui.config import Options, RunSettings, Settings
 from secbench_tui.core.run.catalog import Catalog
 from secbench_tui.core.run.providers.baselines import BASELINES, is_baseline
-from secbench_tui.core.suites.prompts import PromptError, resolve_prompts
+from secbench_tui.core.suites.prompts import FIX_PROMPT, PromptError, resolve_prompts
 from secbench_tui.errors import UsageError
 
 REASONING_MAX_TOKENS = 32768
@@ -46,9 +46,11 @@ def _vuldetectbench_cells(settings: Settings) -> list[RunSettings]:
 
 
 def _markdown_cells(settings: Settings) -> list[RunSettings]:
-    """Every model with every prompt; duplicates given twice are run once."""
+    """Every model with every prompt; duplicates given twice are run once. `--task fix`
+    without `--prompt` asks with the bundled prompt `fix`."""
+    asked = settings.prompts or ([FIX_PROMPT] if settings.task == "fix" else [])
     try:
-        prompts = resolve_prompts(settings.prompts)
+        prompts = resolve_prompts(asked)
     except PromptError as exc:
         raise UsageError(str(exc)) from exc
     cells: list[RunSettings] = []
@@ -76,6 +78,20 @@ def check_suite_flags(settings: Settings, *, vuldetectbench: bool) -> None:
         raise UsageError(
             f"--request-style security-bench applies to markdown suites; {root} is a "
             "VulDetectBench folder"
+        )
+    if vuldetectbench and settings.task == "fix":
+        raise UsageError(
+            f"--task fix applies to markdown suites (their fixes are verified on PostgreSQL); "
+            f"{root} is a VulDetectBench folder"
+        )
+    if settings.task == "fix" and settings.original_request:
+        raise UsageError(
+            "--task fix cannot be combined with --request-style security-bench, which sends "
+            "the original evaluator's request as it is (its own schema, without the fixed code)"
+        )
+    if settings.task == "fix" and settings.rewrites:
+        raise UsageError(
+            "--rewrites applies to --task find: a variant is asked for a verdict, not a fix"
         )
     if vuldetectbench and settings.prompts:
         raise UsageError(

@@ -34,6 +34,8 @@ def load_suite(one: RunSettings) -> LoadedSuite:
     if not root.exists():
         raise UsageError(f"--cases {root}: no such directory")
     suite = _vuldetectbench(one) if is_vuldetectbench(root) else _markdown(one)
+    if one.task == "fix":
+        suite.cases = bad_cases(suite.cases, root)
     if one.filters:
         suite.cases = filter_cases(suite.cases, one.filters, root)
     if one.limit is not None:
@@ -91,6 +93,14 @@ def no_usable_case(root: Path, skipped: list[str], kind: SuiteKind) -> str:
     shown = "; ".join(s.removeprefix("skipped ") for s in skipped[:3])
     more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
     return f"no usable case in {root} ({len(skipped)} skipped: {shown}{more}); {fix}"
+
+
+def bad_cases(cases: list[Case], root: Path) -> list[Case]:
+    """`--task fix`: the bad cases, the ones with something to fix."""
+    kept = [c for c in cases if c.expected == "bad"]
+    if not kept:
+        raise UsageError(f"--task fix: {root} holds no bad case, so nothing to fix")
+    return kept
 
 
 def filter_cases(cases: list[Case], patterns: list[str], root: Path) -> list[Case]:

@@ -184,3 +184,30 @@ def test_a_bad_value_from_the_environment_is_named_by_its_variable(
     )
     assert given.returncode == EXIT_USAGE, given.stderr
     assert given.stderr.startswith("secbench-tui: error: --base-url: 'ftp://x' is not an http(s)")
+
+
+@pytest.mark.parametrize("dotenv", ["utf-16", "bad base url"])
+def test_the_fix_command_names_a_bad_dotenv_and_variable_as_a_run_does(
+    tmp_path: Path, dotenv: str
+) -> None:
+    """`secbench-tui fix` reads `.env` too: a file that is not UTF-8 and a bad value in it
+    get the run's one line naming the file or the variable, never a traceback."""
+    if dotenv == "utf-16":
+        (tmp_path / ".env").write_text("OPENROUTER_API_KEY=sk-or-v1-abc\n", encoding="utf-16")
+        said = "secbench-tui: error: .env: cannot read it (not UTF-8 text"
+    else:
+        (tmp_path / ".env").write_text("OPENROUTER_BASE_URL=garbage\n", encoding="utf-8")
+        said = "secbench-tui: error: OPENROUTER_BASE_URL: 'garbage' is not an http(s) URL"
+    (tmp_path / "suite").mkdir()
+    result = subprocess.run(
+        [sys.executable, "-m", "secbench_tui", "fix", "--cases", "suite", "--model", "m/x"],
+        cwd=tmp_path,
+        env=cli_env(FAKE_KEY),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == EXIT_USAGE, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(said), line
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".env", "suite"]

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, field_serializer
 from secbench_tui.core.lint.report import LeakCheck
 from secbench_tui.core.models import JSONObject
 from secbench_tui.core.results.chance import ChanceLevels
+from secbench_tui.core.results.fix_figures import FixSummary
 from secbench_tui.core.results.summary import PairwiseSummary, ReasonSummary, ScenarioSummary
 
 
@@ -78,6 +79,16 @@ class ExportedResult(Record):
     code_hash: Any = None
     proven: Any = None
     variant_code: str | None = None
+    # --task fix: the fixed code the reply gave, and what verifying it found (`fix_detail`:
+    # the parameter set that shows why it is not proven, with the rows, as JSON)
+    fixed_code: str | None = None
+    fix_outcome: str | None = None
+    fix_reason: str | None = None
+    fix_secure: bool | None = None
+    fix_functional: bool | None = None
+    fix_twin: str | None = None
+    fix_change_lines: int | None = None
+    fix_detail: str | None = None
     # JSON only: the messages sent, by the hashes of the document's `request_texts`
     request: JSONObject | None = None
 
@@ -144,6 +155,7 @@ class ExportedFigures(Record):
     scenarios: ScenarioSummary | None = None
     chance: ChanceLevels | None = None
     leak: LeakCheck | None = None
+    fixes: FixSummary | None = None  # --task fix
 
 
 class ExportedRun(Record):

@@ -100,6 +100,8 @@ def _figures(c: Contender | VdbContender) -> ExportedFigures:
             figures[key] = found
     if c.leak is not None:
         figures["leak"] = c.leak
+    if c.fixes is not None:
+        figures["fixes"] = c.fixes
     return ExportedFigures.model_validate(figures)
 
 

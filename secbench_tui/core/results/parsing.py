@@ -119,14 +119,21 @@ def _assessment_of(obj: JSONObject) -> Verdict | None:
     return Verdict(assessment, explanation, violations)
 
 
-def parse_verdict(reply: str | None) -> Verdict:
+def reply_objects(reply: str | None) -> list[JSONObject]:
+    """The JSON objects a reply holds, where a verdict is looked for: those in fenced blocks
+    when there are any, else those in the text, outermost first."""
     if not reply or not reply.strip():
-        return Verdict(None, None)
+        return []
     candidates: list[JSONObject] = []
     for block in _FENCED.findall(reply):
         candidates.extend(_objects_in(block))
+    return candidates or _objects_in(reply)
+
+
+def parse_verdict(reply: str | None) -> Verdict:
+    candidates = reply_objects(reply)
     if not candidates:
-        candidates = _objects_in(reply)
+        return Verdict(None, None)
     verdicts = [v for v in (_assessment_of(obj) for obj in candidates) if v is not None]
     if not verdicts:
         return Verdict(None, None)

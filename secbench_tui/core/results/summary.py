@@ -23,6 +23,7 @@ from secbench_tui.core import numbers
 from secbench_tui.core.lint.report import LeakCheck
 from secbench_tui.core.models import RunStatus
 from secbench_tui.core.results.chance import STRATEGY_NAMES, ChanceLevels, Level
+from secbench_tui.core.results.fix_figures import FixSummary, fix_words
 from secbench_tui.core.results.robustness import Robustness, coverage_text
 from secbench_tui.core.untrusted import inert_line
 
@@ -129,6 +130,8 @@ class RunSummary(VerdictStats):
     scenarios: Annotated[ScenarioSummary | None, WhenApplies] = None
     # --rewrites: flips, robust accuracy, agreement
     robustness: Annotated[Robustness | None, WhenApplies] = None
+    # --task fix: proven-fix rate, secure but broken, functional but insecure, change size
+    fixes: Annotated[FixSummary | None, WhenApplies] = None
     # Set when no case got an answer: the commonest error, and how many cases it ended
     no_answer: Annotated[str | None, WhenApplies] = None
     # each lead figure's chance levels (results.chance), for a run of markdown cases
@@ -237,6 +240,7 @@ def summary_lines(
                 )
             )
     lines.extend(_vuldetectbench_lines(s))
+    lines.extend(fix_lines(s.fixes))
     lines.extend(robustness_lines(s.robustness))
     if s.reused:
         lines.append(
@@ -357,6 +361,11 @@ def _rate(value: float | None, ci: tuple[float, float] | None = None) -> str:
     if value is not None and ci is not None:
         shown += f" ({numbers.pct(ci[0])}-{numbers.pct(ci[1])})"
     return shown
+
+
+def fix_lines(f: FixSummary | None) -> list[Line]:
+    """`--task fix`: its words (`fix_figures.fix_words`), styled by their tags."""
+    return [tuple(Segment(text, tag) for text, tag in line) for line in fix_words(f)]
 
 
 def robustness_lines(r: Robustness | None) -> list[Line]:

@@ -168,6 +168,10 @@ async def run_summary(spec: RunSpec, store: RunBook, run_id: int, wall: float) -
         from secbench_tui.core.results.robustness import robustness  # --rewrites only
 
         figures["robustness"] = robustness(rows, rewrites.dropped, rewrites.kinds, spec.repeats)
+    if spec.settings.task == "fix":  # verified after the run: until then, "not verified yet"
+        from secbench_tui.core.results.fixes import fix_summary
+
+        figures["fixes"] = fix_summary(originals)
     vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
     if vdb_rows:
         from secbench_tui.core.vuldetectbench.task_scores import (

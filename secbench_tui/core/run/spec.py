@@ -21,7 +21,11 @@ from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 REQUEST_SETTINGS = ("base_url", "temperature", "max_tokens", "seed", "response_format")
 # Later ones, with the value that leaves the request as it was before they existed: they
 # count only when set otherwise, so results recorded before them are still reused.
-OPTIONAL_REQUEST_SETTINGS = {"reasoning_effort": None, "request_style": security_bench.OWN_STYLE}
+OPTIONAL_REQUEST_SETTINGS = {
+    "reasoning_effort": None,
+    "request_style": security_bench.OWN_STYLE,
+    "task": None,  # --task fix: another response_format, so another question
+}
 
 
 # Reuse and resume keys name no prompt: the same words are the same question, whatever file

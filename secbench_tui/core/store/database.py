@@ -3,16 +3,17 @@
 `await Store.open(path)`, then `await store.close()`. Opening, migrating and locking are
 `connection`; the tables and migrations are `schema` and `migrations`; runs are `runs`;
 writing results is `recording`; reading them for the screens, reports and exports is
-`queries`; the comparison views are `comparison`.
+`queries`; the comparison views are `comparison`; verified fixes (`--task fix`) are `fixes`.
 """
 
 from __future__ import annotations
 
 from secbench_tui.core.store.comparison import ComparisonQueries
+from secbench_tui.core.store.fixes import FixQueries
 from secbench_tui.core.store.queries import ResultQueries
 from secbench_tui.core.store.recording import ResultRecording
 from secbench_tui.core.store.runs import RunQueries
 
 
-class Store(RunQueries, ResultRecording, ResultQueries, ComparisonQueries):
+class Store(RunQueries, ResultRecording, ResultQueries, ComparisonQueries, FixQueries):
     """One open database. Use `await Store.open(path)`, then `await store.close()`."""

@@ -111,6 +111,29 @@ async def _add_variant(db: aiosqlite.Connection) -> None:
     await db.execute("ALTER TABLE evaluations ADD COLUMN variant TEXT")
 
 
+async def _add_fixes(db: aiosqlite.Connection) -> None:
+    """Version 9 -> 10: `--task fix`: per result, the fixed code its reply gave and what
+    verifying it on PostgreSQL found (`outcome`, `reason`; whether it is `secure` and
+    `functional`; the compliant `twin` it was compared with; `change_lines`, the lines it
+    changes in the bad case; `detail`, JSON: the failing parameter set with its rows), with
+    the fixing version and engine."""
+    await db.execute(
+        "CREATE TABLE IF NOT EXISTS fixes ("
+        " evaluation_id INTEGER PRIMARY KEY REFERENCES evaluations(id),"
+        " fixed_code TEXT,"
+        " outcome TEXT NOT NULL,"
+        " reason TEXT,"
+        " secure INTEGER,"
+        " functional INTEGER,"
+        " twin TEXT,"
+        " change_lines INTEGER,"
+        " detail TEXT NOT NULL DEFAULT '{}',"
+        " fixing_version INTEGER NOT NULL,"
+        " engine TEXT,"
+        " fixed_at TEXT NOT NULL)"
+    )
+
+
 # MIGRATIONS[n] brings a file at version n to version n + 1.
 MIGRATIONS: dict[int, Migration] = {
     0: _migrate_legacy,
@@ -122,4 +145,5 @@ MIGRATIONS: dict[int, Migration] = {
     6: _add_reasons,
     7: _add_variant,
     8: requests.add_request_texts,
+    9: _add_fixes,
 }

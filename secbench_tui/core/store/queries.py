@@ -15,7 +15,7 @@ from secbench_tui.core.store import requests
 from secbench_tui.core.store import stored_values as stored
 from secbench_tui.core.store.connection import StoreConnection
 from secbench_tui.core.store.rows import ResultRow
-from secbench_tui.core.store.schema import ROW_SQL
+from secbench_tui.core.store.schema import FIX_FIGURES_SQL, FIX_JOIN, FIX_SQL, ROW_SQL
 from secbench_tui.core.store.stored_values import BELIEVABLE_COST_SQL
 
 
@@ -168,9 +168,11 @@ class ResultQueries(StoreConnection):
         return [stored.evaluation_row(dict(row)) for row in await cursor.fetchall()]
 
     async def result(self, evaluation_id: int) -> ResultRow | None:
+        """One result, whole: its code, and its verified fix (`--task fix`) when it has one."""
         cursor = await self.db.execute(
-            f"SELECT {ROW_SQL}, c.code AS code, c.description AS description FROM evaluations e"
-            " LEFT JOIN case_texts c ON c.hash = e.case_hash WHERE e.id=?",
+            f"SELECT {ROW_SQL}, c.code AS code, c.description AS description, {FIX_SQL}"
+            f" FROM evaluations e LEFT JOIN case_texts c ON c.hash = e.case_hash {FIX_JOIN}"
+            " WHERE e.id=?",
             (evaluation_id,),
         )
         row = await cursor.fetchone()
@@ -191,18 +193,19 @@ class ResultQueries(StoreConnection):
         return sorted(rows, key=lambda r: r.get("variant") is not None)
 
     async def run_results(self, run_id: int, with_text: bool = True) -> list[ResultRow]:
-        """A run's results in case order; without text, only what figures are made of."""
+        """A run's results in case order, with their verified fixes (`--task fix`); without
+        text, only what figures are made of."""
         columns = (
-            f"{ROW_SQL}, c.code AS code, c.description AS description"
+            f"{ROW_SQL}, c.code AS code, c.description AS description, {FIX_SQL}"
             if with_text
             else "e.id, e.app, e.case_id, e.case_index, e.repeat, e.suite_kind, e.outcome,"
             " e.expected_result, e.actual_result, e.prompt_tokens, e.completion_tokens, e.cost,"
             " e.latency_ms, e.reused_from, e.scores, e.explanation, e.reasoning_tokens, e.error,"
-            " e.gold, e.reasons, e.scoring_version, e.variant"
+            f" e.gold, e.reasons, e.scoring_version, e.variant, {FIX_FIGURES_SQL}"
         )
         join = " LEFT JOIN case_texts c ON c.hash = e.case_hash" if with_text else ""
         cursor = await self.db.execute(
-            f"SELECT {columns} FROM evaluations e{join} WHERE e.run_id=?"
+            f"SELECT {columns} FROM evaluations e{join} {FIX_JOIN} WHERE e.run_id=?"
             " ORDER BY e.case_index, e.repeat",
             (run_id,),
         )

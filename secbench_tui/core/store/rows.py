@@ -71,6 +71,16 @@ class ResultRow(TypedDict, total=False):
     prompt_hash: str | None  # the run's prompt's words, where a reader adds it, as prompt_name
     code: str | None  # joined from case_texts
     description: str | None
+    # --task fix, joined from `fixes` (`core.store.fixes`): the fixed code the reply gave, and
+    # what verifying it found; None: no fix verified (yet) for this result
+    fixed_code: str | None
+    fix_outcome: str | None
+    fix_reason: str | None
+    fix_secure: bool | None
+    fix_functional: bool | None
+    fix_twin: str | None
+    fix_change_lines: int | None
+    fix_detail: str | None  # JSON: the failing parameter set, its rows and the twin's
 
 
 def originals_only(rows: Sequence[ResultRow]) -> list[ResultRow]:

@@ -10,7 +10,17 @@ from __future__ import annotations
 
 import aiosqlite
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
+
+# A result's verified fix (`--task fix`, the `fixes` table), where a read of whole rows shows
+# it (`ResultRow`'s fix keys), and what the figures need of it (reads without text).
+FIX_SQL = (
+    "x.fixed_code AS fixed_code, x.outcome AS fix_outcome, x.reason AS fix_reason,"
+    " x.secure AS fix_secure, x.functional AS fix_functional, x.twin AS fix_twin,"
+    " x.change_lines AS fix_change_lines, x.detail AS fix_detail"
+)
+FIX_FIGURES_SQL = "x.outcome AS fix_outcome, x.change_lines AS fix_change_lines"
+FIX_JOIN = "LEFT JOIN fixes x ON x.evaluation_id = e.id"
 
 SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS runs (

@@ -24,6 +24,7 @@ _TEXT = (
     "suite_kind", "app", "case_id", "outcome", "raw_reply", "error", "finish_reason",
     "served_model", "provider", "case_hash", "request_hash", "notes", "code", "description",
     "reasoning", "gold", "reasons", "messages",
+    "fixed_code", "fix_outcome", "fix_reason", "fix_twin", "fix_detail",  # --task fix
 )  # fmt: skip
 _REQUIRED_TEXT = frozenset(
     ("timestamp", "test_file", "model_name", "expected_result", "suite_kind", "app", "case_id")
@@ -113,6 +114,12 @@ def evaluation_row(row: StoredRow) -> ResultRow:
         clean["scores"] = scores(clean["scores"])
     if "variant" in clean:
         clean["variant"] = variant(clean["variant"])
+    if "fix_change_lines" in clean:
+        clean["fix_change_lines"] = whole(clean["fix_change_lines"], 0, MAX_INDEX)
+    for name in ("fix_secure", "fix_functional"):
+        if name in clean:
+            flag = whole(clean[name], 0, 1)
+            clean[name] = None if flag is None else bool(flag)
     return cast(ResultRow, clean)
 
 

@@ -376,3 +376,29 @@ def gold_from_file(
             siblings[other.name] = read
     lines = gold_lines_of(parsed, path.name, good_codes_by_scenario(siblings))
     return parsed.gold.rule, parsed.gold.also, lines
+
+
+def with_code(text: str, code: str) -> str | None:
+    """The case file's text with the body of its `# Code` section's first fenced block
+    replaced by `code` (fences, language, every other section and the line endings kept);
+    None when the file has no such block. What `secbench-tui fix` writes as a proposal."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = text.split(newline)
+    section: str | None = None
+    fence: str | None = None
+    start: int | None = None
+    for i, line in enumerate(lines):
+        match = _FENCE.match(line)
+        if fence is None and match:
+            fence = match.group(1)
+            if section == "code":
+                start = i + 1
+        elif fence is not None and match and match.group(1)[0] == fence[0]:
+            if len(match.group(1)) >= len(fence) and not match.group(2):
+                if start is not None:
+                    body = code.replace("\r\n", "\n").rstrip("\n").split("\n")
+                    return newline.join([*lines[:start], *body, *lines[i:]])
+                fence = None
+        elif fence is None and (heading := _HEADING.match(line)):
+            section = heading.group(1).strip().lower()
+    return None

@@ -5,7 +5,9 @@ The `# Prompt` text of the app's SPEC.md, then the evaluation prompt, then the c
 the reply's model, `core.suites.verdict`), and so do the evaluation prompts: the bundled
 strategies (`secbench_tui/prompts/`) and the files a user names. Each has a name (a file's stem,
 or the bundled name) that runs record beside its hash, so results of different prompts are told
-apart. Every bundled prompt asks for verdict schema 2 in words, as the schema does.
+apart. Every bundled prompt asks for verdict schema 2 in words, as the schema does; the prompts
+of another task (`fix`, verdict schema 4: `core.suites.fix_reply`) are bundled beside them but
+are no strategy of finding, so `all` and the app's list leave them out.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from secbench_tui.core.paths import outside_reason
 from secbench_tui.core.suites.verdict import verdict_schema
 
 ResponseFormat = Literal["json_schema", "json_object", "none"]
+# What a request asks the model to reply with: a verdict (`--task find`), a verdict with the
+# corrected code (`--task fix`), or a case's new code (`secbench-tui fix`).
+Reply = Literal["verdict", "fix", "proposal"]
 
 
 def build_markdown_prefix(app_prompt: str, evaluation_prompt: str) -> str:
@@ -28,16 +33,23 @@ def build_markdown_prefix(app_prompt: str, evaluation_prompt: str) -> str:
     return "\n\n".join(part for part in (app_prompt.strip(), evaluation_prompt.strip()) if part)
 
 
-def response_format(kind: str) -> JSONObject | None:
-    """The `response_format` request field for `--response-format KIND`."""
+def response_format(kind: str, reply: Reply = "verdict") -> JSONObject | None:
+    """The `response_format` request field for `--response-format KIND`, for a `reply` of that
+    kind (the fix task's and `secbench-tui fix`'s schemas: `core.suites.fix_reply`)."""
     if kind == "json_schema":
+        if reply == "verdict":
+            name, schema = "security_verdict", verdict_schema()
+        else:
+            from secbench_tui.core.suites import fix_reply
+
+            name, schema = (
+                ("security_fix", fix_reply.fix_schema())
+                if reply == "fix"
+                else ("case_proposal", fix_reply.proposal_schema())
+            )
         return {
             "type": "json_schema",
-            "json_schema": {
-                "name": "security_verdict",
-                "strict": True,
-                "schema": verdict_schema(),
-            },
+            "json_schema": {"name": name, "strict": True, "schema": schema},
         }
     if kind == "json_object":
         return {"type": "json_object"}
@@ -49,6 +61,8 @@ LOCAL_PROMPT = "evaluation-prompt.txt"  # the specification keeps it at the proj
 # every case, is more than any model's context can hold (a 200 MB file took 1.2 GB to plan).
 MAX_PROMPT_BYTES = 1024 * 1024
 DEFAULT_PROMPT = "default"
+FIX_PROMPT = "fix"  # `--task fix`: asks for verdict schema 4, the corrected code with the verdict
+TASK_PROMPTS = frozenset({FIX_PROMPT})  # bundled, but no strategy of finding
 ALL_PROMPTS = "all"
 
 
@@ -83,11 +97,12 @@ def _bundled_dir() -> Path:
 
 
 def bundled_prompt_names() -> list[str]:
-    """The bundled strategies, `default` first, the rest by name."""
+    """The bundled strategies of finding, `default` first, the rest by name (the prompts of
+    another task, `TASK_PROMPTS`, are named apart)."""
     names = sorted(
         entry.name.removesuffix(".txt")
         for entry in _bundled_dir().iterdir()
-        if entry.name.endswith(".txt")
+        if entry.name.endswith(".txt") and entry.name.removesuffix(".txt") not in TASK_PROMPTS
     )
     return sorted(names, key=lambda n: n != DEFAULT_PROMPT)
 
@@ -163,11 +178,11 @@ def _resolve_one(spec: str) -> list[EvaluationPrompt]:
     names = bundled_prompt_names()
     if spec == ALL_PROMPTS:
         return [bundled_prompt(n) for n in names]
-    if spec in names:
+    if spec in names or spec in TASK_PROMPTS:
         return [bundled_prompt(spec)]
     raise PromptError(
         f"--prompt {spec}: no such file or folder, and not a bundled prompt; "
-        f"bundled: {', '.join(names)} (or all)"
+        f"bundled: {', '.join([*names, *sorted(TASK_PROMPTS)])} (or all)"
     )
 
 

@@ -22,9 +22,11 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from secbench_tui.core.results.fixes import fix_text
 from secbench_tui.core.results.reasons import reason_summary_text, stored_gold, stored_reason
 from secbench_tui.core.store.requests import SentRequest
 from secbench_tui.core.store.rows import ResultRow
+from secbench_tui.core.suites.twins import diff_lines, twins_of
 from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.plain import plain
@@ -135,6 +137,50 @@ def _rewrites(row: ResultRow, family: Sequence[ResultRow]) -> list[RenderableTyp
     return parts
 
 
+@lru_cache(maxsize=64)
+def _twin_code(test_file: str, app: str, twin: str) -> str | None:
+    """The code of a compliant twin as its file holds it now (None: gone)."""
+    found = next((t for t in twins_of(Path(test_file), app) if t.case_id == twin), None)
+    return found.code if found is not None else None
+
+
+def _diff(before: str, after: str, before_name: str, after_name: str) -> RenderableType:
+    lines = diff_lines(before, after, before_name, after_name)
+    if not lines:
+        return Text("(no difference)", style="dim")
+    return Syntax(inert("\n".join(lines)), "diff", word_wrap=True, background_color="default")
+
+
+def _fix(row: ResultRow) -> list[RenderableType]:
+    """`--task fix`: what verifying the fix found (the failing parameter set and its rows when
+    it is not proven), its diff from the bad case and from the nearest compliant twin."""
+    described = fix_text(row)
+    fixed = row.get("fixed_code")
+    if not described and not fixed:
+        return []
+    parts: list[RenderableType] = [_section("fix (verified on PostgreSQL)")]
+    if described:
+        style = "green" if row.get("fix_outcome") == "proven" else ""
+        parts.append(plain("\n".join(described), style=style))
+    if fixed:
+        parts += [
+            _section("fix: diff from the bad case"),
+            _diff(row.get("code") or "", fixed, "bad case", "fix"),
+        ]
+        twin = row.get("fix_twin")
+        twin_code = (
+            _twin_code(str(row.get("test_file") or ""), str(row.get("app") or ""), twin)
+            if twin
+            else None
+        )
+        if twin and twin_code is not None:
+            parts += [
+                _section(f"fix: diff from its nearest compliant twin, {inert_line(twin)}"),
+                _diff(twin_code, fixed, inert_line(twin), "fix"),
+            ]
+    return parts
+
+
 def render_result(
     row: ResultRow, prompt: str | None = None, family: Sequence[ResultRow] = ()
 ) -> RenderableType:
@@ -189,6 +235,7 @@ def render_result(
     if not vuldetectbench or row.get("explanation"):
         parts += [_section("explanation"), plain(row.get("explanation") or "(none)")]
     parts += _rewrites(row, family)
+    parts += _fix(row)
     code = row.get("code")
     if code:
         parts += [

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from secbench_tui.core.lint.report import read_leak_record
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.results.figures import answer_figures
+from secbench_tui.core.results.fixes import fix_summary
 from secbench_tui.core.results.metrics import (
     case_interval,
     case_repeats,
@@ -105,6 +106,8 @@ def markdown_contender(index: int, run: RunRecord, label: str, rows: list[Row]) 
     contender.figures = answer_figures(answers, guesses if leaky else None)
     contender.reasons = reason_figures(answers)
     contender.scenarios = scenario_tallies(answers)
+    if run.settings.task == "fix":
+        contender.fixes = fix_summary(rows)
     if contender.repeats > 1:  # tries of one case are not independent: cases are the units
         stats["accuracy_ci"] = case_interval(rows)
     stats["distinct_cases"] = len(contender.by_case)

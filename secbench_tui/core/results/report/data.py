@@ -14,6 +14,7 @@ from secbench_tui import __version__
 from secbench_tui.core.lint.report import LeakCheck
 from secbench_tui.core.results.chance import ChanceLevels
 from secbench_tui.core.results.figures import AnswerFigures
+from secbench_tui.core.results.fix_figures import FixSummary
 from secbench_tui.core.results.metrics import (
     CaseRepeats,
     PairComparison,
@@ -102,6 +103,7 @@ class SelectedRun(Generic[Stats]):
     settings: list[tuple[str, str]] = field(default_factory=list)  # shown, not common to all
     variant_rows: list[Row] = field(default_factory=list)  # --rewrites: never in the figures
     robustness: Robustness | None = None
+    fixes: FixSummary | None = None  # --task fix: what verifying each fix found
     # the prompt as this report names it (`prompt_labels`); None: its name as stored
     prompt_label: str | None = None
     leak: LeakCheck | None = None  # the leak check the run recorded (None: it recorded none)
@@ -348,6 +350,11 @@ class ReportData:
     @property
     def with_rewrites(self) -> list[Contender]:
         return [c for c in self.contenders if c.robustness is not None]
+
+    @property
+    def with_fixes(self) -> list[Contender]:
+        """Runs of `--task fix`, the floor and ceiling baselines among them."""
+        return [c for c in self.contenders if c.fixes is not None]
 
     @property
     def with_repeats(self) -> list[Contender]:

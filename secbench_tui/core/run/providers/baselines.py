@@ -2,6 +2,11 @@
 
 They are recorded like any model, so a report can show chance level next to real models:
 a model that does not beat `baseline/random` has learnt nothing the suite measures.
+
+Two answer with code too, for `--task fix` (verdict schema 4), as its floor and its ceiling:
+`baseline/echo` returns the code unchanged (and calls it good), so none of its fixes can be
+secure where the case is bad; `baseline/twin` returns the nearest compliant twin of the case
+(a good case of its scenario: `core.suites.twins`), whose fixes are proven by construction.
 """
 
 from __future__ import annotations
@@ -9,11 +14,18 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from pathlib import Path
 
 from secbench_tui.core.models import Case, Completion, SuiteKind
 from secbench_tui.core.run.providers.base import RetryCallback
 
-BASELINES = ("baseline/always-bad", "baseline/always-good", "baseline/random")
+BASELINES = (
+    "baseline/always-bad",
+    "baseline/always-good",
+    "baseline/random",
+    "baseline/echo",
+    "baseline/twin",
+)
 
 
 def is_baseline(model: str) -> bool:
@@ -45,6 +57,8 @@ class BaselineProvider:
             from secbench_tui.core.vuldetectbench.loader import baseline_answer
 
             return baseline_answer(case, self.policy, rng)
+        if self.policy in ("echo", "twin"):
+            return json.dumps(self._fix(case))
         if self.policy == "always-bad":
             verdict = "bad"
         elif self.policy == "always-good":
@@ -63,6 +77,31 @@ class BaselineProvider:
             answer["violations"] = [{"rule": rng.choice(case.spec_rules), "quote": quote}]
         # a SPEC without a numbered list of rules: no violation can be named (schema 1)
         return json.dumps(answer)
+
+    def _fix(self, case: Case) -> dict[str, object]:
+        """A fix reply: the code unchanged (echo), or the nearest twin's (twin; a case with
+        no good twin, or a good case, is returned unchanged)."""
+        code, verdict = case.code, "good"
+        if self.policy == "twin" and case.expected == "bad":
+            from secbench_tui.core.suites.twins import nearest, twins_of
+
+            twin = nearest(case.code, twins_of(Path(case.test_file), case.app))
+            if twin is not None:
+                code, verdict = twin.code, "bad"
+        answer: dict[str, object] = {
+            "explanation": f"{self.name} answers without reading.",
+            "assessment": verdict,
+            "violations": [],
+        }
+        if verdict == "bad" and case.rule is not None:  # the gold rule, on its first gold line
+            lines = case.code.split("\n")
+            at = case.gold_lines[0] - 1 if case.gold_lines else 0
+            quote = lines[at].strip() if 0 <= at < len(lines) else ""
+            answer["violations"] = [{"rule": case.rule, "quote": quote}]
+        elif verdict == "bad":  # a case naming no rule: no violation can be named (schema 1)
+            del answer["violations"]
+        answer["fixed_code"] = code
+        return answer
 
     async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
         text = self.answer(case)

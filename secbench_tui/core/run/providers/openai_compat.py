@@ -43,7 +43,7 @@ from secbench_tui.core.run.providers.retry import (
     status_kind,
 )
 from secbench_tui.core.suites import security_bench
-from secbench_tui.core.suites.prompts import response_format
+from secbench_tui.core.suites.prompts import Reply, response_format
 from secbench_tui.core.untrusted import redact_url
 from secbench_tui.core.usage import Reasoning, Usage
 
@@ -69,6 +69,7 @@ class ClientSettings:
     max_tokens: int = 1024
     seed: int | None = None
     response_format: str = "json_schema"
+    reply: Reply = "verdict"  # what the response_format's schema asks for (--task fix: "fix")
     reasoning_effort: str | None = None  # sent as reasoning.effort when set
     request_style: str = security_bench.OWN_STYLE  # or STYLE: the original evaluator's body
     # what every run sets from its settings (config.Options declares them, with their defaults)
@@ -229,7 +230,7 @@ class OpenAICompatibleProvider:
             body["temperature"] = s.temperature
         if s.seed is not None:
             body["seed"] = s.seed
-        fmt = response_format(s.response_format) if case.structured else None
+        fmt = response_format(s.response_format, s.reply) if case.structured else None
         if fmt is not None:
             body["response_format"] = fmt
         if s.reasoning_effort is not None:
