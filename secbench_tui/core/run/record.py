@@ -108,6 +108,7 @@ async def open_run(spec: RunSpec, store: RunBook) -> tuple[int, bool]:
                 "repeats": spec.repeats,
                 "concurrency": spec.concurrency,
                 "vdb_scoring": spec.vdb_scoring,
+                **({"batch": spec.batch} if spec.batch else {}),
             }
         ),
         fingerprint=spec.fingerprint,
