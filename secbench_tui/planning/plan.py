@@ -170,6 +170,7 @@ def build_spec(one: RunSettings, suite: LoadedSuite, rewrites: Rewrites | None =
         vdb_scoring=one.vdb_scoring,
         skipped=tuple(suite.skipped),
         base_url=None if baseline else one.base_url,
+        batch=None if baseline else one.batch_protocol,
     )
 
 
