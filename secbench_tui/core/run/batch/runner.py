@@ -115,6 +115,8 @@ class Batching:
     timer: PollTimer = field(default_factory=PollTimer)
     clock: Callable[[], float] = time.monotonic  # for the polls
     wall: Callable[[], float] = time.time  # for how long ago a batch was sent
+    # waits between polls: None waits on the run's stop (which ends a wait at once)
+    sleep: Callable[[float], Awaitable[None]] | None = None
 
 
 @dataclass
@@ -269,7 +271,7 @@ class BatchRun:
                     await self.store.batch_closed(batch_id, "unknown", str(exc))
                     raise RunAborted(self._unanswered(exc)) from None
                 wait = exc.retry_after if exc.retry_after is not None else SUBMIT_BACKOFF * attempt
-                await self.stop.pause(min(wait, SUBMIT_WAIT_MAX))
+                await self._sleep(min(wait, SUBMIT_WAIT_MAX))
         await self.store.batch_submitted(
             batch_id, submitted.provider_id, submitted.status, submitted.details
         )
@@ -282,6 +284,10 @@ class BatchRun:
             submitted.status,
             due=b.clock() + b.timer.wait(0),
         )
+
+    async def _sleep(self, seconds: float) -> None:
+        sleep = self.batching.sleep or self.stop.pause
+        await sleep(seconds)
 
     def _unanswered(self, exc: PollFailed) -> str:
         if not exc.maybe_accepted:
@@ -302,7 +308,7 @@ class BatchRun:
             now = clock()
             due = [batch for batch in open_ if batch.due <= now]
             if not due:
-                await self.stop.pause(min(batch.due for batch in open_) - now)
+                await self._sleep(min(batch.due for batch in open_) - now)
                 continue
             for batch in due:
                 if self.stop.asked:
