@@ -23,6 +23,7 @@ from __future__ import annotations
 import email.parser
 import email.policy
 import json
+import socket
 import threading
 import time
 import uuid
@@ -152,24 +153,31 @@ class BatchLoopback(LoopbackServer):
             self.submissions.append({"requests": len(lines), "bytes": size})
             plan = self._plans.pop(0) if self._plans else BatchPlan()
             prefix = {"openrouter": "batch", "openai": "batch", "anthropic": "msgbatch"}
-            batch = Batch(f"{prefix[self.protocol]}_{uuid.uuid4().hex[:12]}", self.protocol, lines, plan)
+            batch = Batch(
+                f"{prefix[self.protocol]}_{uuid.uuid4().hex[:12]}", self.protocol, lines, plan
+            )
             self.batches[batch.id] = batch
         return 202 if self.protocol == "openrouter" else 200, self.batch_object(batch, "new")
 
-    def poll(self, batch_id: str) -> tuple[int, Any, tuple[tuple[str, str], ...]]:
+    def fault(self) -> Behaviour | None:
+        """The next scripted poll fault, counted as a poll."""
+        with self._batch_lock:
+            if not self.poll_faults:
+                return None
+            self.polls += 1
+            return self.poll_faults.pop(0)
+
+    def poll(self, batch_id: str) -> tuple[int, Any]:
         with self._batch_lock:
             self.polls += 1
-            if self.poll_faults:
-                fault = self.poll_faults.pop(0)
-                return fault.status, fault.body, fault.headers
             batch = self.batches.get(batch_id)
             if batch is None:
-                return 404, error_body(404, f"no batch {batch_id}"), ()
+                return 404, error_body(404, f"no batch {batch_id}")
             batch.polls += 1
             status, ended = batch.status()
         if ended and batch.results is None:
             self._end(batch)
-        return 200, self.batch_object(batch, status, ended), ()
+        return 200, self.batch_object(batch, status, ended)
 
     def _end(self, batch: Batch) -> None:
         """Answer the batch's requests as the live server would, as the plan says."""
@@ -195,11 +203,15 @@ class BatchLoopback(LoopbackServer):
         batch.counts = {"total": len(batch.lines), "completed": succeeded, "failed": failed}
 
     def _answered(self, line: dict[str, Any], body: Any, prompt: str) -> dict[str, Any]:
-        request = ReceivedRequest(0, "POST", "/chat/completions", {}, body, prompt, time.monotonic())
+        request = ReceivedRequest(
+            0, "POST", "/chat/completions", {}, body, prompt, time.monotonic()
+        )
         behaviour = self._choose(request)
         if behaviour.body is not None or behaviour.status != 200:
             status = behaviour.status
-            payload = behaviour.body if isinstance(behaviour.body, dict) else error_body(status, "x")
+            payload = (
+                behaviour.body if isinstance(behaviour.body, dict) else error_body(status, "x")
+            )
             return self._shaped(line, status, payload)
         data = self.completion_body(request, behaviour)
         if "usage" in data and data["usage"].get("cost") is not None:
@@ -213,10 +225,18 @@ class BatchLoopback(LoopbackServer):
         if self.protocol == "anthropic":
             if status != 200:
                 error = {"type": "invalid_request_error", "message": str(data)}
-                return {"custom_id": cid, "result": {"type": "errored", "error": {"type": "error", "error": error}}}
+                return {
+                    "custom_id": cid,
+                    "result": {"type": "errored", "error": {"type": "error", "error": error}},
+                }
             return {"custom_id": cid, "result": {"type": "succeeded", "message": _as_message(data)}}
         response = {"status_code": status, "request_id": uuid.uuid4().hex, "body": data}
-        return {"id": f"req_{uuid.uuid4().hex[:8]}", "custom_id": cid, "response": response, "error": None}
+        return {
+            "id": f"req_{uuid.uuid4().hex[:8]}",
+            "custom_id": cid,
+            "response": response,
+            "error": None,
+        }
 
     def _failed(self, line: dict[str, Any]) -> dict[str, Any]:
         return self._shaped(line, 400, error_body(400, "Provider returned error: invalid request"))
@@ -250,10 +270,17 @@ class BatchLoopback(LoopbackServer):
         return data
 
     def _files_of(self, batch: Batch, data: dict[str, Any]) -> None:
-        good = [r for r in batch.results or [] if r.get("response") and r["response"]["status_code"] == 200]
+        good = [
+            r
+            for r in batch.results or []
+            if r.get("response") and r["response"]["status_code"] == 200
+        ]
         bad = [r for r in batch.results or [] if r not in good]
         if batch.plan.end == "failed":
-            data["errors"] = {"object": "list", "data": [{"code": "invalid", "message": batch.plan.message, "line": 1}]}
+            data["errors"] = {
+                "object": "list",
+                "data": [{"code": "invalid", "message": batch.plan.message, "line": 1}],
+            }
             return
         for name, lines in (("output_file_id", good), ("error_file_id", bad)):
             if lines:
@@ -299,7 +326,10 @@ class BatchLoopback(LoopbackServer):
         start = int(cursor or 0)
         page = batch.results[start : start + self.page_size]
         following = start + self.page_size
-        return {"data": page, "next_cursor": str(following) if following < len(batch.results) else None}
+        return {
+            "data": page,
+            "next_cursor": str(following) if following < len(batch.results) else None,
+        }
 
 
 def _as_message(data: dict[str, Any]) -> dict[str, Any]:
@@ -314,7 +344,10 @@ def _as_message(data: dict[str, Any]) -> dict[str, Any]:
         "model": data.get("model"),
         "content": [{"type": "text", "text": choice["message"]["content"] or ""}],
         "stop_reason": stops.get(choice.get("finish_reason"), "end_turn"),
-        "usage": {"input_tokens": usage.get("prompt_tokens", 0), "output_tokens": usage.get("completion_tokens", 0)},
+        "usage": {
+            "input_tokens": usage.get("prompt_tokens", 0),
+            "output_tokens": usage.get("completion_tokens", 0),
+        },
     }
 
 
@@ -370,8 +403,14 @@ class _BatchHandler(_Handler):
             self._lines(lb.files.get(parts[-2]))
             return
         if len(parts) >= 2 and parts[-2] == "batches":
-            status, payload, headers = lb.poll(parts[-1])
-            self._send(status, payload, headers)
+            fault = lb.fault()
+            if fault is not None and fault.drop:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+            elif fault is not None:
+                self._send(fault.status, fault.body, fault.headers)
+            else:
+                self._send(*lb.poll(parts[-1]))
             return
         super().do_GET()
 
@@ -386,7 +425,10 @@ class _BatchHandler(_Handler):
             file_id = f"file-in-{uuid.uuid4().hex[:12]}"
             with lb._batch_lock:
                 lb.files[file_id] = parts.get("file", b"")
-            self._send(200, {"id": file_id, "object": "file", "purpose": parts.get("purpose", b"").decode()})
+            self._send(
+                200,
+                {"id": file_id, "object": "file", "purpose": parts.get("purpose", b"").decode()},
+            )
             return
         if not path.endswith("/batches"):
             self._send(404, error_body(404, f"no route for POST {path}"))
@@ -402,7 +444,9 @@ class _BatchHandler(_Handler):
             status, payload = lb.submit(lines, len(content))
         elif lb.protocol == "anthropic":
             requests = body.get("requests") or []
-            lines = [{"custom_id": r["custom_id"], "body": _chat_body(r["params"])} for r in requests]
+            lines = [
+                {"custom_id": r["custom_id"], "body": _chat_body(r["params"])} for r in requests
+            ]
             status, payload = lb.submit(lines, len(raw))
         else:
             status, payload = lb.submit(body.get("requests") or [], len(raw))

@@ -67,7 +67,7 @@ def test_a_batch_run_stores_what_a_live_run_stores(tmp_path: Path, protocol: str
     assert "waiting on the provider" in batch.stdout
     (record,) = batches(tmp_path / "batch.db")
     assert record["protocol"] == protocol and record["read_at"] is not None
-    assert '"batch": "%s"' % protocol in runs(tmp_path / "batch.db")[0]["settings"]
+    assert f'"batch": "{protocol}"' in runs(tmp_path / "batch.db")[0]["settings"]
 
 
 def test_a_batch_answer_and_a_live_answer_reuse_each_other(tmp_path: Path) -> None:
@@ -140,3 +140,23 @@ def test_a_model_the_batch_api_refuses_is_named_with_what_to_do(tmp_path: Path) 
     assert "does not support batch" in result.stderr and "without --batch" in result.stderr
     assert [b["status"] for b in batches(db)] == ["refused"]
     assert rows(db) == []
+
+
+@pytest.mark.long
+def test_ten_thousand_cases_split_into_batches_within_the_limits(tmp_path: Path) -> None:
+    cases = write_suite(tmp_path / "suite", {"bulk": ["good", "bad"] * 5_000})
+    db = tmp_path / "r.db"
+    with BatchLoopback("openrouter", keep_bodies=False) as server:
+        server.plan(BatchPlan(statuses=("validating",)), BatchPlan(statuses=("validating",)))
+        result = run_cli(
+            server.base_url, db, tmp_path / "suite", "--batch", *OPENROUTER, *POLL,
+            key=FAKE_KEY, timeout=600,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-2000:]
+        sizes = [s["requests"] for s in server.submissions]
+    assert sizes == [5_000, 5_000]  # OpenRouter's limit is 5,000 requests a batch
+    with closing(sqlite3.connect(db)) as conn:
+        stored = conn.execute("SELECT COUNT(*), SUM(outcome = 'correct') FROM evaluations")
+        assert tuple(stored.fetchone()) == (len(cases), len(cases))
+        mapped = conn.execute("SELECT COUNT(DISTINCT custom_id) FROM batch_requests").fetchone()
+        assert mapped[0] == len(cases)
