@@ -10,8 +10,13 @@ answer offline, as in any run; a run of baselines alone with `--batch` is a mist
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from secbench_tui.config import Options, Settings
+from secbench_tui.core.run.catalog import Catalog, ModelInfo
+from secbench_tui.core.run.estimate import BATCH_DISCOUNT
 from secbench_tui.core.run.providers.baselines import is_baseline
+from secbench_tui.core.run.spec import RunSpec
 from secbench_tui.errors import UsageError
 
 
@@ -59,4 +64,24 @@ def _check_anthropic(settings: Settings, models: list[str]) -> None:
             f"--batch: Anthropic's Message Batches do not take --reasoning-effort (sent as "
             f"OpenRouter's reasoning.effort); for {names} drop --reasoning-effort, or run it "
             "live, without --batch"
+        )
+
+
+def _prices(info: ModelInfo | None) -> tuple[float, float] | None:
+    if info is None or info.prompt_price is None or info.completion_price is None:
+        return None
+    return info.prompt_price, info.completion_price
+
+
+def price_batches(specs: Sequence[RunSpec], catalog: Catalog) -> None:
+    """Give each batched run its model's live and batch prices, for its summary: the batch
+    variant's (`<model>:batch`) where the catalog lists one, else the live at the documented
+    discount."""
+    for spec in specs:
+        if not spec.batch:
+            continue
+        live = _prices(catalog.find(spec.model))
+        spec.live_price = live
+        spec.batch_price = _prices(catalog.find(f"{spec.model}:batch")) or (
+            None if live is None else (live[0] * BATCH_DISCOUNT, live[1] * BATCH_DISCOUNT)
         )

@@ -65,6 +65,7 @@ def test_a_batch_run_stores_what_a_live_run_stores(tmp_path: Path, protocol: str
         else:
             assert row["cost"] is None  # neither OpenAI nor Anthropic report a cost
     assert "waiting on the provider" in batch.stdout
+    assert f"asked in batches ({protocol}): these tokens cost ~$" in batch.stdout
     (record,) = batches(tmp_path / "batch.db")
     assert record["protocol"] == protocol and record["read_at"] is not None
     assert f'"batch": "{protocol}"' in runs(tmp_path / "batch.db")[0]["settings"]
@@ -160,3 +161,16 @@ def test_ten_thousand_cases_split_into_batches_within_the_limits(tmp_path: Path)
         assert tuple(stored.fetchone()) == (len(cases), len(cases))
         mapped = conn.execute("SELECT COUNT(DISTINCT custom_id) FROM batch_requests").fetchone()
         assert mapped[0] == len(cases)
+
+
+def test_the_dry_run_prices_the_batch_beside_live_and_sends_nothing(tmp_path: Path) -> None:
+    suite(tmp_path / "suite")
+    with BatchLoopback("openrouter") as server:
+        result = run_cli(
+            server.base_url, tmp_path / "r.db", tmp_path / "suite", "--batch", *OPENROUTER,
+            "--dry-run", key=FAKE_KEY,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert server.submissions == [] and server.completions() == []
+    assert "; in a batch $" in result.stdout
+    assert "--batch: $" in result.stdout and "live price at 50%" in result.stdout
