@@ -174,3 +174,20 @@ def test_the_dry_run_prices_the_batch_beside_live_and_sends_nothing(tmp_path: Pa
         assert server.submissions == [] and server.completions() == []
     assert "; in a batch $" in result.stdout
     assert "--batch: $" in result.stdout and "live price at 50%" in result.stdout
+
+
+def test_a_matrix_sends_a_batch_per_run_and_stores_every_cell(tmp_path: Path) -> None:
+    cases = suite(tmp_path / "suite")
+    db = tmp_path / "r.db"
+    models = "openai/gpt-4o-mini,meta-llama/llama-3.1-8b-instruct,baseline/random"
+    with BatchLoopback("openrouter") as server:
+        result = run_cli(
+            server.base_url, db, tmp_path / "suite", "--batch", *OPENROUTER, *POLL,
+            "--prompt", "default,attacker", key=FAKE_KEY, model=models,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert len(server.submissions) == 4 and server.completions() == []
+    assert [r["status"] for r in runs(db)] == ["completed"] * 6
+    assert len(rows(db)) == 6 * len(cases)
+    remote = {r["id"] for r in runs(db) if not str(r["model_name"]).startswith("baseline/")}
+    assert sorted(b["run_id"] for b in batches(db)) == sorted(remote)  # one batch each

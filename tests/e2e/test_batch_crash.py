@@ -17,6 +17,7 @@ from tests.e2e.batch_server import BatchLoopback, BatchPlan
 from tests.e2e.harness import (
     FAKE_KEY,
     by_case,
+    interrupt,
     rows,
     run_cli,
     runs,
@@ -85,3 +86,25 @@ def test_polls_that_fail_are_polled_again(tmp_path: Path) -> None:
         assert server.polls >= 4 + 3 and len(server.submissions) == 1
     assert [r["outcome"] for r in rows(db)] == ["correct", "correct"]
     assert "last poll:" in result.stdout  # the failure was said, and waited out
+
+
+def test_ctrl_c_while_waiting_stops_at_once_and_resume_collects(tmp_path: Path) -> None:
+    write_suite(tmp_path / "suite", {"alpha": ["good", "bad"] * 2})
+    db = tmp_path / "r.db"
+    with BatchLoopback("openrouter") as server:
+        server.plan(BatchPlan(hold=True))
+        proc = start_cli(server.base_url, db, tmp_path / "suite", *BATCH, key=FAKE_KEY)
+        try:
+            wait_for(lambda: server.polled() >= 2, "the batch polled twice")
+            interrupt(proc)
+            assert proc.wait(timeout=60) == 130
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert runs(db)[0]["status"] == "stopped" and rows(db) == []
+        assert len(open_batches(db)) == 1
+        server.finish()
+        result = run_cli(server.base_url, db, tmp_path / "suite", *BATCH, "--resume", key=FAKE_KEY)
+        assert result.returncode == 0, result.stderr
+        assert len(server.submissions) == 1
+    assert [r["outcome"] for r in rows(db, 1)] == ["correct"] * 4
