@@ -161,3 +161,14 @@ def test_progress_lines_say_what_the_run_waits_on_with_provider_text_neutralised
     assert waiting.startswith("waiting on the provider: 1 batch(es), 10 requests")
     validating = BatchView(2, None, "validating", 3)
     assert "3 requests: 3 validating" in batch_line(validating)
+
+
+async def test_an_id_the_server_gave_stays_one_segment_of_the_path() -> None:
+    from secbench_tui.core.run.batch.transport import BatchHttp
+
+    http = BatchHttp("http://127.0.0.1:9/api/v1?api-version=2", {}, 1.0)
+    try:
+        url = http.url("batches", "../../admin?x=1#y")
+    finally:
+        await http.aclose()
+    assert url == "http://127.0.0.1:9/api/v1/batches/..%2F..%2Fadmin%3Fx%3D1%23y?api-version=2"

@@ -172,7 +172,7 @@ class AnthropicBatches:
         body = {"requests": [self._item(line) for line in lines]}
         reply = await self.http.call(
             "POST",
-            self.http.url("messages/batches"),
+            self.http.url("messages", "batches"),
             doing="submitting a message batch",
             submitting=True,
             json=body,
@@ -186,7 +186,7 @@ class AnthropicBatches:
     async def poll(self, provider_id: str) -> Polled:
         reply = await self.http.call(
             "GET",
-            self.http.url(f"messages/batches/{provider_id}"),
+            self.http.url("messages", "batches", provider_id),
             doing=f"polling batch {provider_id}",
         )
         data = reply.data if isinstance(reply.data, dict) else {}
@@ -196,7 +196,7 @@ class AnthropicBatches:
         return Polled(status, status == "ended", _counts(data), None, details)
 
     async def results(self, provider_id: str, polled: Polled) -> AsyncIterator[Result]:
-        url = self.http.url(f"messages/batches/{provider_id}/results")
+        url = self.http.url("messages", "batches", provider_id, "results")
         given = polled.details.get("results_url")
         if given and _same_origin(given, url):  # the key goes to no other host
             url = given

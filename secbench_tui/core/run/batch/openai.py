@@ -119,7 +119,7 @@ class OpenAIBatches:
 
     async def poll(self, provider_id: str) -> Polled:
         reply = await self.http.call(
-            "GET", self.http.url(f"batches/{provider_id}"), doing=f"polling batch {provider_id}"
+            "GET", self.http.url("batches", provider_id), doing=f"polling batch {provider_id}"
         )
         data = reply.data if isinstance(reply.data, dict) else {}
         status = str(data.get("status") or "unknown")
@@ -131,7 +131,7 @@ class OpenAIBatches:
             file_id = polled.details.get(name)
             if not file_id:
                 continue
-            url = self.http.url(f"files/{file_id}/content")
+            url = self.http.url("files", file_id, "content")
             async for text in self.http.lines(url, doing=f"reading {file_id} of {provider_id}"):
                 if (result := result_of(text)) is not None:
                     yield result

@@ -82,7 +82,7 @@ class OpenRouterBatches:
 
     async def poll(self, provider_id: str) -> Polled:
         reply = await self.http.call(
-            "GET", self.http.url(f"batches/{provider_id}"), doing=f"polling batch {provider_id}"
+            "GET", self.http.url("batches", provider_id), doing=f"polling batch {provider_id}"
         )
         data = reply.data if isinstance(reply.data, dict) else {}
         status = str(data.get("status") or "unknown")
@@ -107,7 +107,7 @@ class OpenRouterBatches:
             params = {"cursor": cursor} if cursor else {}
             reply = await self.http.call(
                 "GET",
-                self.http.url(f"batches/{provider_id}/results"),
+                self.http.url("batches", provider_id, "results"),
                 doing=f"reading the results of batch {provider_id}",
                 params=params,
             )

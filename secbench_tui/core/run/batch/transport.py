@@ -15,6 +15,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -64,8 +65,10 @@ class BatchHttp:
         self.headers = dict(headers)
         self._client = client or async_client(httpx.Timeout(timeout, connect=min(timeout, 15.0)))
 
-    def url(self, path: str) -> str:
-        return api_url(self.base_url, path)
+    def url(self, *parts: str) -> str:
+        """The API root with `parts` as path segments; each is quoted whole, so an id the
+        server gave (`../x`, `a?b`) stays one segment of the path."""
+        return api_url(self.base_url, "/".join(quote(part, safe="") for part in parts))
 
     async def aclose(self) -> None:
         await self._client.aclose()
