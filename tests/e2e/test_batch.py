@@ -8,6 +8,7 @@ did not run as errors; a model whose batch API refuses it gets a clear error.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -191,3 +192,18 @@ def test_a_matrix_sends_a_batch_per_run_and_stores_every_cell(tmp_path: Path) ->
     assert len(rows(db)) == 6 * len(cases)
     remote = {r["id"] for r in runs(db) if not str(r["model_name"]).startswith("baseline/")}
     assert sorted(b["run_id"] for b in batches(db)) == sorted(remote)  # one batch each
+
+
+@pytest.mark.parametrize("style", ["secbench-tui", "security-bench"])
+def test_a_batch_carries_the_exact_body_a_live_run_sends(tmp_path: Path, style: str) -> None:
+    suite(tmp_path / "suite")
+    with BatchLoopback("openrouter") as server:
+        for name, extra in (("live", ()), ("batch", ("--batch", *OPENROUTER, *POLL))):
+            result = run_cli(
+                server.base_url, tmp_path / f"{name}.db", tmp_path / "suite",
+                "--request-style", style, *extra, key=FAKE_KEY,
+            )  # fmt: skip
+            assert result.returncode == 0, result.stderr
+        live = sorted(json.dumps(r.body, sort_keys=True) for r in server.completions())
+        (batch,) = server.batches.values()
+    assert sorted(json.dumps(line["body"], sort_keys=True) for line in batch.lines) == live
