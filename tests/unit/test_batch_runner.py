@@ -204,3 +204,26 @@ async def test_a_batch_the_provider_lost_leaves_its_requests_as_errors(tmp_path:
     assert [row["outcome"] for row in rows] == ["error", "error"]
     assert "no longer has it" in str(rows[0]["error"]) and "--retry-errors" in str(rows[0]["error"])
     assert isinstance(events[-1], RunFinished) and events[-1].summary.no_answer
+
+
+async def test_a_batch_taken_up_for_part_of_it_stays_open_for_the_rest(tmp_path: Path) -> None:
+    store = await Store.open(tmp_path / "r.db")
+    first = Scripted([Polled("in_progress", False, Counts(3))] * 5)
+    stopped = await run_batch(store, first, spec(3), Clock(), stop_after=1)
+    assert isinstance(stopped[-1], RunFinished) and stopped[-1].status is RunStatus.STOPPED
+
+    part = Scripted()
+    part.sent = first.sent
+    one = spec(1)  # another run asking the first case only: its answer is in that batch
+    await run_batch(store, part, one, Clock())
+    (kept,) = await store.batches_of_run(stopped[-1].run_id)
+    assert part.sent == first.sent and kept.read_at is None  # the rest still wait in it
+
+    rest = Scripted()
+    rest.sent = first.sent
+    resumed = await run_batch(store, rest, spec(3, resume=True), Clock())
+    (closed,) = await store.batches_of_run(stopped[-1].run_id)
+    await store.close()
+    assert rest.sent == first.sent and len(rest.sent) == 1  # never sent again
+    assert isinstance(resumed[-1], RunFinished) and resumed[-1].summary.correct == 3
+    assert closed.read_at is not None

@@ -164,6 +164,19 @@ class BatchRecords(StoreConnection):
         """Every result of the batch has been read and stored: the batch is closed."""
         await self._update_batch(batch_id, read_at=now_iso())
 
+    async def batch_unanswered(self, batch_id: int) -> int:
+        """How many of the batch's requests have no answer stored since it was sent, in any
+        run (an error is an answer too: the batch's for that request)."""
+        async with self.db.execute(
+            "SELECT COUNT(*) FROM batch_requests r JOIN batches b ON b.id = r.batch_id"
+            " WHERE r.batch_id = ? AND NOT EXISTS (SELECT 1 FROM evaluations e"
+            " WHERE e.request_hash = r.request_hash AND e.repeat = r.repeat"
+            " AND e.timestamp >= b.submitted_at)",
+            (batch_id,),
+        ) as cursor:
+            row = await cursor.fetchone()
+        return int(row[0]) if row is not None else 0
+
     async def batch_closed(self, batch_id: int, status: str, message: str) -> None:
         """A batch that will never be polled: refused, or sent with no answer (it may have
         landed; it is not polled, nor sent again, by this batch)."""

@@ -97,6 +97,8 @@ class BatchBook(Protocol):
 
     async def batch_read(self, batch_id: int) -> None: ...
 
+    async def batch_unanswered(self, batch_id: int) -> int: ...
+
     async def batch_closed(self, batch_id: int, status: str, message: str) -> None: ...
 
     async def open_batches(
@@ -327,7 +329,8 @@ class BatchRun:
             batch.due = b.clock() + b.timer.wait(batch.polls, exc.retry_after)
             return
         except BatchLost as exc:
-            async for event in self._lost(run_id, batch, f"the provider no longer has it: {exc}"):
+            gone = f"the provider no longer has it: {exc}"
+            async for event in self._lost(run_id, batch, gone, gone=True):
                 yield event
             return
         batch.polls += 1
@@ -361,7 +364,8 @@ class BatchRun:
             batch.due = b.clock() + b.timer.wait(batch.polls, exc.retry_after)
             return
         except BatchLost as exc:
-            async for event in self._lost(run_id, batch, f"its results are gone: {exc}"):
+            gone = f"its results are gone: {exc}"
+            async for event in self._lost(run_id, batch, gone, gone=True):
                 yield event
             return
         why = f"batch {batch.provider_id} ended {polled.status} with no result for this request"
@@ -370,15 +374,21 @@ class BatchRun:
         async for event in self._lost(run_id, batch, why):
             yield event
 
-    async def _lost(self, run_id: int, batch: _Tracked, why: str) -> AsyncIterator[Event]:
+    async def _lost(
+        self, run_id: int, batch: _Tracked, why: str, gone: bool = False
+    ) -> AsyncIterator[Event]:
         """The batch's requests still waiting get no answer from it: an error each, for
-        `--retry-errors`; the batch is closed."""
+        `--retry-errors`. The batch is closed once every request it holds has its answer
+        stored, by this run or another (a run may take a batch up for some of its requests
+        only: it stays open for the runs that want the rest), or when the provider no longer
+        has it (`gone`)."""
         for work in list(batch.work.values()):
             error = one_line(f"{why}; --retry-errors asks it again")
             yield await self._store(run_id, work, Completion(error=error))
         batch.work.clear()
         batch.read = True
-        await self.store.batch_read(batch.batch_id)
+        if gone or not await self.store.batch_unanswered(batch.batch_id):
+            await self.store.batch_read(batch.batch_id)
 
     def _completion(self, result: Result) -> Completion:
         """A result read as a live reply would be (an error when there is none to read)."""
