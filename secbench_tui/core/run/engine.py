@@ -14,8 +14,9 @@ finish for a short grace, then cancels them; a case that got no answer is not re
 
 Each job has its own module: what a run is (`spec`), its record in the store (`record`), the
 answers already paid for (`reuse`), the cases handed out (`scheduling`) and each one asked
-(`asking`), within the limits (`limits`) until a stop (`stopping`). The engine sees the store
-through `RunStore`, the methods those jobs use.
+(`asking`), within the limits (`limits`) until a stop (`stopping`); with `--batch`, the cases
+go through the model's batch API instead (`batch`). The engine sees the store through
+`RunStore`, the methods those jobs use.
 """
 
 from __future__ import annotations
