@@ -146,7 +146,10 @@ def test_a_model_the_batch_api_refuses_is_named_with_what_to_do(tmp_path: Path) 
 
 @pytest.mark.long
 def test_ten_thousand_cases_split_into_batches_within_the_limits(tmp_path: Path) -> None:
-    cases = write_suite(tmp_path / "suite", {"bulk": ["good", "bad"] * 5_000})
+    # 100 apps of 100 cases: a scenario's pairs are every (good, bad) of it, so one scenario
+    # of 10,000 cases would have the summary count 25 million pairs, which no suite has
+    apps = {f"app{n:03d}": ["good", "bad"] * 50 for n in range(100)}
+    cases = write_suite(tmp_path / "suite", apps)
     db = tmp_path / "r.db"
     with BatchLoopback("openrouter", keep_bodies=False) as server:
         server.plan(BatchPlan(statuses=("validating",)), BatchPlan(statuses=("validating",)))
