@@ -25,10 +25,11 @@ from pydantic import (
 )
 
 from secbench_tui.config import checks, flags
+from secbench_tui.config.batch import BatchApiChoice, BatchPollSeconds, BatchSwitch
 from secbench_tui.config.environment import bundled_cases_dir
 from secbench_tui.config.flags import ENDPOINT, MODE, SELECTION, VDB_PLAIN, Flag, Record
 from secbench_tui.core.models import RecordedSettings
-from secbench_tui.core.run.batch.protocol import BatchApi, ProtocolName, protocol_for
+from secbench_tui.core.run.batch.protocol import ProtocolName, protocol_for
 from secbench_tui.core.run.engine import STOP_GRACE
 from secbench_tui.core.run.providers.openai_compat import OPENROUTER_URL
 from secbench_tui.core.run.providers.retry import BACKOFF_BASE
@@ -239,32 +240,9 @@ class Options(DeclaredSettings):
     concurrency: Annotated[
         int, Flag("requests in flight", group=ENDPOINT, metavar="N"), Field(ge=1, le=256)
     ] = 1
-    batch: Annotated[
-        bool,
-        Flag(
-            "ask through the provider's batch API: about half the price, the answers within "
-            "24 hours; the command waits (or stop it: --resume collects them)",
-            group=ENDPOINT,
-        ),
-    ] = False
-    batch_api: Annotated[
-        BatchApi,
-        Flag(
-            "with --batch: the batch protocol; auto: OpenRouter's for openrouter.ai, "
-            "Anthropic's for api.anthropic.com, else OpenAI's (/files and /batches)",
-            group=ENDPOINT,
-        ),
-    ] = "auto"
-    batch_poll: Annotated[
-        float,
-        Flag(
-            "with --batch: seconds before a new batch is first polled; each later poll waits "
-            "1.5 times longer, up to 10 minutes",
-            group=ENDPOINT,
-            metavar="S",
-        ),
-        Field(gt=0, le=3600),
-    ] = 30.0
+    batch: BatchSwitch = False
+    batch_api: BatchApiChoice = "auto"
+    batch_poll: BatchPollSeconds = 30.0
     stop_grace: Annotated[
         float,
         Flag(
