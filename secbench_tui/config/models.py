@@ -27,7 +27,7 @@ from pydantic import (
 from secbench_tui.config import checks, flags
 from secbench_tui.config.batch import BatchApiChoice, BatchPollSeconds, BatchSwitch
 from secbench_tui.config.environment import bundled_cases_dir
-from secbench_tui.config.flags import ENDPOINT, MODE, SELECTION, VDB_PLAIN, Flag, Record
+from secbench_tui.config.flags import ENDPOINT, MODE, SELECTION, VDB_PLAIN, Flag, Record, declared
 from secbench_tui.core.models import RecordedSettings
 from secbench_tui.core.run.batch.protocol import ProtocolName, protocol_for
 from secbench_tui.core.run.engine import STOP_GRACE
@@ -486,16 +486,6 @@ class Command(DeclaredSettings):
         """Only runs send the API key: linting, reports, exports, --rescore and --verify never
         read it."""
         return not (self.lint or self.report or self.export or self.verify or self.rescore)
-
-
-def declared(model: type[BaseModel], kind: type[Any]) -> dict[str, Any]:
-    """The fields of `model` declared with a `kind` (`Flag`, `Record`), in declaration order."""
-    found: dict[str, Any] = {}
-    for name, info in model.model_fields.items():
-        meta = next((m for m in info.metadata if isinstance(m, kind)), None)
-        if meta is not None:
-            found[name] = meta
-    return found
 
 
 RECORDED: dict[str, Record] = declared(RunSettings, Record)
