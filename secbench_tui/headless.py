@@ -25,8 +25,10 @@ from typing import Any, TextIO
 from secbench_tui.config import Settings
 from secbench_tui.core.models import Outcome, RunStatus
 from secbench_tui.core.results.summary import RunSummary, matrix_lines, plain, summary_lines
+from secbench_tui.core.run.batch.progress import progress_lines
 from secbench_tui.core.run.engine import Engine
 from secbench_tui.core.run.events import (
+    BatchProgress,
     CaseFinished,
     CaseStarted,
     Event,
@@ -105,6 +107,9 @@ def print_event(event: Event, out: TextIO, err: TextIO, prefix: str = "") -> Non
         if ev.completion.notes and not ev.reused:  # e.g. a cost that was not believed
             note = inert_line(ev.completion.notes)
             print(f"{prefix}note: {inert_line(ev.case.case_id)}: {note}", file=err, flush=True)
+    elif isinstance(event, BatchProgress):
+        out.write("".join(f"{prefix}{line}\n" for line in progress_lines(event)))
+        out.flush()
     elif isinstance(event, Retrying):
         n = event.notice
         print(

@@ -13,9 +13,12 @@ import sys
 from collections.abc import AsyncIterator, Callable
 
 from secbench_tui.config import RunSettings
+from secbench_tui.core.run.batch import make_protocol
+from secbench_tui.core.run.batch.polling import PollTimer
+from secbench_tui.core.run.batch.runner import Batching
 from secbench_tui.core.run.events import RunFinished
 from secbench_tui.core.run.matrix import Matrix, MatrixEvent, PlannedRun
-from secbench_tui.core.run.providers.base import Provider
+from secbench_tui.core.run.providers.base import Provider, RunAborted
 from secbench_tui.core.run.providers.baselines import BaselineProvider, is_baseline
 from secbench_tui.core.run.providers.openai_compat import ClientSettings, OpenAICompatibleProvider
 from secbench_tui.core.store.database import Store
@@ -55,12 +58,19 @@ class MatrixRun:
         self._stop: tuple[str | None] | None = None  # a stop asked before the runs existed
         self._closed = False
         self._providers: dict[str, Provider] = {}
+        self._batchings: dict[str, Batching | None] = {}  # --batch: each model's batch API
         # one per model; a missing key raises before any request, at the first model that
         # asks the endpoint (they share it), so no client is left open behind it
         for cell in plan.cells:
             if cell.model not in self._providers:
                 self._providers[cell.model] = make_provider(cell.settings)
-        self.runs = [PlannedRun(c.spec, self._providers[c.model]) for c in plan.cells]
+                self._batchings[cell.model] = make_batching(
+                    cell.settings, self._providers[cell.model]
+                )
+        self.runs = [
+            PlannedRun(c.spec, self._providers[c.model], self._batchings[c.model])
+            for c in plan.cells
+        ]
 
     def keep(self, runs: list[PlannedRun]) -> None:
         """Run only these of the plan's runs (`--resume`: the ones with a run to continue)."""
@@ -118,6 +128,9 @@ class MatrixRun:
         self._closed = True
         for provider in self._providers.values():
             await provider.aclose()
+        for batching in self._batchings.values():
+            if batching is not None:
+                await batching.protocol.aclose()
         if self.store is not None:
             await self.store.close()
 
@@ -151,3 +164,25 @@ def make_provider(one: RunSettings, reply: Reply | None = None) -> Provider:
             "(or use --base-url for a local server, or a baseline/* model offline)"
         )
     return OpenAICompatibleProvider(client)
+
+
+def make_batching(one: RunSettings, provider: Provider) -> Batching | None:
+    """`--batch`: the model's batch API, carrying the bodies its live provider would send and
+    reading its results as that provider reads a reply; None when the cell is asked live (a
+    baseline answers offline, with or without --batch)."""
+    name = one.batch_protocol
+    if name is None or not isinstance(provider, OpenAICompatibleProvider):
+        return None
+    try:
+        headers = provider.headers()
+    except RunAborted as exc:  # a key that cannot be sent in a header
+        raise UsageError(str(exc)) from None
+    protocol = make_protocol(
+        name,
+        base_url=one.base_url,
+        model=one.model,
+        headers=headers,
+        key=one.key,
+        timeout=one.attempt_timeout,
+    )
+    return Batching(protocol, provider, one.model, one.base_url, PollTimer(first=one.batch_poll))

@@ -6,7 +6,11 @@ the prompt names (the suites of `harness.suites` carry one per case), and `GET .
 with a two-model catalog. A fault rate (seeded) answers that share of requests with a transient
 fault instead: a 429 with `Retry-After: 0`, a 500, 502 or 503, a 200 carrying an error, or a
 dropped connection. `GET /_stats` counts the requests; with `--keep-bodies`, `GET /_bodies`
-returns every request body as sent (base64).
+returns every request body as sent (base64). It also speaks OpenRouter's Batch API at its
+plainest (`POST .../batches` with the requests inline; `GET .../batches/{id}` is `in_progress`
+for `--batch-polls` polls, then `completed` with every result inline, at `BATCH_DISCOUNT` of
+the live cost), for `bench_batch.py`; the tests' emulation of every batch protocol, with its
+failures, is `tests/e2e/batch_server.py`.
 
 It runs in its own process (`Loopback`, a context manager, starts it) so that it never shares
 a GIL with what is measured, and uses the standard library alone, so it starts in
@@ -51,14 +55,24 @@ CATALOG = [
     },
 ]
 PRICE_IN, PRICE_OUT = 0.00000015, 0.0000006  # per token, whatever the model
+BATCH_DISCOUNT = 0.5
 FAULTS = ("429", "500", "502", "503", "error-in-200", "dropped")
 
 
 class Answers:
     """What the server answers, and what it counts; shared by the handler threads."""
 
-    def __init__(self, latency: float, fault_rate: float, seed: int, keep_bodies: bool) -> None:
+    def __init__(
+        self,
+        latency: float,
+        fault_rate: float,
+        seed: int,
+        keep_bodies: bool,
+        batch_polls: int = 1,
+    ) -> None:
         self.latency = latency
+        self.batch_polls = batch_polls
+        self.batches: dict[str, tuple[list[Any], int]] = {}  # id -> (requests, polls so far)
         self.fault_rate = fault_rate
         self.keep_bodies = keep_bodies
         self.requests = 0
@@ -83,6 +97,44 @@ class Answers:
     def done(self) -> None:
         with self._lock:
             self.in_flight -= 1
+
+    def batch(self, requests: list[Any]) -> dict[str, Any]:
+        """Accept a batch: its id and first status, as OpenRouter answers `202 Accepted`."""
+        batch_id = f"batch_{uuid.uuid4().hex[:16]}"
+        with self._lock:
+            self.batches[batch_id] = (requests, 0)
+        return {"id": batch_id, "status": "validating", "request_counts": _counts(requests, 0)}
+
+    def poll(self, batch_id: str) -> dict[str, Any] | None:
+        """A batch as this poll finds it: in progress, then completed with its results."""
+        with self._lock:
+            if batch_id not in self.batches:
+                return None
+            requests, polls = self.batches[batch_id]
+            self.batches[batch_id] = (requests, polls + 1)
+        if polls < self.batch_polls:
+            return {"id": batch_id, "status": "in_progress", "request_counts": _counts(requests, 0)}
+        results = [_batch_result(item) for item in requests]
+        return {
+            "id": batch_id,
+            "status": "completed",
+            "request_counts": _counts(requests, len(requests)),
+            "results": results,
+        }
+
+
+def _counts(requests: list[Any], completed: int) -> dict[str, int]:
+    return {"total": len(requests), "completed": completed, "failed": 0}
+
+
+def _batch_result(item: Any) -> dict[str, Any]:
+    """One request of a batch answered as the live server answers it, at the batch price."""
+    body = item.get("body") if isinstance(item, dict) else None
+    raw = json.dumps(body, ensure_ascii=False, separators=(",", ":"))  # as httpx's json= sends
+    answer = completion(body, len(raw.encode()))
+    answer["usage"]["cost"] *= BATCH_DISCOUNT
+    custom_id = item.get("custom_id") if isinstance(item, dict) else None
+    return {"custom_id": custom_id, "response": {"status_code": 200, "body": answer}}
 
 
 def verdict_of(body: Any) -> str:
@@ -169,11 +221,20 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"requests": a.requests, "max_in_flight": a.max_in_flight})
         elif path == "/_bodies":
             self._send(200, {"bodies": [base64.b64encode(b).decode() for b in a.bodies]})
+        elif path.rpartition("/")[0].endswith("/batches"):
+            found = a.poll(path.rpartition("/")[2])
+            if found is None:
+                self._send(404, error_body(404, f"no batch {path.rpartition('/')[2]}"))
+            else:
+                self._send(200, found)
         else:
             self._send(404, error_body(404, f"no route for GET {path}"))
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.split("?", 1)[0].rstrip("/").endswith("/batches"):
+            self._submit(raw)
+            return
         if not self.path.split("?", 1)[0].rstrip("/").endswith("/chat/completions"):
             self._send(404, error_body(404, f"no route for POST {self.path}"))
             return
@@ -192,6 +253,16 @@ class _Handler(BaseHTTPRequestHandler):
                 self._fault(fault)
         finally:
             self.answers.done()
+
+    def _submit(self, raw: bytes) -> None:
+        try:
+            requests = json.loads(raw).get("requests")
+        except (ValueError, AttributeError):
+            requests = None
+        if not isinstance(requests, list) or not requests:
+            self._send(400, error_body(400, "a batch needs a non-empty `requests` array"))
+            return
+        self._send(202, self.answers.batch(requests))
 
     def _fault(self, fault: str) -> None:
         if fault == "dropped":
@@ -238,9 +309,11 @@ class Loopback:
         fault_rate: float = 0.0,
         seed: int = 0,
         keep_bodies: bool = False,
+        batch_polls: int = 1,
     ) -> None:
         command = [sys.executable, __file__, "--latency", str(latency), "--until-stdin-closes"]
         command += ["--fault-rate", str(fault_rate), "--seed", str(seed)]
+        command += ["--batch-polls", str(batch_polls)]
         command += ["--keep-bodies"] if keep_bodies else []
         self.latency = latency
         self.proc = subprocess.Popen(
@@ -290,12 +363,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="the seed of the faults' draw")
     p.add_argument("--keep-bodies", action="store_true", help="keep every request body")
     p.add_argument(
+        "--batch-polls", type=int, default=1, help="polls a batch is in progress before it ends"
+    )
+    p.add_argument(
         "--until-stdin-closes",
         action="store_true",
         help="exit when standard input reaches its end (the parent has gone)",
     )
     args = p.parse_args(argv)
-    answers = Answers(args.latency, args.fault_rate, args.seed, args.keep_bodies)
+    answers = Answers(args.latency, args.fault_rate, args.seed, args.keep_bodies, args.batch_polls)
     serve(answers, args.until_stdin_closes)
     return 0
 

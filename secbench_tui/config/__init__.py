@@ -21,6 +21,7 @@ from secbench_tui.config.flags import (
     VDB_PLAIN,
     Flag,
     Record,
+    declared,
 )
 from secbench_tui.config.models import (
     DEFAULT_MAX_TOKENS,
@@ -37,7 +38,6 @@ from secbench_tui.config.models import (
     Settings,
     VdbMethod,
     VdbScoring,
-    declared,
 )
 
 __all__ = [

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import BaseModel
+
 MATRIX = ("models", "prompts", "methods")  # what was asked, beside the options of each run
 # The groups of `--help`, in the order it lists them.
 MODE, RUN, ENDPOINT, SELECTION = (
@@ -121,3 +123,13 @@ relations.__name__ = "relation names"
 tasks = numbers("task numbers 1-5", "1,3")
 run_ids = numbers("run ids", "3,4")
 model_names = names("model names", "a/x,b/y")
+
+
+def declared(model: type[BaseModel], kind: type[Any]) -> dict[str, Any]:
+    """The fields of `model` declared with a `kind` (`Flag`, `Record`), in declaration order."""
+    found: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        meta = next((m for m in info.metadata if isinstance(m, kind)), None)
+        if meta is not None:
+            found[name] = meta
+    return found

@@ -25,9 +25,11 @@ from pydantic import (
 )
 
 from secbench_tui.config import checks, flags
+from secbench_tui.config.batch import BatchApiChoice, BatchPollSeconds, BatchSwitch
 from secbench_tui.config.environment import bundled_cases_dir
-from secbench_tui.config.flags import ENDPOINT, MODE, SELECTION, VDB_PLAIN, Flag, Record
+from secbench_tui.config.flags import ENDPOINT, MODE, SELECTION, VDB_PLAIN, Flag, Record, declared
 from secbench_tui.core.models import RecordedSettings
+from secbench_tui.core.run.batch.protocol import ProtocolName, protocol_for
 from secbench_tui.core.run.engine import STOP_GRACE
 from secbench_tui.core.run.providers.openai_compat import OPENROUTER_URL
 from secbench_tui.core.run.providers.retry import BACKOFF_BASE
@@ -238,6 +240,9 @@ class Options(DeclaredSettings):
     concurrency: Annotated[
         int, Flag("requests in flight", group=ENDPOINT, metavar="N"), Field(ge=1, le=256)
     ] = 1
+    batch: BatchSwitch = False
+    batch_api: BatchApiChoice = "auto"
+    batch_poll: BatchPollSeconds = 30.0
     stop_grace: Annotated[
         float,
         Flag(
@@ -263,6 +268,11 @@ class Options(DeclaredSettings):
     @classmethod
     def _usable_key(cls, value: SecretStr | None) -> SecretStr | None:
         return checks.usable_key(value)
+
+    @property
+    def batch_protocol(self) -> ProtocolName | None:
+        """`--batch`: the protocol the endpoint's batch API speaks; None: asked live."""
+        return protocol_for(self.base_url, self.batch_api) if self.batch else None
 
     @property
     def original_request(self) -> bool:
@@ -476,16 +486,6 @@ class Command(DeclaredSettings):
         """Only runs send the API key: linting, reports, exports, --rescore and --verify never
         read it."""
         return not (self.lint or self.report or self.export or self.verify or self.rescore)
-
-
-def declared(model: type[BaseModel], kind: type[Any]) -> dict[str, Any]:
-    """The fields of `model` declared with a `kind` (`Flag`, `Record`), in declaration order."""
-    found: dict[str, Any] = {}
-    for name, info in model.model_fields.items():
-        meta = next((m for m in info.metadata if isinstance(m, kind)), None)
-        if meta is not None:
-            found[name] = meta
-    return found
 
 
 RECORDED: dict[str, Record] = declared(RunSettings, Record)

@@ -358,6 +358,7 @@ class RecordedSettings(Recorded):
     rewrites: RewritesRecord | None = None  # --rewrites: relations, seed, what the gate dropped
     leak: JSONObject | None = None  # the suite's surface cues, checked before the run
     task: str | None = None  # --task fix (recorded only then): the corrected code was asked
+    batch: str | None = None  # --batch: the batch protocol the cases went through
 
     def stored(self) -> str:
         """The `runs.settings` text: the keys recorded, sorted, as every version wrote them."""

@@ -12,6 +12,7 @@ from secbench_tui.core.run.catalog import Catalog
 from secbench_tui.core.run.providers.baselines import BASELINES, is_baseline
 from secbench_tui.core.suites.prompts import FIX_PROMPT, PromptError, resolve_prompts
 from secbench_tui.errors import UsageError
+from secbench_tui.planning.batching import check_batch
 
 REASONING_MAX_TOKENS = 32768
 
@@ -36,6 +37,7 @@ def matrix_cells(settings: Settings, catalog: Catalog) -> list[RunSettings]:
         check_model(model)
     vuldetectbench = is_vuldetectbench(root)
     check_suite_flags(settings, vuldetectbench=vuldetectbench)
+    check_batch(settings)
     cells = _vuldetectbench_cells(settings) if vuldetectbench else _markdown_cells(settings)
     return [request_defaults(one, catalog) for one in cells]
 

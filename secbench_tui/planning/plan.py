@@ -23,6 +23,7 @@ from secbench_tui.core.run.providers.baselines import is_baseline
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.verify.stopping import Stop
 from secbench_tui.errors import UsageError
+from secbench_tui.planning.batching import price_batches
 from secbench_tui.planning.cells import matrix_cells, remote_models
 from secbench_tui.planning.leaks import check_leaks, leak_lines
 from secbench_tui.planning.rewrites import Rewrites, prepare_rewrites, with_variants
@@ -91,6 +92,7 @@ def plan(settings: Settings, catalog: Catalog, stop: Stop | None = None) -> Plan
         PlannedCell(one, build_spec(one, suites[_suite_key(one)], rewrites)) for one in cells
     )
     specs = [c.spec for c in planned]
+    price_batches(specs, catalog)
     contexts = {m: _context(catalog, m) for m in remote_models([s.model for s in specs])}
     return Plan(
         settings=settings,
@@ -170,6 +172,7 @@ def build_spec(one: RunSettings, suite: LoadedSuite, rewrites: Rewrites | None =
         vdb_scoring=one.vdb_scoring,
         skipped=tuple(suite.skipped),
         base_url=None if baseline else one.base_url,
+        batch=None if baseline else one.batch_protocol,
     )
 
 

@@ -23,6 +23,7 @@ from textual.worker import Worker
 
 from secbench_tui.config import Settings
 from secbench_tui.core.run.events import (
+    BatchProgress,
     CaseFinished,
     CaseStarted,
     Retrying,
@@ -35,6 +36,7 @@ from secbench_tui.planning.plan import plan as make_plan
 from secbench_tui.tui.errors import describe_error
 from secbench_tui.tui.host import Host
 from secbench_tui.tui.messages import (
+    BatchWaiting,
     CaseBegan,
     RetryWaiting,
     RowsArrived,
@@ -71,6 +73,8 @@ class Gathered:
             self.post(RunBegan(event, slot))
         elif isinstance(event, Retrying):
             self.post(RetryWaiting(event, slot))
+        elif isinstance(event, BatchProgress):
+            self.post(BatchWaiting(event, slot))
         elif isinstance(event, RunFinished):
             self.post(RunEnded(event, slot))
 

@@ -15,6 +15,7 @@ from textual.message import Message
 
 from secbench_tui.core.run.catalog import Catalog
 from secbench_tui.core.run.events import (
+    BatchProgress,
     CaseFinished,
     CaseStarted,
     Retrying,
@@ -77,6 +78,15 @@ class RetryWaiting(Message):
     """A request waits to be asked again. Never merged: the tally counts every retry."""
 
     def __init__(self, event: Retrying, slot: int = 0) -> None:
+        super().__init__()
+        self.event = event
+        self.slot = slot
+
+
+class BatchWaiting(Message):
+    """A run's batches after a poll (`--batch`): the run waits on the provider."""
+
+    def __init__(self, event: BatchProgress, slot: int = 0) -> None:
         super().__init__()
         self.event = event
         self.slot = slot

@@ -103,6 +103,16 @@ class ScenarioSummary(Figures):
     solved_ci: tuple[float, float] | None = None  # of the share solved, bootstrap
 
 
+class BatchFigures(Figures):
+    """A run asked through a batch API (`--batch`): its protocol, and what its tokens come to
+    at the live price and at the batch price (the catalog's, or the documented half), beside
+    the cost the provider reported (`RunSummary.cost`). None where the price is not known."""
+
+    protocol: str
+    live_price: float | None = None
+    batch_price: float | None = None
+
+
 class RunSummary(VerdictStats):
     """One run's figures. The outcome counts cover every case; accuracy and the verdict
     figures cover good/bad cases (VulDetectBench tasks have `vuldetectbench` metrics)."""
@@ -138,6 +148,7 @@ class RunSummary(VerdictStats):
     chance: Annotated[ChanceLevels | None, WhenApplies] = None
     # the suite's surface cues, checked before the run (core.lint.leaks)
     leak: Annotated[LeakCheck | None, WhenApplies] = None
+    batch: Annotated[BatchFigures | None, WhenApplies] = None  # --batch
 
     @classmethod
     def from_figures(cls, figures: Mapping[str, Any]) -> RunSummary:
@@ -260,7 +271,20 @@ def summary_lines(
             f"  cost {cost_text(s)}" + (f"  wall {s.wall_seconds:.1f}s" if wall else "")
         )
     )
+    if s.batch is not None:
+        lines.append(_line(Segment(batch_text(s.batch), "dim")))
     return lines
+
+
+def batch_text(batch: BatchFigures) -> str:
+    """The batch price beside the live one, for the tokens the run used."""
+    money = numbers.money
+    live = "unknown" if batch.live_price is None else f"~{money(batch.live_price)}"
+    price = "unknown" if batch.batch_price is None else f"~{money(batch.batch_price)}"
+    return (
+        f"  asked in batches ({inert_line(batch.protocol)}): these tokens cost {price} at the "
+        f"batch price, {live} at the live price; the cost above is what the provider reported"
+    )
 
 
 def _ci(interval: tuple[float, float] | None) -> str:

@@ -1,2 +1,2 @@
 """Running an evaluation: the engine, the matrix of runs, providers and their retry policy,
-the model catalog and the estimate."""
+batch APIs, the model catalog and the estimate."""

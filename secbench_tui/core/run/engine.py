@@ -14,8 +14,9 @@ finish for a short grace, then cancels them; a case that got no answer is not re
 
 Each job has its own module: what a run is (`spec`), its record in the store (`record`), the
 answers already paid for (`reuse`), the cases handed out (`scheduling`) and each one asked
-(`asking`), within the limits (`limits`) until a stop (`stopping`). The engine sees the store
-through `RunStore`, the methods those jobs use.
+(`asking`), within the limits (`limits`) until a stop (`stopping`); with `--batch`, the cases
+go through the model's batch API instead (`batch`). The engine sees the store through
+`RunStore`, the methods those jobs use.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Protocol
 
 from secbench_tui.core.models import Case, Evaluation, RunStatus
 from secbench_tui.core.run.asking import Asker
+from secbench_tui.core.run.batch.runner import BatchBook, Batching, BatchRun
 from secbench_tui.core.run.events import Event, RunFinished, RunStarted
 from secbench_tui.core.run.limits import AdaptiveLimit, Budget
 from secbench_tui.core.run.providers.base import Provider, RunAborted
@@ -45,8 +47,9 @@ from secbench_tui.core.run.stopping import STOP_GRACE, Stop
 __all__ = ["STOP_GRACE", "Engine", "RunSpec", "RunStore"]
 
 
-class RunStore(RunBook, AnswerBook, Protocol):
-    """What a run needs of the store: its record, the answers on record, and its writes."""
+class RunStore(RunBook, AnswerBook, BatchBook, Protocol):
+    """What a run needs of the store: its record, the answers on record, its writes, and the
+    batches it sends (`--batch`)."""
 
     async def remember_requests(self, cases: Sequence[Case]) -> dict[str, str]: ...
 
@@ -76,6 +79,7 @@ class Engine:
         limit: AdaptiveLimit | None = None,
         stop_grace: float = STOP_GRACE,
         rank: int = 0,
+        batching: Batching | None = None,
     ) -> None:
         self.spec = spec
         self.rank = rank  # its turn among the runs sharing `limit` (AdaptiveLimit.enroll)
@@ -102,6 +106,20 @@ class Engine:
             first_request=self._first_request,
             repeats=spec.repeats,
             rank=rank,
+        )
+        # --batch: the cases go through the model's batch API instead (`core.run.batch`)
+        self._batches = (
+            None
+            if batching is None
+            else BatchRun(
+                batching,
+                store,
+                self._stop,
+                record=self._record,
+                first_request=self._first_request,
+                vdb_scoring=spec.vdb_scoring,
+                repeats=spec.repeats,
+            )
         )
         self._resumed = False
         self._first_sent: float | None = None  # perf_counter when the first case was started
@@ -131,7 +149,8 @@ class Engine:
         except Exception as exc:  # a run-level fault: the database, most likely
             status, message = RunStatus.ABORTED, f"{type(exc).__name__}: {exc}"
         if status is RunStatus.COMPLETED and self.stopping:
-            if self._schedule.answered < len(pending):
+            answered = self._schedule.answered if self._batches is None else self._batches.answered
+            if answered < len(pending):
                 status, message = RunStatus.STOPPED, self._stop.message
         # a run's time counts from its first request (a queued run of a matrix waits first)
         wall = time.perf_counter() - (self._first_sent or started)
@@ -191,7 +210,8 @@ class Engine:
         for evaluation in reused:
             done += 1
             yield self._schedule.finished(run_id, evaluation, done, total)
-        async for event in self._schedule.events(run_id, pending, done, total):
+        asked = self._schedule if self._batches is None else self._batches
+        async for event in asked.events(run_id, pending, done, total):
             yield event
 
     def _messages_of(self, work: Work) -> str | None:

@@ -27,6 +27,7 @@ from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import inert_line
 
 TYPICAL_REPLY_TOKENS = 200
+BATCH_DISCOUNT = 0.5  # a batch's price, as a share of the live one, as the providers document
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,18 @@ class RunEstimate:
     output_tokens: int
     cost: float | None  # None: price unknown
     cost_ceiling: float | None
+    batch: BatchPrice | None = None  # --batch: what the same requests cost in a batch
+
+
+@dataclass(frozen=True)
+class BatchPrice:
+    """What requests cost through a batch API, and where the price came from: the catalog's
+    batch variant of the model (`catalog`), or the live price at BATCH_DISCOUNT
+    (`discount`)."""
+
+    cost: float | None
+    ceiling: float | None
+    source: str
 
 
 @dataclass(frozen=True)
@@ -51,6 +64,7 @@ class ModelEstimate:
     output_tokens: int
     cost: float | None
     cost_ceiling: float | None
+    batch: BatchPrice | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +97,11 @@ class Estimate:
     @property
     def unpriced(self) -> list[str]:
         return [m.model for m in self.models if m.cost is None]
+
+    @property
+    def batched(self) -> list[ModelEstimate]:
+        """The models asked through a batch API (`--batch`)."""
+        return [m for m in self.models if m.batch is not None]
 
 
 async def _left(spec: RunSpec, store: Store | None) -> list[tuple[int, int]]:
@@ -125,6 +144,35 @@ def _price(tokens_in: int, tokens_out: int, model: str, catalog: Catalog) -> flo
     return (tokens_in * info.prompt_price + tokens_out * info.completion_price) / 1_000_000
 
 
+def _batch_price(
+    tokens_in: int, tokens_out: int, ceiling_out: int, model: str, catalog: Catalog
+) -> BatchPrice:
+    """The batch variant's price in the catalog, else the live one at BATCH_DISCOUNT."""
+    variant = catalog.find(f"{model}:batch")
+    if variant is not None and variant.prompt_price is not None:
+        cost = _price(tokens_in, tokens_out, variant.id, catalog)
+        return BatchPrice(cost, _price(tokens_in, ceiling_out, variant.id, catalog), "catalog")
+    live = _price(tokens_in, tokens_out, model, catalog)
+    top = _price(tokens_in, ceiling_out, model, catalog)
+    return BatchPrice(
+        None if live is None else live * BATCH_DISCOUNT,
+        None if top is None else top * BATCH_DISCOUNT,
+        "discount",
+    )
+
+
+def _sum_batch(runs: Sequence[RunEstimate]) -> BatchPrice | None:
+    prices = [r.batch for r in runs if r.batch is not None]
+    if not prices:
+        return None
+    costs, ceilings = [p.cost for p in prices], [p.ceiling for p in prices]
+    return BatchPrice(
+        None if None in costs else sum(c or 0.0 for c in costs),
+        None if None in ceilings else sum(c or 0.0 for c in ceilings),
+        "catalog" if all(p.source == "catalog" for p in prices) else "discount",
+    )
+
+
 async def estimate(
     specs: Sequence[RunSpec], max_tokens: int, catalog: Catalog, store: Store | None
 ) -> Estimate:
@@ -137,6 +185,11 @@ async def estimate(
         budget = spec.settings.max_tokens or max_tokens  # the run's own, per model
         reply = 0 if offline else min(budget, TYPICAL_REPLY_TOKENS)
         ceiling = 0 if offline else budget
+        batch = None
+        if spec.batch and not offline:
+            batch = _batch_price(
+                tokens_in, reply * len(left), ceiling * len(left), spec.model, catalog
+            )
         runs.append(
             RunEstimate(
                 model=spec.model,
@@ -148,6 +201,7 @@ async def estimate(
                 output_tokens=reply * len(left),
                 cost=_price(tokens_in, reply * len(left), spec.model, catalog),
                 cost_ceiling=_price(tokens_in, ceiling * len(left), spec.model, catalog),
+                batch=batch,
             )
         )
     models: list[ModelEstimate] = []
@@ -164,6 +218,7 @@ async def estimate(
                 output_tokens=sum(r.output_tokens for r in mine),
                 cost=None if None in costs else sum(c or 0.0 for c in costs),
                 cost_ceiling=None if None in ceilings else sum(c or 0.0 for c in ceilings),
+                batch=_sum_batch(mine),
             )
         )
     return Estimate(runs, models, catalog.source)
@@ -182,6 +237,7 @@ def estimate_lines(est: Estimate) -> list[str]:
             f"  {inert_line(r.model)}  prompt {inert_line(r.prompt)}: {r.cases} cases, "
             f"{r.left} of {r.requests} requests to send, "
             f"~{r.input_tokens:,} in / ~{r.output_tokens:,} out tokens, {money(r.cost)}"
+            + _in_batch(r.batch)
         )
     lines.append("per model:")
     for m in est.models:
@@ -189,6 +245,7 @@ def estimate_lines(est: Estimate) -> list[str]:
         lines.append(
             f"  {inert_line(m.model)}: {m.runs} run(s), {m.left} requests, "
             f"~{m.input_tokens:,} in / ~{m.output_tokens:,} out tokens, {money(m.cost)}{ceiling}"
+            + _in_batch(m.batch, at_most=True)
         )
     total = f"total: {est.left} requests, ~{est.input_tokens:,} in / ~{est.output_tokens:,} out"
     total += f" tokens, {money(est.cost)} (at most {money(est.cost_ceiling)})"
@@ -200,4 +257,34 @@ def estimate_lines(est: Estimate) -> list[str]:
         "per reply, at most --max-tokens; prices from the model list: "
         f"{est.price_source})"
     )
+    if est.batched:
+        lines.append(batch_total(est))
     return lines
+
+
+def _in_batch(batch: BatchPrice | None, at_most: bool = False) -> str:
+    """The batch price beside the live one (`--batch`)."""
+    if batch is None:
+        return ""
+    ceiling = f", at most {money(batch.ceiling)}" if at_most and batch.cost is not None else ""
+    return f"; in a batch {money(batch.cost)}{ceiling}"
+
+
+def batch_total(est: Estimate) -> str:
+    """`--batch`: what the batched models cost in batches, beside live, and why that price."""
+    batched = est.batched
+    costs = [m.batch.cost for m in batched if m.batch is not None]
+    live = [m.cost for m in batched]
+    total = None if None in costs else sum(c or 0.0 for c in costs)
+    live_total = None if None in live else sum(c or 0.0 for c in live)
+    sources = {m.batch.source for m in batched if m.batch is not None}
+    why = (
+        "the catalog's batch price"
+        if sources == {"catalog"}
+        else f"the live price at {BATCH_DISCOUNT:.0%}, as the batch APIs document"
+        + (", or the catalog's batch price where it has one" if "catalog" in sources else "")
+    )
+    return (
+        f"--batch: {money(total)} in batches against {money(live_total)} live ({why}); "
+        "the answers come within 24 hours"
+    )

@@ -63,6 +63,31 @@ class Retrying:
 
 
 @dataclass(frozen=True)
+class BatchView:
+    """One batch of a run as the last poll found it (`--batch`): the provider's status and
+    counts, how long since it was sent, and when it is polled next."""
+
+    batch_id: int  # the store's
+    provider_id: str | None  # the provider's (None until it accepted the batch)
+    status: str  # the provider's own word: validating, in_progress, completed, ended...
+    requests: int  # what this run waits for in it
+    completed: int = 0
+    failed: int = 0
+    elapsed: float = 0.0  # seconds since it was sent
+    next_poll: float | None = None  # seconds until it is polled again; None once it is read
+    note: str | None = None  # why the last poll failed, when it did
+    read: bool = False  # every result stored
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """The run waits on the provider: its batches, after a poll (`--batch`)."""
+
+    run_id: int
+    batches: tuple[BatchView, ...]
+
+
+@dataclass(frozen=True)
 class RunFinished:
     run_id: int
     status: RunStatus  # completed | stopped | aborted
@@ -70,4 +95,4 @@ class RunFinished:
     summary: RunSummary = field(default_factory=RunSummary)
 
 
-Event = RunStarted | CaseStarted | CaseFinished | Retrying | RunFinished
+Event = RunStarted | CaseStarted | CaseFinished | Retrying | BatchProgress | RunFinished

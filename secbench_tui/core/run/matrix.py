@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from secbench_tui import __version__
 from secbench_tui.core.models import RunStatus
+from secbench_tui.core.run.batch.runner import Batching
 from secbench_tui.core.run.engine import STOP_GRACE, Engine
 from secbench_tui.core.run.events import Event, RunFinished
 from secbench_tui.core.run.limits import AdaptiveLimit
@@ -34,6 +35,7 @@ class PlannedRun:
 
     spec: RunSpec
     provider: Provider
+    batching: Batching | None = None  # --batch: through the model's batch API
 
     @property
     def model(self) -> str:
@@ -136,6 +138,7 @@ class Matrix:
                 limit=limits[run.model],
                 stop_grace=stop_grace,
                 rank=slot,
+                batching=run.batching,
             )
             for slot, run in enumerate(self.runs)
         ]

@@ -24,7 +24,7 @@ from secbench_tui.core.models import (
 )
 from secbench_tui.core.results.figures import run_figures
 from secbench_tui.core.results.metrics import summarize, usage_stats
-from secbench_tui.core.results.summary import RunSummary
+from secbench_tui.core.results.summary import BatchFigures, RunSummary
 from secbench_tui.core.run.events import Earlier
 from secbench_tui.core.run.spec import CONTENT_KEYED, RunSpec
 from secbench_tui.core.store.rows import ResultRow, originals_only
@@ -108,6 +108,7 @@ async def open_run(spec: RunSpec, store: RunBook) -> tuple[int, bool]:
                 "repeats": spec.repeats,
                 "concurrency": spec.concurrency,
                 "vdb_scoring": spec.vdb_scoring,
+                **({"batch": spec.batch} if spec.batch else {}),
             }
         ),
         fingerprint=spec.fingerprint,
@@ -184,6 +185,8 @@ async def run_summary(spec: RunSpec, store: RunBook, run_id: int, wall: float) -
         figures["vuldetectbench"] = summary_metrics(aggregate)
         figures["vuldetectbench_counts"] = summary_counts(aggregate)
         figures["vdb_scoring"] = spec.vdb_scoring
+    if spec.batch:
+        figures["batch"] = batch_figures(spec, rows)
     return RunSummary.from_figures(
         {
             **figures,
@@ -194,6 +197,21 @@ async def run_summary(spec: RunSpec, store: RunBook, run_id: int, wall: float) -
             "model": spec.model,
             "prompt": spec.prompt_name,
         }
+    )
+
+
+def batch_figures(spec: RunSpec, rows: Sequence[ResultRow]) -> BatchFigures:
+    """`--batch`: the tokens the run used, at the live price and at the batch price."""
+    tokens_in = sum(int(row["prompt_tokens"] or 0) for row in rows)
+    tokens_out = sum(int(row["completion_tokens"] or 0) for row in rows)
+
+    def at(price: tuple[float, float] | None) -> float | None:
+        if price is None:
+            return None
+        return (tokens_in * price[0] + tokens_out * price[1]) / 1_000_000
+
+    return BatchFigures(
+        protocol=spec.batch or "", live_price=at(spec.live_price), batch_price=at(spec.batch_price)
     )
 
 

@@ -59,6 +59,13 @@ class RunSpec:
     # request hashes (two keys in a query are two endpoints), never stored; `settings` holds
     # it redacted. None: the one in `settings`.
     base_url: str | None = None
+    # --batch: the batch protocol its cases go through (`core.run.batch`); None: asked live.
+    # Not part of any key: a batch's answer and a live one to the same request are the same.
+    batch: str | None = None
+    # USD per million prompt and completion tokens, live and in a batch (--batch: the
+    # catalog's, for the summary's prices); None: not known
+    live_price: tuple[float, float] | None = None
+    batch_price: tuple[float, float] | None = None
     _request_bases: dict[int, tuple[Case, str]] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )

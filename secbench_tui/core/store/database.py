@@ -3,11 +3,13 @@
 `await Store.open(path)`, then `await store.close()`. Opening, migrating and locking are
 `connection`; the tables and migrations are `schema` and `migrations`; runs are `runs`;
 writing results is `recording`; reading them for the screens, reports and exports is
-`queries`; the comparison views are `comparison`; verified fixes (`--task fix`) are `fixes`.
+`queries`; the comparison views are `comparison`; verified fixes (`--task fix`) are `fixes`;
+the batches sent to batch APIs are `batches`.
 """
 
 from __future__ import annotations
 
+from secbench_tui.core.store.batches import BatchRecords
 from secbench_tui.core.store.comparison import ComparisonQueries
 from secbench_tui.core.store.fixes import FixQueries
 from secbench_tui.core.store.queries import ResultQueries
@@ -15,5 +17,7 @@ from secbench_tui.core.store.recording import ResultRecording
 from secbench_tui.core.store.runs import RunQueries
 
 
-class Store(RunQueries, ResultRecording, ResultQueries, ComparisonQueries, FixQueries):
+class Store(
+    RunQueries, ResultRecording, ResultQueries, ComparisonQueries, FixQueries, BatchRecords
+):
     """One open database. Use `await Store.open(path)`, then `await store.close()`."""

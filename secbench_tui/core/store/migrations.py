@@ -134,6 +134,45 @@ async def _add_fixes(db: aiosqlite.Connection) -> None:
     )
 
 
+BATCH_TABLES = (
+    """CREATE TABLE IF NOT EXISTS batches (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    protocol TEXT NOT NULL,
+    endpoint TEXT NOT NULL,
+    model_name TEXT NOT NULL,
+    provider_batch_id TEXT,
+    status TEXT NOT NULL,
+    counts TEXT NOT NULL DEFAULT '{}',
+    requests INTEGER NOT NULL,
+    submitted_at TEXT NOT NULL,
+    polled_at TEXT,
+    ended_at TEXT,
+    read_at TEXT,
+    message TEXT,
+    details TEXT NOT NULL DEFAULT '{}'
+)""",
+    """CREATE TABLE IF NOT EXISTS batch_requests (
+    batch_id INTEGER NOT NULL REFERENCES batches(id),
+    custom_id TEXT NOT NULL,
+    request_hash TEXT NOT NULL,
+    repeat INTEGER NOT NULL,
+    case_id TEXT NOT NULL,
+    case_index INTEGER NOT NULL,
+    PRIMARY KEY (batch_id, custom_id)
+)""",
+    "CREATE INDEX IF NOT EXISTS ix_batch_requests_key ON batch_requests (request_hash, repeat)",
+    "CREATE INDEX IF NOT EXISTS ix_batches_open ON batches (read_at, id)",
+)
+
+
+async def _add_batches(db: aiosqlite.Connection) -> None:
+    """Version 10 -> 11: the batches sent to batch APIs (`--batch`) and what each of their
+    requests asked (`core.store.batches`)."""
+    for statement in BATCH_TABLES:
+        await db.execute(statement)
+
+
 # MIGRATIONS[n] brings a file at version n to version n + 1.
 MIGRATIONS: dict[int, Migration] = {
     0: _migrate_legacy,
@@ -146,4 +185,5 @@ MIGRATIONS: dict[int, Migration] = {
     7: _add_variant,
     8: requests.add_request_texts,
     9: _add_fixes,
+    10: _add_batches,
 }

@@ -28,6 +28,7 @@ from secbench_tui.core.run.events import RunFinished
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui.engine_thread import EngineThread
 from secbench_tui.tui.messages import (
+    BatchWaiting,
     CaseBegan,
     RetryWaiting,
     RowsArrived,
@@ -40,6 +41,7 @@ from secbench_tui.tui.scoreboard import Scoreboard
 from secbench_tui.tui.screens.base import BaseScreen, describe_error
 from secbench_tui.tui.screens.confirm import ConfirmScreen
 from secbench_tui.tui.tally import RunTally
+from secbench_tui.tui.widgets.batch_progress import BatchPanel
 from secbench_tui.tui.widgets.current_case import CurrentCase
 from secbench_tui.tui.widgets.footer import KeyFooter
 from secbench_tui.tui.widgets.latest_cases import LatestCases
@@ -95,6 +97,7 @@ class RunScreen(BaseScreen):
         yield RunStats(id="run-stats")
         yield RetryLine(id="retry-line")
         yield InFlightLine(id="in-flight")
+        yield BatchPanel(id="batch-progress")
         with Horizontal(id="run-panes"):
             yield LatestCases(self.board, id="run-table")
             yield CurrentCase(self.secbench.intervals.current, id="current-pane")
@@ -199,6 +202,9 @@ class RunScreen(BaseScreen):
             self.query_one(RetryLine).retrying(message.event)
             self._draw_in_flight()
             self._redraw_stats()
+
+    def on_batch_waiting(self, message: BatchWaiting) -> None:
+        self.query_one(BatchPanel).show(message.event, message.slot)
 
     def on_run_ended(self, message: RunEnded) -> None:
         self.board.end(message.slot, message.event)

@@ -16,7 +16,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Header, Input, Label, Select, SelectionList, Static
+from textual.widgets import Checkbox, Header, Input, Label, Select, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from secbench_tui.config import Settings, describe_error
@@ -91,6 +91,13 @@ class SetupScreen(BaseScreen):
                     with Vertical():
                         yield Label("concurrency")
                         yield Input(str(s.concurrency), type="integer", id="concurrency")
+                yield Checkbox(
+                    "batch API: half price, slower",
+                    s.batch,
+                    id="batch",
+                    tooltip="--batch: each run's cases go to the provider as batches, "
+                    "answered within 24 hours",
+                )
         yield Static(id="setup-status")
         yield Static(id="estimate")
         yield KeyFooter()
@@ -104,6 +111,7 @@ class SetupScreen(BaseScreen):
             field.compact = short
         for choice in self.query(Select):
             choice.compact = short
+        self.query_one("#batch", Checkbox).compact = short
 
     def on_mount(self) -> None:
         self.sub_title = "setup"
@@ -211,13 +219,16 @@ class SetupScreen(BaseScreen):
             return
         lines = estimate_lines(found)
         runs = f"{len(plan.cells)} run(s): " if len(plan.cells) > 1 else ""
-        field.update(Text(runs + "\n".join(lines[-2:]), style="dim"))
+        # the total and how it was estimated; with --batch, the total and the batch price
+        shown = [lines[-3], lines[-1]] if found.batched else lines[-2:]
+        field.update(Text(runs + "\n".join(shown), style="dim"))
         self.estimated = found
 
     @on(ModelPicker.Chosen)
     @on(SuitePicker.Changed)
     @on(SelectionList.SelectedChanged, "#prompt-list")
     @on(Input.Changed, "#limit")
+    @on(Checkbox.Changed, "#batch")
     def refresh_status(self) -> None:
         self.refresh_estimate()
         picker = self.query_one(ModelPicker)
@@ -264,6 +275,7 @@ class SetupScreen(BaseScreen):
             updates[field] = value or None
         if updates["concurrency"] is None:  # an empty field: the declared default
             updates["concurrency"] = Settings.model_fields["concurrency"].default
+        updates["batch"] = self.query_one("#batch", Checkbox).value
         return self.settings.replace(**updates)
 
     def action_start(self) -> None:

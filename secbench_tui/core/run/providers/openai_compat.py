@@ -332,6 +332,12 @@ class OpenAICompatibleProvider:
                 unreadable=True,
             ) from exc
 
+    def read_reply(self, data: JSONObject, raw: str) -> Completion:
+        """A chat completion body that arrived by another way (a batch's result) read as a
+        live reply is: the completion, or a classified `Failure` carrying what it consumed."""
+        completion, usage = self._read_body(data, None, raw)
+        return _with_usage(completion, usage)
+
     def _raise_for(self, status: int, message: str, retry_after: float | None) -> None:
         abort = _abort_for(status, message, self.settings)
         if abort is not None:

@@ -284,7 +284,7 @@ def _final(completion: Completion, spent: Completion, attempts: int, started: fl
     return completion
 
 
-def _given_up(failure: Failure) -> Completion:
+def given_up(failure: Failure) -> Completion:
     """The case's record once retries are spent: its error, or an unreadable reply."""
     partial = failure.partial
     if failure.unreadable:
@@ -317,7 +317,7 @@ async def run_attempts(
             if wait is None:
                 if failure.kind is FailureKind.UNREACHABLE:
                     raise Unreachable(failure, n) from failure
-                return _final(_given_up(failure), spent, n, started)
+                return _final(given_up(failure), spent, n, started)
             notice = RetryNotice(
                 case_id,
                 n,
