@@ -30,6 +30,7 @@ from secbench_tui.core.untrusted import inert, inert_line
 from secbench_tui.results_db import open_results
 from secbench_tui.tui.commands import SecbenchCommands
 from secbench_tui.tui.errors import LOG_NAME, Guarded, report_error
+from secbench_tui.tui.figure_book import FigureBook
 from secbench_tui.tui.host import Intervals
 from secbench_tui.tui.screens.base import BaseScreen
 from secbench_tui.tui.screens.compare import CompareScreen, DiffScreen, diff_pair, grid_runs
@@ -65,6 +66,8 @@ class SecbenchApp(Guarded, App[int]):
         self.clock = clock  # what run screens time with (the snapshots freeze it)
         self.intervals = intervals or Intervals()  # how often screens look again
         self.last_report: Path | None = None
+        self.figures = FigureBook()  # each stored run's figures, computed once per count
+        self.marked: set[int] = set()  # runs marked with space: kept until the app quits
         self.settings = settings
         self.cache_dir = cache_dir  # None: $XDG_CACHE_HOME/secbench-tui
         self.offline_catalog = offline_catalog  # True: never ask GET /models (snapshots)
