@@ -64,7 +64,7 @@ def name_widths(width: int) -> tuple[int, int, int]:
         return free - prompt, prompt, 0
     free = max(24, width - RUN_OTHERS)
     prompt = max(6, min(20, free // 4))
-    suite = max(6, min(24, free // 4))
+    suite = max(10, min(24, free // 4))  # `VDB task1` whole
     return max(10, free - prompt - suite), prompt, suite
 
 
