@@ -23,7 +23,7 @@ text: the ids came from files.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from secbench_tui.core.case_names import CASE_FILE
 from secbench_tui.core.untrusted import inert_line
@@ -98,6 +98,35 @@ def scenario_labels(scenarios: Iterable[str], width: int) -> dict[str, str]:
         app, _, scenario = inert_line(name).rpartition("/")
         read[name] = CaseParts(app, scenario, "", "", "", "")
     return _labels(read, width, set())
+
+
+@dataclass
+class ShownLabels:
+    """The labels of the case ids a table shows, kept different as rows come and go and as
+    its case column's width changes: `update` says which rows already drawn need a new one."""
+
+    width: int = 0
+    labels: dict[str, str] = field(default_factory=dict)
+    scenarios: bool = False  # the ids are scenarios (`scenario_labels`), not cases
+
+    def update(self, case_ids: Iterable[str], width: int) -> set[str]:
+        """Labels for `case_ids` (every id shown) at `width`; returns the ids that had a
+        label before and have another now."""
+        ids = list(dict.fromkeys(case_ids))
+        if width == self.width and set(ids) == self.labels.keys():
+            return set()
+        new = (scenario_labels if self.scenarios else case_labels)(ids, max(1, width))
+        changed = {i for i, old in self.labels.items() if i in new and new[i] != old}
+        self.labels, self.width = new, width
+        return changed
+
+    def __getitem__(self, case_id: str) -> str:
+        label = self.labels.get(case_id)
+        if label is not None:
+            return label
+        return (scenario_labels if self.scenarios else case_labels)([case_id], max(1, self.width))[
+            case_id
+        ]
 
 
 def case_label(case_id: str, width: int) -> str:

@@ -331,19 +331,21 @@ async def test_the_case_column_takes_the_free_width_and_follows_a_resize(
             row = next(i for i in range(table.row_count) if table._rows[i]["case_id"] == long_id)
             return plain(table.get_row_at(row))[2]
 
-        assert shown_case() == long_id  # 200 columns: nothing cut
+        whole = "shop/list-orders-of-the-signed-in-tenant-by-page-01 good"
+        assert shown_case() == whole  # 200 columns: nothing cut
         await pilot.resize_terminal(80, 24)
         await settle(pilot)
         narrow = shown_case()
-        head, _, end = narrow.partition("…")  # cut from the middle: the app and the end stay
-        assert head.startswith("shop/") and long_id.startswith(head) and long_id.endswith(end)
-        assert len(narrow) == table.case_width and table.case_width >= 24
+        head, _, end = narrow.partition("…")  # the scenario's middle goes: its start, the
+        assert head.startswith("shop/list") and whole.startswith(head)  # app, the number stay
+        assert end.endswith("-01 good") and whole.endswith(end)
+        assert len(narrow) <= table.case_width and table.case_width >= 24
         # every column stays in sight: the outcome is not cut off
         widths = sum(c.get_render_width(table) for c in table.ordered_columns)
         assert widths <= table.size.width
         await pilot.resize_terminal(200, 50)
         await settle(pilot)
-        assert shown_case() == long_id
+        assert shown_case() == whole
 
 
 async def test_the_run_table_recuts_its_cases_after_a_resize(

@@ -58,9 +58,7 @@ def test_any_cases_shown_together_get_labels_that_differ(ids: list[str], width: 
     ids=st.lists(st.sampled_from(IDS + VARIANTS), min_size=1, max_size=80, unique=True),
     width=WIDTHS,
 )
-def test_variants_shown_beside_originals_get_labels_that_differ(
-    ids: list[str], width: int
-) -> None:
+def test_variants_shown_beside_originals_get_labels_that_differ(ids: list[str], width: int) -> None:
     _check(ids, width)
 
 

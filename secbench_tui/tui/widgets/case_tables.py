@@ -23,6 +23,7 @@ from secbench_tui.core.store.comparison import FlipRow, GridRow, Verdict
 from secbench_tui.core.store.runs import RunRecord
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
+from secbench_tui.tui.case_labels import ShownLabels
 from secbench_tui.tui.errors import Guarded
 from secbench_tui.tui.widgets.results_table import shrink_columns
 
@@ -94,6 +95,8 @@ class CaseTable(Guarded, DataTable[Text]):
         self.exhausted = False
         self.fetching = False
         self.case_width = 12
+        self.labels_shown = ShownLabels()  # the case column's labels, told apart
+        self.mark_width = 0  # cells of the case column before its label
 
     # what a subclass says
     def other_widths(self) -> int:
@@ -115,6 +118,7 @@ class CaseTable(Guarded, DataTable[Text]):
         self.clear()
         shrink_columns(self)
         self.items, self.last_case, self.exhausted = [], None, False
+        self.labels_shown = ShownLabels(scenarios=self.labels_shown.scenarios)
         self.case_width = self._fit()
         self._append(items)
 
@@ -137,9 +141,25 @@ class CaseTable(Guarded, DataTable[Text]):
             self.exhausted = True
         if items:
             self.last_case = items[-1].case_id
+        drawn = self.items[:]
         self.items.extend(items)
+        self._relabel(drawn)
         for item in items:
             self.add_row(*self.cells(item), key=item.case_id)
+
+    def _relabel(self, drawn: Sequence[Any]) -> None:
+        """Labels for every row shown at the case column's width; the rows in `drawn` whose
+        label changed (a new row would otherwise look like one of them) are drawn again."""
+        changed = self.labels_shown.update(
+            (item.case_id for item in self.items), self.case_width - self.mark_width
+        )
+        for item in drawn:
+            if item.case_id in changed:
+                self.update_cell(item.case_id, "case", self.cells(item)[0], update_width=True)
+
+    def label(self, case_id: str) -> str:
+        """The case column's label of `case_id` (one of the rows shown)."""
+        return self.labels_shown[case_id]
 
     def current(self) -> Any | None:
         if not self.row_count or not 0 <= self.cursor_row < len(self.items):
@@ -161,6 +181,7 @@ class CaseTable(Guarded, DataTable[Text]):
         cursor = self.cursor_coordinate
         self.clear()
         shrink_columns(self)
+        self._relabel(())
         for item in self.items:
             self.add_row(*self.cells(item), key=item.case_id)
         self.move_cursor(row=cursor.row, column=cursor.column, animate=False)
@@ -198,6 +219,7 @@ class GridTable(CaseTable):
     def __init__(self, runs: Sequence[RunRecord], run_ids: Sequence[int], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.cursor_type = "cell"
+        self.mark_width = 2  # `≠ ` where the runs disagree
         self.run_ids = list(run_ids)
         self.runs = {r.id: r for r in runs}
         self.only_disagreements = False
@@ -286,7 +308,7 @@ class GridTable(CaseTable):
 
     def cells(self, item: GridRow) -> tuple[Text, ...]:
         mark, style = ("≠ ", DISAGREE_STYLE) if item.disagree else ("  ", "")
-        case = Text(mark + fmt.case_id(inert_line(item.case_id), self.case_width - 2), style=style)
+        case = Text(mark + self.label(item.case_id), style=style)
         expected = Text(inert_line(item.expected)[:VERDICT_WIDTH], style="dim")
         verdicts = [verdict_cell(item.verdicts.get(r)) for r in self.run_ids]
         if item.disagree:
@@ -321,7 +343,7 @@ class FlipTable(CaseTable):
     def cells(self, item: FlipRow) -> tuple[Text, ...]:
         flip = item.flip.value
         return (
-            Text(fmt.case_id(inert_line(item.case_id), self.case_width)),
+            Text(self.label(item.case_id)),
             Text(inert_line(item.expected)[:VERDICT_WIDTH], style="dim"),
             verdict_cell(item.before),
             verdict_cell(item.after),
@@ -367,6 +389,7 @@ class PairGridTable(CaseTable):
         self.labels = [
             run_label(self.runs.get(r), r, 24, with_prompt=len(prompts) > 1) for r in self.run_ids
         ]
+        self.labels_shown = ShownLabels(scenarios=True)
         self._after: str | None = None  # the last case read (a scenario may span pages)
         self._done = False
 
@@ -402,6 +425,6 @@ class PairGridTable(CaseTable):
         self.exhausted = self._done
 
     def cells(self, item: ScenarioRow) -> tuple[Text, ...]:
-        case = Text(fmt.case_id(inert_line(item.case_id), self.case_width))
+        case = Text(self.label(item.case_id))
         count = Text(str(len(item.cases)), style="dim")
         return (case, count, *(pair_cell(item.tally(r)) for r in self.run_ids))
