@@ -122,7 +122,7 @@ def test_setup_run_and_quit_in_a_real_terminal(
     # each wait names everything the screen must show: a frame read half drawn is read again
     wait_for(terminal, "Model", "baseline/always-bad", "Suite", "^r Run")
     terminal("C-r")
-    shown = wait_for(terminal, "Run 1 completed", "shop/list-orders-02-bad.md")
+    shown = wait_for(terminal, "Run 1 completed", "shop/list-orders-02 bad")
     assert "Traceback" not in shown
     terminal("q")
     shown = wait_for(terminal, "EXITED")
