@@ -517,11 +517,30 @@ async def test_the_grid_groups_by_pair_one_row_per_scenario(
         ]
         rows = [plain(pairs.get_row_at(i)) for i in range(pairs.row_count)]
         assert [row[1:] for row in rows] == [
-            ["2", "0/1", "1/1 ✓"],  # always bad: the pair is P-V; the right answers solve it
+            ["2", "0/1 V1", "1/1 ✓"],  # always bad: the pair is P-V; right answers solve it
             ["1", "·", "·"],  # a bad case without a good sibling makes no pair
-            ["2", "0/1", "1/1 ✓"],
+            ["2", "0/1 V1", "1/1 ✓"],
         ]
-        assert "3 scenarios" in str(app.screen.query_one("#compare-status", Static).render())
+        status = app.screen.query_one("#compare-status", Static)
+        assert "3 scenarios" in str(status.render())
+        # each run's totals: in its header, and in full for the run in focus
+        assert "0.0% 1✓" in str(pairs.columns[pairs.ordered_columns[2].key].label)
+        await pilot.press("right", "right")
+        await settle(pilot)
+        assert "pairs right 0 of 2 (P-C 0.0%), scenarios solved 1 of 3" in str(status.render())
+        # the frame, the status line and the footer all stay on screen
+        assert pairs.region.bottom < status.region.y + 1 <= app.screen.size.height - 1
+        widths = sum(c.get_render_width(pairs) for c in pairs.ordered_columns)
+        assert widths <= pairs.size.width
+        await pilot.press("f")  # the scenarios some run did not solve
+        await settle(pilot)
+        assert [item.case_id for item in pairs.items] == ["blog/edit-post", "shop/list-orders"]
+        await pilot.press("down", "enter")  # a scenario's cases, one per row, each run's answer
+        await settle(pilot)
+        grid = app.screen.query_one(GridTable)
+        assert grid.display and grid.current().case_id.startswith("shop/list-orders-")
+        await pilot.press("p")
+        await settle(pilot)
         await pilot.press("p")
         await settle(pilot)
         assert app.screen.query_one(GridTable).row_count == GOOD_CASES + BAD_CASES
