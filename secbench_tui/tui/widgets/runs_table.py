@@ -55,16 +55,24 @@ def run_columns(width: int) -> tuple[str, ...]:
     return tuple(c for c in RUN_COLUMNS if c not in ("suite", "started"))
 
 
-def name_widths(width: int) -> tuple[int, int, int]:
+def name_widths(width: int, wanted: tuple[int, int, int] = (0, 0, 0)) -> tuple[int, int, int]:
     """Model, prompt and suite widths for a runs table `width` cells wide: names that fit are
-    whole, longer ones lose their middle (the highlighted run's are whole in the status)."""
+    whole, longer ones lose their middle (the highlighted run's are whole in the status).
+    `wanted`: the longest model, prompt and suite shown; when all three fit, each column gets
+    what it needs (and the model what is left), else the shares below."""
     if width < NARROW_RUNS:
         free = max(20, width - NARROW_OTHERS)
+        model, prompt = wanted[0], max(wanted[1], len("prompt"))
+        if model and model + prompt <= free:
+            return free - prompt, prompt, 0
         prompt = max(8, min(16, free // 3))
         return free - prompt, prompt, 0
     free = max(24, width - RUN_OTHERS)
+    prompt, suite = max(wanted[1], len("prompt")), max(wanted[2], len("suite"))
+    if wanted[0] and wanted[0] + prompt + suite <= free:
+        return free - prompt - suite, prompt, suite
     prompt = max(6, min(20, free // 4))
-    suite = max(10, min(24, free // 4))  # `VDB task1` whole
+    suite = max(6, min(24, free // 4))
     return max(10, free - prompt - suite), prompt, suite
 
 
@@ -152,7 +160,13 @@ class RunsTable(Guarded, WorkReported, DataTable[Text | str]):
             self.add_columns(*columns)
             self._columns = columns
         scrollbar = len(self.runs) >= self.size.height - 3  # its border and header
-        widths = name_widths(width + (0 if scrollbar else 2))
+        shown = self.runs.values()
+        wanted = (
+            max((len(inert_line(r.model_name)) for r in shown), default=0),
+            max((len(inert_line(r.prompt_name or "-")) for r in shown), default=0),
+            max((len(inert_line(suite_label(r))) for r in shown), default=0),
+        )
+        widths = name_widths(width + (0 if scrollbar else 2), wanted)
         rows: dict[str, tuple[str | Text, ...]] = {}
         for run in sorted(self.runs.values(), key=lambda r: r.id, reverse=True):
             figures = self.book.get(run)
