@@ -55,7 +55,7 @@ class MatrixRun:
         self.store: Store | None = None
         self._on_notice = on_notice
         self.matrix: Matrix | None = None
-        self._stop: tuple[str | None] | None = None  # a stop asked before the runs existed
+        self._stop: tuple[str | None, bool] | None = None  # a stop asked before the runs
         self._closed = False
         self._providers: dict[str, Provider] = {}
         self._batchings: dict[str, Batching | None] = {}  # --batch: each model's batch API
@@ -101,19 +101,20 @@ class MatrixRun:
             store = await self.open_store()
             self.matrix = Matrix(self.runs, store, stop_grace=self.plan.settings.stop_grace)
             if self._stop is not None:
-                self.matrix.stop(self._stop[0])
+                self.matrix.stop(*self._stop)
             async for tagged in self.matrix.events():
                 yield tagged
         finally:
             sys.setswitchinterval(switch)
             await self.aclose()
 
-    def stop(self, message: str | None = None) -> None:
-        """Start no new case; the cases in flight get their grace (the engine's)."""
+    def stop(self, message: str | None = None, summary: bool = True) -> None:
+        """Start no new case; the cases in flight get their grace (the engine's).
+        `summary=False`: the runs end without computing their figures (a quit)."""
         if self.matrix is not None:
-            self.matrix.stop(message)
+            self.matrix.stop(message, summary)
         elif self._stop is None:
-            self._stop = (message,)
+            self._stop = (message, summary)
 
     @property
     def finished(self) -> list[RunFinished]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -113,7 +114,9 @@ class EngineThread:
         self.catalog = catalog
         self.lifecycle: MatrixRun | None = None  # once the runs are planned
         self._stop_asked = False  # stop() came before the lifecycle existed
+        self._quitting = False  # the stop came from a quit
         self._loop: asyncio.AbstractEventLoop | None = None  # the runs' own, in the thread
+        self.ended = threading.Event()  # the thread's work is over: every case is stored
         self._task: asyncio.Task[Any] | None = None
         self._gathered = Gathered(node.post_message, host.intervals.draw)
 
@@ -128,16 +131,22 @@ class EngineThread:
             thread=True,
         )
 
-    def stop(self) -> None:
-        """Let the cases in flight finish, keep every finished one, then end the runs."""
+    def stop(self, quitting: bool = False) -> None:
+        """Let the cases in flight finish, keep every finished one, then end the runs
+        (`quitting`: without their summaries, which nobody will see)."""
         self._stop_asked = True
+        self._quitting = self._quitting or quitting
         if self.lifecycle is not None and self._loop is not None:
             with contextlib.suppress(RuntimeError):  # its loop has closed: the runs are over
-                self._loop.call_soon_threadsafe(self.lifecycle.stop)
+                self._loop.call_soon_threadsafe(self.lifecycle.stop, None, not quitting)
 
     def cancel(self) -> None:
         """The screen goes (the app quits) while the runs go on: they are cancelled, as an
-        async worker's would be (the thread would otherwise keep the process alive)."""
+        async worker's would be (the thread would otherwise keep the process alive). After a
+        stop they are not: the cases in flight finish within its grace and are stored while
+        the app closes (`SecbenchApp.stop_and_exit`; `run_app` waits for `ended`)."""
+        if self._stop_asked:
+            return
         loop, task = self._loop, self._task
         if loop is not None and task is not None and not task.done():
             with contextlib.suppress(RuntimeError):  # its loop has closed meanwhile
@@ -145,6 +154,12 @@ class EngineThread:
 
     async def _run(self) -> None:
         """In the worker's thread, on its own loop."""
+        try:
+            await self._runs()
+        finally:
+            self.ended.set()
+
+    async def _runs(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
         post, gathered = self.node.post_message, self._gathered
@@ -156,7 +171,7 @@ class EngineThread:
         try:
             run = self.lifecycle = await self._planned_run(notice)
             if self._stop_asked:
-                run.stop()
+                run.stop(None, not self._quitting)
             if not run.plan.refused:  # a prompt larger than the model's context
                 await run.open_store()
         except Exception as exc:

@@ -41,7 +41,7 @@ WORK_TITLES = {
     "load_more": "reading more results",
     "follow_run": "following the run",
     "show_detail": "reading a result",
-    "score_pairs": "scoring the runs' pairs",
+    "read_figures": "computing the runs' figures",
     "run_verify": "verifying labels",
 }
 

@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 from secbench_tui.config import Settings
 from secbench_tui.core.run.catalog import Catalog
 from secbench_tui.core.store.database import Store
+from secbench_tui.tui.figure_book import FigureBook
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class Host(Protocol):
     offline_catalog: bool  # True: never ask GET /models (snapshots)
     clock: Callable[[], float]  # what run screens time with (the snapshots freeze it)
     intervals: Intervals  # how often screens look again (tests make them short)
+    figures: FigureBook  # each stored run's figures, as every front end computes them
+    marked: set[int]  # the runs marked with space on the results screen, for the session
 
     async def store(self) -> Store:
         """The session's database, opened on first use (raises StoreError with the fix)."""

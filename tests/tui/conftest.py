@@ -82,6 +82,10 @@ async def wait_for_exit(app: Any, seconds: float = 120) -> None:
     """Let the app run until it has exited. Not through `pilot.pause`, which waits for the
     screen to handle its messages, and a screen that is closing may never do that."""
     await wait_for_state(lambda: not app.is_running, "the app to exit", seconds)
+    import asyncio
+
+    # a quit during a run closes the app at once; its runs end (and store) as it closes
+    assert await asyncio.to_thread(app.wait_for_stopped_runs), "the stopped runs never ended"
 
 
 async def wait_for_state(condition: Callable[[], bool], what: str, seconds: float = 120) -> None:

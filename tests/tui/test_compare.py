@@ -331,19 +331,21 @@ async def test_the_case_column_takes_the_free_width_and_follows_a_resize(
             row = next(i for i in range(table.row_count) if table._rows[i]["case_id"] == long_id)
             return plain(table.get_row_at(row))[2]
 
-        assert shown_case() == long_id  # 200 columns: nothing cut
+        whole = "shop/list-orders-of-the-signed-in-tenant-by-page-01 good"
+        assert shown_case() == whole  # 200 columns: nothing cut
         await pilot.resize_terminal(80, 24)
         await settle(pilot)
         narrow = shown_case()
-        head, _, end = narrow.partition("…")  # cut from the middle: the app and the end stay
-        assert head.startswith("shop/") and long_id.startswith(head) and long_id.endswith(end)
-        assert len(narrow) == table.case_width and table.case_width >= 24
+        head, _, end = narrow.partition("…")  # the scenario's middle goes: its start, the
+        assert head.startswith("shop/list") and whole.startswith(head)  # app, the number stay
+        assert end.endswith("-01 good") and whole.endswith(end)
+        assert len(narrow) <= table.case_width and table.case_width >= 24
         # every column stays in sight: the outcome is not cut off
         widths = sum(c.get_render_width(table) for c in table.ordered_columns)
         assert widths <= table.size.width
         await pilot.resize_terminal(200, 50)
         await settle(pilot)
-        assert shown_case() == long_id
+        assert shown_case() == whole
 
 
 async def test_the_run_table_recuts_its_cases_after_a_resize(
@@ -515,11 +517,30 @@ async def test_the_grid_groups_by_pair_one_row_per_scenario(
         ]
         rows = [plain(pairs.get_row_at(i)) for i in range(pairs.row_count)]
         assert [row[1:] for row in rows] == [
-            ["2", "0/1", "1/1 ✓"],  # always bad: the pair is P-V; the right answers solve it
+            ["2", "0/1 V1", "1/1 ✓"],  # always bad: the pair is P-V; right answers solve it
             ["1", "·", "·"],  # a bad case without a good sibling makes no pair
-            ["2", "0/1", "1/1 ✓"],
+            ["2", "0/1 V1", "1/1 ✓"],
         ]
-        assert "3 scenarios" in str(app.screen.query_one("#compare-status", Static).render())
+        status = app.screen.query_one("#compare-status", Static)
+        assert "3 scenarios" in str(status.render())
+        # each run's totals: in its header, and in full for the run in focus
+        assert "0.0% 1✓" in str(pairs.columns[pairs.ordered_columns[2].key].label)
+        await pilot.press("right", "right")
+        await settle(pilot)
+        assert "pairs right 0 of 2 (P-C 0.0%), scenarios solved 1 of 3" in str(status.render())
+        # the frame, the status line and the footer all stay on screen
+        assert pairs.region.bottom < status.region.y + 1 <= app.screen.size.height - 1
+        widths = sum(c.get_render_width(pairs) for c in pairs.ordered_columns)
+        assert widths <= pairs.size.width
+        await pilot.press("f")  # the scenarios some run did not solve
+        await settle(pilot)
+        assert [item.case_id for item in pairs.items] == ["blog/edit-post", "shop/list-orders"]
+        await pilot.press("down", "enter")  # a scenario's cases, one per row, each run's answer
+        await settle(pilot)
+        grid = app.screen.query_one(GridTable)
+        assert grid.display and grid.current().case_id.startswith("shop/list-orders-")
+        await pilot.press("p")
+        await settle(pilot)
         await pilot.press("p")
         await settle(pilot)
         assert app.screen.query_one(GridTable).row_count == GOOD_CASES + BAD_CASES

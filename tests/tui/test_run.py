@@ -18,6 +18,7 @@ from secbench_tui.tui.app import make_app
 from secbench_tui.tui.messages import RetryWaiting, RowsArrived
 from secbench_tui.tui.screens.confirm import ConfirmScreen
 from secbench_tui.tui.screens.run import RunScreen
+from secbench_tui.tui.widgets.latest_cases import LatestCases
 from tests.e2e.server import LoopbackServer, rate_limited, unauthorized
 from tests.tui.conftest import (
     SIZE,
@@ -47,6 +48,14 @@ def table_cases(screen: RunScreen) -> list[str]:
     return [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
 
 
+def labels_of(screen: RunScreen, case_ids: list[str]) -> list[str]:
+    """What the run table shows for `case_ids`: labels that tell every case apart."""
+    table = screen.query_one("#run-table", LatestCases)
+    labels = [table.label(case_id) for case_id in case_ids]
+    assert len(set(labels)) == len(set(case_ids))
+    return labels
+
+
 async def start(pilot: object, app: object) -> RunScreen:
     await pilot.press("ctrl+r")  # type: ignore[attr-defined]
     await wait_until(pilot, lambda: isinstance(app.screen, RunScreen))  # type: ignore[arg-type,attr-defined]
@@ -66,7 +75,8 @@ async def test_rows_arrive_as_cases_finish_and_are_stored(
         assert run.state == "running" and table.row_count < 5  # rows come while it runs
         await settle(pilot)
         assert run.state == "completed"
-        assert table_cases(run) == [c for c, _, _ in db_rows(Path("results.db"))]
+        stored = [c for c, _, _ in db_rows(Path("results.db"))]
+        assert table_cases(run) == labels_of(run, stored)
         assert len([m for m in seen if isinstance(m, RowsArrived)]) >= 2
         summary = str(run.query_one("#run-summary", Static).render())
         assert "completed" in summary and "accuracy" in summary
@@ -96,8 +106,8 @@ async def test_stop_midway_keeps_every_finished_case(
         await settle(pilot)
         assert run.state == "stopped"
         shown = table_cases(run)
-    stored = [c for c, _, _ in db_rows(Path("results.db"))]
-    assert stored == shown and 2 <= len(stored) < 5
+        stored = [c for c, _, _ in db_rows(Path("results.db"))]
+        assert labels_of(run, stored) == shown and 2 <= len(stored) < 5
     assert run_status(Path("results.db")) == ["stopped"]
 
 

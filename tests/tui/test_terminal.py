@@ -10,6 +10,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -122,7 +123,7 @@ def test_setup_run_and_quit_in_a_real_terminal(
     # each wait names everything the screen must show: a frame read half drawn is read again
     wait_for(terminal, "Model", "baseline/always-bad", "Suite", "^r Run")
     terminal("C-r")
-    shown = wait_for(terminal, "Run 1 completed", "shop/list-orders-02-bad.md")
+    shown = wait_for(terminal, "Run 1 completed", "shop/list-orders-02 bad")
     assert "Traceback" not in shown
     terminal("q")
     shown = wait_for(terminal, "EXITED")
@@ -266,5 +267,81 @@ def test_a_live_matrix_shows_each_run_with_its_state_and_one_eta(
             # queued run's start is after the matrix opened (the first run's start)
             assert all(start <= first for start, first in zip(starts, firsts, strict=True))
             assert max(starts) > min(starts)
+            # each run closed when its own last case was stored, not at the matrix's end
+            for finished, last in ends(tmp_path / "r.db"):
+                assert abs((finished - last).total_seconds()) < 1.0, (finished, last)
         finally:
             subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+def ends(db: Path) -> list[tuple[datetime, datetime]]:
+    """Each run's `finished_at` and the time of its last stored result."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT r.finished_at, MAX(e.timestamp) FROM runs r JOIN evaluations e"
+            " ON e.run_id = r.id GROUP BY r.id ORDER BY r.id"
+        ).fetchall()
+    assert rows and all(finished for finished, _ in rows)
+    return [(_when(finished), _when(last)) for finished, last in rows]
+
+
+def _when(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_quit_during_a_matrix_keeps_every_answered_case(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    """A 2 x 2 matrix run to its end, then a 2 x 4 one quit midway (`q`, `y`): each run of
+    the first was closed when its own last case was stored; back at the shell, every case the
+    server answered is stored. How fast the quit is, is not asserted here (no timed
+    assertions in tests)."""
+    write_suite(tmp_path / "suite", {"orders-service": ["bad", "good"] * 6})
+    db = tmp_path / "r.db"
+    models = "openai/gpt-4o-mini,anthropic/claude-3.5-haiku"
+    with LoopbackServer() as server:
+        base = f"{sys.executable} -m secbench_tui --model {models} --cases {tmp_path / 'suite'}"
+        base += f" --db {db} --concurrency 2 --base-url {server.base_url}"
+        matrices = ("default,attacker", "default,attacker,rule-by-rule,step-by-step")
+        tmux, _, screen = open_terminal(
+            tmp_path, f"{base} --prompt {matrices[0]}; echo EXITED $?; sleep 30", size
+        )
+        try:
+            wait_for(screen, "Model", "^r Run")
+            screen("C-r")
+            wait_for(screen, "4 done")
+            screen("q")
+            assert "EXITED 0" in wait_for(screen, "EXITED")
+        finally:
+            subprocess.run([*tmux, "kill-server"], capture_output=True)
+        assert len(ends(db)) == 4
+        for finished, last in ends(db):
+            assert abs((finished - last).total_seconds()) < 1.0, (finished, last)
+        before = _stored(db)
+        server.hold_after(6)  # six answers, then the cases asked wait in flight
+        tmux, _, screen = open_terminal(
+            tmp_path, f"{base} --prompt {matrices[1]}; echo EXITED $?; sleep 30", size
+        )
+        try:
+            wait_for(screen, "Model", "^r Run")
+            screen("C-r")
+            wait_for(screen, "matrix 8 runs:")
+            wait_until(screen, lambda _: _stored(db) >= before + 6, "six answers stored")
+            screen("q")
+            wait_for(screen, "Stop and quit")
+            screen("y")
+            server.release()  # the cases in flight answer within their grace
+            assert "EXITED 0" in wait_for(screen, "EXITED")
+        finally:
+            subprocess.run([*tmux, "kill-server"], capture_output=True)
+    answered = [r for r in server.requests if r.is_completion]  # (two runs reuse answers)
+    assert _stored(db, asked=True) == len(answered)
+    assert before + 6 <= len(answered) < before + 4 * 12  # the four new runs unfinished
+
+
+def _stored(db: Path, asked: bool = False) -> int:
+    """Results stored; `asked`: those a model answered (not reused from an earlier run)."""
+    where = " WHERE reused_from IS NULL" if asked else ""
+    with sqlite3.connect(db) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM evaluations" + where).fetchone()[0])

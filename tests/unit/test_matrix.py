@@ -329,3 +329,39 @@ async def test_a_stop_gives_the_requests_in_flight_the_grace_given(
     assert ("c000.md", 0) in stored
     assert (("c001.md", 0) in stored) is kept
     assert matrix.finished[0].status == ("completed" if kept else "stopped")
+
+
+class Paced:
+    """Answers every case after `wait` seconds."""
+
+    reports_cost = False
+
+    def __init__(self, wait: float) -> None:
+        self.wait = wait
+
+    async def complete(self, case: Case, on_retry: RetryCallback | None = None) -> Completion:
+        await asyncio.sleep(self.wait)
+        return Completion(text=verdict(case.expected))
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+async def test_each_run_of_a_model_ends_when_its_own_last_case_is_stored(
+    tmp_path: Path, concurrency: int
+) -> None:
+    """A model's runs take turns on one limit: the first run's end comes before any case of
+    the last run has ended, not when the last run lets go of the limit."""
+    store = await Store.open(tmp_path / "r.db")
+    provider = Paced(0.02)
+    plan = [PlannedRun(spec("a", p, n=6, concurrency=concurrency), provider) for p in "xyz"]
+    order: list[tuple[int, str]] = []
+    async for tagged in Matrix(plan, store).events():
+        kind = "end" if isinstance(tagged.event, RunFinished) else "case"
+        if isinstance(tagged.event, RunFinished | CaseFinished):
+            order.append((tagged.slot, kind))
+    await store.close()
+    first_end = order.index((0, "end"))
+    last_run_cases = [i for i, (slot, kind) in enumerate(order) if slot == 2 and kind == "case"]
+    assert first_end < last_run_cases[0], order

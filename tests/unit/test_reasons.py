@@ -181,6 +181,10 @@ def test_the_right_rule_and_the_right_line() -> None:
     no_rules = judge(bad_case(rule=None, also_rules=()), parse_verdict(reply("bad", (1, "x"))))
     assert no_rules.right_rule is None
     assert rule_text(right) == "2 ✓" and rule_text(wrong) == "3 ✗" and rule_text(None) == "-"
+    # a right verdict citing a wrong rule is said to be just that, not "rule or verdict"
+    gold = (case.rule, *case.also_rules)
+    assert reason_summary_text(wrong, gold)[-1].startswith("not the right reason: a wrong rule")
+    assert reason_summary_text(said_good, gold)[-1] == "not the right reason: no rule cited"
 
 
 def answers() -> list[Answer]:

@@ -17,6 +17,7 @@ from secbench_tui.core.lint.report import LeakCheck
 from secbench_tui.core.models import JSONObject
 from secbench_tui.core.results.chance import ChanceLevels
 from secbench_tui.core.results.fix_figures import FixSummary
+from secbench_tui.core.results.robustness import Robustness
 from secbench_tui.core.results.summary import PairwiseSummary, ReasonSummary, ScenarioSummary
 
 
@@ -156,6 +157,7 @@ class ExportedFigures(Record):
     chance: ChanceLevels | None = None
     leak: LeakCheck | None = None
     fixes: FixSummary | None = None  # --task fix
+    robustness: Robustness | None = None  # --rewrites
 
 
 class ExportedRun(Record):

@@ -102,6 +102,8 @@ def _figures(c: Contender | VdbContender) -> ExportedFigures:
         figures["leak"] = c.leak
     if c.fixes is not None:
         figures["fixes"] = c.fixes
+    if c.robustness is not None:
+        figures["robustness"] = c.robustness
     return ExportedFigures.model_validate(figures)
 
 

@@ -409,4 +409,7 @@ def _reason_verdict(reason: ReasonScore, gold: frozenset[int]) -> str:
             f"not the right reason: a right rule among {others} others"
             f" (at most {ALLOWED_EXTRA_RULES} allowed)"
         )
-    return "wrong rule or verdict"
+    if not reason.citations:  # a good verdict lists none; a bad one should have
+        return "not the right reason: no rule cited"
+    wanted = " or ".join(map(str, sorted(gold)))
+    return f"not the right reason: a wrong rule (the case breaks rule {wanted})"

@@ -27,6 +27,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from secbench_tui.core.models import Case, Evaluation, RunStatus
+from secbench_tui.core.results.summary import RunSummary
 from secbench_tui.core.run.asking import Asker
 from secbench_tui.core.run.batch.runner import BatchBook, Batching, BatchRun
 from secbench_tui.core.run.events import Event, RunFinished, RunStarted
@@ -124,11 +125,15 @@ class Engine:
         self._resumed = False
         self._first_sent: float | None = None  # perf_counter when the first case was started
         self._messages: dict[str, str] = {}  # what each result's row names its messages by
+        self._summary = True  # compute the run's figures at its end (`stop(summary=False)`)
 
-    def stop(self, message: str | None = None, grace: bool = True) -> None:
+    def stop(self, message: str | None = None, grace: bool = True, summary: bool = True) -> None:
         """Start no new case; requests in flight get `stop_grace` seconds to finish (for ever
-        with `grace=False`), then are cancelled. Every case that finished is recorded."""
+        with `grace=False`), then are cancelled. Every case that finished is recorded.
+        `summary=False` (nobody will read it: the app is quitting) ends the run without
+        computing its figures: its `RunFinished` carries who ran it and its time only."""
         self._stop.ask(message, grace)
+        self._summary = self._summary and summary
 
     @property
     def stopping(self) -> bool:
@@ -154,11 +159,19 @@ class Engine:
                 status, message = RunStatus.STOPPED, self._stop.message
         # a run's time counts from its first request (a queued run of a matrix waits first)
         wall = time.perf_counter() - (self._first_sent or started)
-        summary = await run_summary(self.spec, self.store, run_id, wall)
-        try:
+        try:  # its end is recorded first: `finished_at` is when its last case was stored
             await self.store.finish_run(run_id, status, message)
         except Exception as exc:
             status, message = RunStatus.ABORTED, f"could not record the run's end: {exc}"
+        if self._summary:
+            summary = await run_summary(self.spec, self.store, run_id, wall)
+        else:
+            summary = RunSummary(
+                run_id=run_id,
+                model=self.spec.model,
+                prompt=self.spec.prompt_name,
+                wall_seconds=wall,
+            )
         yield RunFinished(run_id=run_id, status=status, message=message, summary=summary)
 
     async def _run(self, run_id: int, resumed: bool, pending: list[Work]) -> AsyncIterator[Event]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 
 class AdaptiveLimit:
@@ -52,21 +53,31 @@ class AdaptiveLimit:
     def _turn(self, rank: int) -> bool:
         return not any(other < rank for other in self._handing_out)
 
-    async def acquire(self, priority: bool = False, rank: int = 0) -> None:
+    async def acquire(
+        self, priority: bool = False, rank: int = 0, wanted: Callable[[], bool] | None = None
+    ) -> bool:
+        """Wait for a slot and take it (True); with `wanted`, give up without one (False) as
+        soon as it says False when the limit is next looked at (a `withdraw` or a `release`
+        looks), so a run that has handed out its last case meanwhile does not wait for a
+        slot it would not use, and ends when its last case does."""
+
+        def room() -> bool:
+            return self.active < self.limit and (
+                priority or (not self._priority and self._turn(rank))
+            )
+
         async with self._cond:
             self._priority += priority
             try:
-                await self._cond.wait_for(
-                    lambda: (
-                        self.active < self.limit
-                        and (priority or (not self._priority and self._turn(rank)))
-                    )
-                )
+                await self._cond.wait_for(lambda: room() or (wanted is not None and not wanted()))
             finally:
                 self._priority -= priority
+            if not room():
+                return False
             self.active += 1
             if priority:
                 self._cond.notify_all()  # new cases may go now, if room is left
+            return True
 
     async def release(self, success: bool) -> None:
         async with self._cond:

@@ -146,9 +146,10 @@ class Matrix:
             limits[run.model].enroll(slot)
         self.finished: dict[int, RunFinished] = {}  # by slot
 
-    def stop(self, message: str | None = None) -> None:
+    def stop(self, message: str | None = None, summary: bool = True) -> None:
+        """Every run stops (`Engine.stop`); `summary=False`: without their figures."""
         for engine in self.engines:
-            engine.stop(message)
+            engine.stop(message, summary=summary)
 
     @property
     def stopping(self) -> bool:

@@ -14,20 +14,16 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from secbench_tui import __version__
-from secbench_tui.core.lint.report import read_leak_record
 from secbench_tui.core.models import (
-    Outcome,
     RecordedSettings,
-    RewritesRecord,
     RunStatus,
-    SuiteKind,
 )
-from secbench_tui.core.results.figures import run_figures
-from secbench_tui.core.results.metrics import summarize, usage_stats
+from secbench_tui.core.results.figures import run_figures_of
+from secbench_tui.core.results.metrics import usage_stats
 from secbench_tui.core.results.summary import BatchFigures, RunSummary
 from secbench_tui.core.run.events import Earlier
 from secbench_tui.core.run.spec import CONTENT_KEYED, RunSpec
-from secbench_tui.core.store.rows import ResultRow, originals_only
+from secbench_tui.core.store.rows import ResultRow
 
 
 class PromptNames(Protocol):
@@ -89,6 +85,18 @@ async def latest_run(spec: RunSpec, store: RunBook, unfinished: bool = True) -> 
     return await store.latest_run(prints, unfinished=unfinished)
 
 
+def recorded_settings(spec: RunSpec) -> RecordedSettings:
+    """The settings the run records (`runs.settings`): the spec's, with what the engine adds."""
+    return spec.settings.model_copy(
+        update={
+            "repeats": spec.repeats,
+            "concurrency": spec.concurrency,
+            "vdb_scoring": spec.vdb_scoring,
+            **({"batch": spec.batch} if spec.batch else {}),
+        }
+    )
+
+
 async def open_run(spec: RunSpec, store: RunBook) -> tuple[int, bool]:
     """The run's id, and True when it is an earlier run reopened (`--resume`,
     `--retry-errors`); otherwise a new run is recorded."""
@@ -103,14 +111,7 @@ async def open_run(spec: RunSpec, store: RunBook) -> tuple[int, bool]:
         suite_path=spec.suite_path,
         suite_hash=spec.suite_hash,
         prompt_hash=spec.prompt_hash,
-        settings=spec.settings.model_copy(
-            update={
-                "repeats": spec.repeats,
-                "concurrency": spec.concurrency,
-                "vdb_scoring": spec.vdb_scoring,
-                **({"batch": spec.batch} if spec.batch else {}),
-            }
-        ),
+        settings=recorded_settings(spec),
         fingerprint=spec.fingerprint,
         tool_version=__version__,
         total_cases=len(spec.cases) * spec.repeats,
@@ -145,7 +146,8 @@ async def kept_before(spec: RunSpec, store: RunBook, run_id: int) -> KeptBefore:
 
 
 async def run_summary(spec: RunSpec, store: RunBook, run_id: int, wall: float) -> RunSummary:
-    """The run's summary, taken from its stored rows; `wall`: seconds from its first request."""
+    """The run's summary: its figures from its stored rows, by the one computation every
+    front end reads (`figures.run_figures_of`); `wall`: seconds from its first request."""
     try:
         rows = await store.run_results(run_id, with_text=False)
     except Exception as exc:  # every result is already stored: report, do not fail
@@ -153,49 +155,15 @@ async def run_summary(spec: RunSpec, store: RunBook, run_id: int, wall: float) -
         summary_error: str | None = f"could not read the results back: {exc}"
     else:
         summary_error = None
-    originals = originals_only(rows)
-    # the summary's fields, by name; a run's figures are its originals', never blended
-    # with its variants' (--rewrites), which have their own
-    leak, guesses = read_leak_record(spec.settings.leak)
-    figures: dict[str, object] = {
-        **summarize(originals),
-        **run_figures(originals, guesses if leak is not None and leak.leaky else None),
-        "leak": leak,
-    }
-    rewrites = spec.settings.rewrites
-    if len(originals) != len(rows) or rewrites is not None:
-        figures.update(usage_stats(rows))  # what the variants cost counts
-        rewrites = rewrites or RewritesRecord()
-        from secbench_tui.core.results.robustness import robustness  # --rewrites only
-
-        figures["robustness"] = robustness(rows, rewrites.dropped, rewrites.kinds, spec.repeats)
-    if spec.settings.task == "fix":  # verified after the run: until then, "not verified yet"
-        from secbench_tui.core.results.fixes import fix_summary
-
-        figures["fixes"] = fix_summary(originals)
-    vdb_rows = [r for r in rows if r["suite_kind"] == SuiteKind.VULDETECTBENCH.value]
-    if vdb_rows:
-        from secbench_tui.core.vuldetectbench.task_scores import (
-            aggregate_rows,
-            summary_counts,
-            summary_metrics,
-        )
-
-        aggregate = aggregate_rows(vdb_rows, spec.vdb_scoring)
-        figures["vuldetectbench"] = summary_metrics(aggregate)
-        figures["vuldetectbench_counts"] = summary_counts(aggregate)
-        figures["vdb_scoring"] = spec.vdb_scoring
-    if spec.batch:
-        figures["batch"] = batch_figures(spec, rows)
-    return RunSummary.from_figures(
-        {
-            **figures,
-            "no_answer": no_answer(rows),
+    return run_figures_of(rows, recorded_settings(spec)).model_copy(
+        update={
             "summary_error": summary_error,
             "wall_seconds": wall,
             "run_id": run_id,
             "model": spec.model,
             "prompt": spec.prompt_name,
+            # the prices are the plan's, not the rows': what the run's tokens would cost
+            **({"batch": batch_figures(spec, rows)} if spec.batch else {}),
         }
     )
 
@@ -213,12 +181,3 @@ def batch_figures(spec: RunSpec, rows: Sequence[ResultRow]) -> BatchFigures:
     return BatchFigures(
         protocol=spec.batch or "", live_price=at(spec.live_price), batch_price=at(spec.batch_price)
     )
-
-
-def no_answer(rows: Sequence[ResultRow]) -> str | None:
-    """When no case of a run got an answer, why: its commonest error and how many it ended."""
-    if not rows or any(row["outcome"] != Outcome.ERROR.value for row in rows):
-        return None
-    reasons = Counter(str(row.get("error") or "no reply") for row in rows)
-    reason, count = reasons.most_common(1)[0]
-    return f"no case got an answer: {count} of {len(rows)} cases ended with {reason}"

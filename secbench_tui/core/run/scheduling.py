@@ -149,6 +149,10 @@ class Schedule:
             await self.limit.withdraw(self.rank)
         return work
 
+    def _wanted(self) -> bool:
+        """A new slot would be used: a case is left to hand out and no stop came."""
+        return bool(self._todo) and not self.stop.asked
+
     async def _dispatch(self, run_id: int, cases: set[asyncio.Task[None]]) -> None:
         """Start a case whenever a slot is free and no case's own task went on to it
         (`_worker`). Cases waiting to retry hold no slot, so at most four times the
@@ -157,7 +161,9 @@ class Schedule:
         try:
             while self._todo and not self.stop.asked:
                 await room.acquire()
-                await self.limit.acquire(rank=self.rank)
+                if not await self.limit.acquire(rank=self.rank, wanted=self._wanted):
+                    room.release()
+                    break
                 work = await self._next(run_id)
                 if work is None:
                     await self.limit.release(False)

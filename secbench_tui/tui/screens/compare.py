@@ -21,6 +21,7 @@ from textual.binding import Binding
 from textual.containers import HorizontalScroll, VerticalScroll
 from textual.widgets import DataTable, Header, Static
 
+from secbench_tui.core.case_names import scenario_of
 from secbench_tui.core.store.comparison import FlipCounts, GridCounts
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.runs import RunRecord
@@ -199,17 +200,19 @@ class CompareScreen(CompareBase):
         yield Static(id="compare-status")
         yield KeyFooter()
 
-    def action_toggle_pairs(self) -> None:
-        """One row per scenario, each run's pairs both right, or back to one row per case."""
+    def action_toggle_pairs(self, scenario: str | None = None) -> None:
+        """One row per scenario, each run's pairs both right, or back to one row per case
+        (the cursor on `scenario`'s first case)."""
         self.by_pair = not self.by_pair
         self.query_one(GridTable).display = not self.by_pair
         self.query_one(PairGridTable).display = self.by_pair
         self.table.focus()
-        self.reload()
+        self.reload(scenario)
 
     def action_answers(self) -> None:
-        if self.by_pair:  # a scenario has no one answer: back to its cases
-            self.action_toggle_pairs()
+        if self.by_pair:  # a scenario has no one answer: its cases, side by side by run
+            item = self.table.current()
+            self.action_toggle_pairs(item.case_id if item is not None else None)
             return
         super().action_answers()
 
@@ -219,20 +222,38 @@ class CompareScreen(CompareBase):
         self.reload()
 
     @work(exclusive=True, group="compare", exit_on_error=False)
-    async def reload(self) -> None:
+    async def reload(self, scenario: str | None = None) -> None:
         store = await compare_reads(self.secbench)
         if self.counts is None:
             self.counts = await store.grid_counts(self.run_ids)
-        await self.table.reload(store)
+        if self.by_pair:  # each run's totals: the numbers every front end shows
+            runs = [r for r in self.runs.values() if r.id in self.run_ids]
+            await self.secbench.figures.read(await self.secbench.store(), runs)
+            pairs = self.query_one(PairGridTable)
+            pairs.set_totals({r.id: self.secbench.figures.get(r) for r in runs})
+        table = self.table
+        await table.reload(store)
+        if scenario is not None:
+            self._move_to(table, scenario)
         self.draw_status()
 
+    def _move_to(self, table: CaseTable, scenario: str) -> None:
+        """The cursor on the first case of `scenario` (among the rows read)."""
+        for index, item in enumerate(table.items):
+            if scenario_of(item.case_id) == scenario:
+                table.move_cursor(row=index, animate=False)
+                return
+
     def action_toggle_disagreements(self) -> None:
+        if self.by_pair:
+            return
         table = self.query_one(GridTable)
         table.only_disagreements = not table.only_disagreements
         self.reload()
 
     def action_toggle_failures(self) -> None:
-        table = self.query_one(GridTable)
+        """Only the cases some run got wrong; by pair, the scenarios some run did not solve."""
+        table = self.query_one(PairGridTable if self.by_pair else GridTable)
         table.only_failures = not table.only_failures
         self.reload()
 
@@ -240,14 +261,7 @@ class CompareScreen(CompareBase):
         if not self.is_mounted:
             return
         if self.by_pair:
-            self.query_one("#compare-status", Static).update(
-                Text.assemble(
-                    f"showing {self.table.row_count:,} scenarios",
-                    ("  ·  each cell: pairs both right of pairs; a coin flip gets 1 in 4", "dim"),
-                    ("  ·  p ", "dim"),
-                    ("one row per case", "dim"),
-                )
-            )
+            self._draw_pair_status()
             return
         table = self.query_one(GridTable)
         counts = self.counts or GridCounts(0, 0)
@@ -273,6 +287,25 @@ class CompareScreen(CompareBase):
         if only and not table.row_count:
             good = "the runs agree on every case" if table.only_disagreements else "no failure"
             text.append(f"  ·  {good}", style="bold green")
+        self.query_one("#compare-status", Static).update(text)
+
+    def _draw_pair_status(self) -> None:
+        pairs = self.query_one(PairGridTable)
+        text = Text()
+        column = pairs.cursor_column if pairs.row_count else -1
+        name = pairs.column_name(column)
+        if name is not None:  # the run in focus, named in full, with its totals
+            run_id = pairs.run_ids[column - 2]
+            text.append(name, style="bold")
+            text.append(f": {pairs.totals.get(run_id, '…')}")
+            text.append("  ·  ", style="dim")
+        which = "scenarios some run did not solve" if pairs.only_failures else "scenarios"
+        text.append(f"showing {pairs.row_count:,} {which}")
+        text.append("  ·  a cell: pairs both right of pairs, ✓ all right", style="dim")
+        text.append(", V both bad, B both good, R both wrong", style="dim")
+        text.append("  ·  f ", style="dim")
+        text.append("all" if pairs.only_failures else "unsolved", style="dim")
+        text.append(", enter its cases, p one row per case", style="dim")
         self.query_one("#compare-status", Static).update(text)
 
 

@@ -21,6 +21,7 @@ from textual.events import DescendantFocus
 from textual.widgets import DataTable, Header, Input, Select
 
 from secbench_tui.core.store.runs import RunRecord
+from secbench_tui.tui.figure_book import RunAnswers
 from secbench_tui.tui.screens.base import BaseScreen
 from secbench_tui.tui.widgets.footer import KeyFooter
 from secbench_tui.tui.widgets.result_detail import ResultDetail
@@ -30,7 +31,7 @@ from secbench_tui.tui.widgets.results_table import SORTS, ResultPages, ResultsTa
 from secbench_tui.tui.widgets.runs_table import RunsTable
 
 
-class ResultsStore(ResultPages, Protocol):
+class ResultsStore(ResultPages, RunAnswers, Protocol):
     """What the screen reads itself: the runs and what the filters offer (its parts read
     the rest through their own protocols)."""
 
@@ -66,7 +67,9 @@ class ResultsScreen(BaseScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        runs = RunsTable(self.secbench.store, id="runs-table")
+        runs = RunsTable(
+            self.secbench.store, self.secbench.figures, self.secbench.marked, id="runs-table"
+        )
         yield runs
         yield FilterBar(id="filters")
         with Horizontal(id="results-panes"):
@@ -131,8 +134,10 @@ class ResultsScreen(BaseScreen):
     async def load_runs(self) -> None:
         store = await self._store()
         runs = await store.runs()
+        table = self.query_one(RunsTable)
+        await self.secbench.figures.read(store, table.first_screen(runs))
         models, apps = await asyncio.gather(store.distinct("model_name"), store.distinct("app"))
-        self.query_one(RunsTable).show(runs)
+        table.show(runs)
         filters = self.query_one(FilterBar)
         filters.offer("model", models)
         filters.offer("prompt", await store.prompt_names())

@@ -299,11 +299,12 @@ class RunScreen(BaseScreen):
             return self.active  # when idle, ctrl+c and escape keep their usual meaning
         return True
 
-    def stop(self) -> None:
-        """Let the cases in flight finish, keep every finished one, then end the run."""
+    def stop(self, quitting: bool = False) -> None:
+        """Let the cases in flight finish, keep every finished one, then end the run
+        (`quitting`: the app is closing, so the runs end without their summaries)."""
         if not self.active:
             return
-        self.engine.stop()
+        self.engine.stop(quitting)
         self.state = "stopping"
 
     def notify_stopping(self, text: str) -> None:

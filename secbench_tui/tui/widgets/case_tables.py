@@ -19,10 +19,12 @@ from textual.widgets.data_table import ColumnKey
 from secbench_tui.core.case_names import scenario_of
 from secbench_tui.core.results.pairwise import PairTally, scenario_tally
 from secbench_tui.core.results.reasons import Answer
+from secbench_tui.core.results.summary import RunSummary
 from secbench_tui.core.store.comparison import FlipRow, GridRow, Verdict
 from secbench_tui.core.store.runs import RunRecord
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
+from secbench_tui.tui.case_labels import ShownLabels
 from secbench_tui.tui.errors import Guarded
 from secbench_tui.tui.widgets.results_table import shrink_columns
 
@@ -94,6 +96,8 @@ class CaseTable(Guarded, DataTable[Text]):
         self.exhausted = False
         self.fetching = False
         self.case_width = 12
+        self.labels_shown = ShownLabels()  # the case column's labels, told apart
+        self.mark_width = 0  # cells of the case column before its label
 
     # what a subclass says
     def other_widths(self) -> int:
@@ -115,6 +119,7 @@ class CaseTable(Guarded, DataTable[Text]):
         self.clear()
         shrink_columns(self)
         self.items, self.last_case, self.exhausted = [], None, False
+        self.labels_shown = ShownLabels(scenarios=self.labels_shown.scenarios)
         self.case_width = self._fit()
         self._append(items)
 
@@ -137,9 +142,25 @@ class CaseTable(Guarded, DataTable[Text]):
             self.exhausted = True
         if items:
             self.last_case = items[-1].case_id
+        drawn = self.items[:]
         self.items.extend(items)
+        self._relabel(drawn)
         for item in items:
             self.add_row(*self.cells(item), key=item.case_id)
+
+    def _relabel(self, drawn: Sequence[Any]) -> None:
+        """Labels for every row shown at the case column's width; the rows in `drawn` whose
+        label changed (a new row would otherwise look like one of them) are drawn again."""
+        changed = self.labels_shown.update(
+            (item.case_id for item in self.items), self.case_width - self.mark_width
+        )
+        for item in drawn:
+            if item.case_id in changed:
+                self.update_cell(item.case_id, "case", self.cells(item)[0], update_width=True)
+
+    def label(self, case_id: str) -> str:
+        """The case column's label of `case_id` (one of the rows shown)."""
+        return self.labels_shown[case_id]
 
     def current(self) -> Any | None:
         if not self.row_count or not 0 <= self.cursor_row < len(self.items):
@@ -161,6 +182,7 @@ class CaseTable(Guarded, DataTable[Text]):
         cursor = self.cursor_coordinate
         self.clear()
         shrink_columns(self)
+        self._relabel(())
         for item in self.items:
             self.add_row(*self.cells(item), key=item.case_id)
         self.move_cursor(row=cursor.row, column=cursor.column, animate=False)
@@ -198,6 +220,7 @@ class GridTable(CaseTable):
     def __init__(self, runs: Sequence[RunRecord], run_ids: Sequence[int], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.cursor_type = "cell"
+        self.mark_width = 2  # `≠ ` where the runs disagree
         self.run_ids = list(run_ids)
         self.runs = {r.id: r for r in runs}
         self.only_disagreements = False
@@ -247,6 +270,10 @@ class GridTable(CaseTable):
 
     def on_mount(self) -> None:
         self.label_width = self._label_width()
+        self.add_columns_of_view()
+
+    def add_columns_of_view(self) -> None:
+        """The case and expected columns, then a column per run."""
         self.add_column(Text("case"), key="case")
         self.add_column(Text("expected"), key="expected")
         for index, run_id in enumerate(self.run_ids):
@@ -275,7 +302,8 @@ class GridTable(CaseTable):
         index = column - 2
         return self.names[index] if 0 <= index < len(self.names) else None
 
-    async def fetch(self, store: CasePages, after: str | None) -> Sequence[GridRow]:
+    async def fetch(self, store: CasePages, after: str | None) -> Sequence[Any]:
+        """A page of `GridRow`s (`PairGridTable`: of scenarios)."""
         return await store.grid_page(
             self.run_ids,
             after,
@@ -284,9 +312,10 @@ class GridTable(CaseTable):
             only_failures=self.only_failures,
         )
 
-    def cells(self, item: GridRow) -> tuple[Text, ...]:
+    def cells(self, item: Any) -> tuple[Text, ...]:
+        """A `GridRow`'s cells (`PairGridTable`: a scenario's)."""
         mark, style = ("≠ ", DISAGREE_STYLE) if item.disagree else ("  ", "")
-        case = Text(mark + fmt.case_id(inert_line(item.case_id), self.case_width - 2), style=style)
+        case = Text(mark + self.label(item.case_id), style=style)
         expected = Text(inert_line(item.expected)[:VERDICT_WIDTH], style="dim")
         verdicts = [verdict_cell(item.verdicts.get(r)) for r in self.run_ids]
         if item.disagree:
@@ -321,7 +350,7 @@ class FlipTable(CaseTable):
     def cells(self, item: FlipRow) -> tuple[Text, ...]:
         flip = item.flip.value
         return (
-            Text(fmt.case_id(inert_line(item.case_id), self.case_width)),
+            Text(self.label(item.case_id)),
             Text(inert_line(item.expected)[:VERDICT_WIDTH], style="dim"),
             verdict_cell(item.before),
             verdict_cell(item.after),
@@ -347,37 +376,79 @@ class ScenarioRow:
         return scenario_tally(answers)
 
 
-def pair_cell(tally: PairTally) -> Text:
-    """`3/4 P-C` for a scenario's pairs right in one run, ✓ when every case is right."""
+PAIR_KINDS = (("V", "p_v"), ("B", "p_b"), ("R", "p_r"))  # the pairs not both right
+
+
+def pair_cell(tally: PairTally, width: int = 0) -> Text:
+    """`3/4 ✓`: a scenario's pairs both right (P-C) of its pairs in one run, ✓ when every case
+    is right; where `width` allows, the other pairs by kind (`V1`: both called bad, `B`: both
+    called good, `R`: both wrong)."""
     if not tally.pairs:
         return Text("·", style="dim")
     style = "green" if tally.solved else ("red" if not tally.p_c else "yellow")
-    return Text(f"{tally.p_c}/{tally.pairs}" + (" ✓" if tally.solved else ""), style=style)
+    text = f"{tally.p_c}/{tally.pairs}" + (" ✓" if tally.solved else "")
+    others = " ".join(f"{k}{getattr(tally, n)}" for k, n in PAIR_KINDS if getattr(tally, n))
+    if others and len(text) + 1 + len(others) <= width:
+        text += " " + others
+    return Text(text, style=style)
 
 
-class PairGridTable(CaseTable):
+PAIR_MIN = 7  # a run's column in the pair view: `12/20 ✓`
+
+
+class PairGridTable(GridTable):
     """The grid grouped by pair: one row per scenario, each run's P-C over its pairs (both
-    cases of a good/bad pair right), ✓ when the run solved the scenario (every case right)."""
+    cases of a good/bad pair right), ✓ when the run solved the scenario (every case right).
+    Each run's header ends with its totals (P-C, scenarios solved, from the app's figure
+    book: the numbers every front end shows); `only_failures` keeps the scenarios some run
+    did not solve."""
 
     def __init__(self, runs: Sequence[RunRecord], run_ids: Sequence[int], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.run_ids = list(run_ids)
-        self.runs = {r.id: r for r in runs}
-        prompts = {prompt_of(self.runs.get(r)) for r in self.run_ids}
-        self.labels = [
-            run_label(self.runs.get(r), r, 24, with_prompt=len(prompts) > 1) for r in self.run_ids
-        ]
+        super().__init__(runs, run_ids, **kwargs)
+        self.mark_width = 0
+        self.labels_shown = ShownLabels(scenarios=True)
+        self.totals: dict[int, str] = {}  # run id -> its pairs right and scenarios solved
+        for head in self.heads:
+            head[2] = "…"
         self._after: str | None = None  # the last case read (a scenario may span pages)
         self._done = False
 
-    def on_mount(self) -> None:
+    def set_totals(self, figures: dict[int, RunSummary | None]) -> None:
+        """Each run's totals, in its header's last line and for the status line."""
+        for index, run_id in enumerate(self.run_ids):
+            summary = figures.get(run_id)
+            pairs = summary.pairwise if summary is not None else None
+            scenarios = summary.scenarios if summary is not None else None
+            if pairs is None or scenarios is None or not pairs.pairs:
+                self.heads[index][2] = "-"
+                self.totals[run_id] = "no pairs"
+                continue
+            right = round((pairs.p_c or 0) * pairs.pairs)
+            self.heads[index][2] = f"{fmt.pct(pairs.p_c)} {scenarios.solved}✓"
+            self.totals[run_id] = (
+                f"pairs right {right} of {pairs.pairs} (P-C {fmt.pct(pairs.p_c)}), "
+                f"scenarios solved {scenarios.solved} of {scenarios.count}"
+            )
+        if self.is_mounted:
+            for index, run_id in enumerate(self.run_ids):
+                self.columns[ColumnKey(f"run-{run_id}")].label = self._header(index)
+            self.refresh()
+
+    def add_columns_of_view(self) -> None:
+        """The scenario and its count of cases, then a column per run."""
         self.add_column(Text("scenario"), key="case")
         self.add_column(Text("cases"), key="expected")
-        for run_id, label in zip(self.run_ids, self.labels, strict=True):
-            self.add_column(Text(label), key=f"run-{run_id}")
+        for index, run_id in enumerate(self.run_ids):
+            self.add_column(self._header(index), key=f"run-{run_id}", width=self._run_width(index))
+
+    def _label_width(self) -> int:
+        return max(PAIR_MIN, super()._label_width())
+
+    def _run_width(self, index: int) -> int:
+        return max(self.label_width, PAIR_MIN)
 
     def other_widths(self) -> int:
-        runs = sum(max(len(label), VERDICT_WIDTH) + 2 for label in self.labels)
+        runs = sum(self._run_width(index) + 2 for index in range(len(self.run_ids)))
         return len("cases") + 2 + runs + 2 + 2
 
     async def reload(self, store: CasePages) -> None:
@@ -385,23 +456,31 @@ class PairGridTable(CaseTable):
         await super().reload(store)
 
     async def fetch(self, store: CasePages, after: str | None) -> Sequence[ScenarioRow]:
-        rows = list(await store.grid_page(self.run_ids, self._after, PAGE))
-        self._done = len(rows) < PAGE
-        groups: dict[str, list[GridRow]] = {}
-        for row in rows:
-            groups.setdefault(scenario_of(row.case_id) or row.case_id, []).append(row)
-        found = [ScenarioRow(name, cases) for name, cases in groups.items()]
-        if not self._done and len(found) > 1:  # the last scenario may go on in the next page
-            found.pop()
-        taken = [case for item in found for case in item.cases]
-        self._after = taken[-1].case_id if taken else self._after
+        found: list[ScenarioRow] = []
+        while not found and not self._done:  # a page of scenarios all solved: read on
+            rows = list(await store.grid_page(self.run_ids, self._after, PAGE))
+            self._done = len(rows) < PAGE
+            groups: dict[str, list[GridRow]] = {}
+            for row in rows:
+                groups.setdefault(scenario_of(row.case_id) or row.case_id, []).append(row)
+            page = [ScenarioRow(name, cases) for name, cases in groups.items()]
+            if not self._done and len(page) > 1:  # the last scenario may go on in the next page
+                page.pop()
+            taken = [case for item in page for case in item.cases]
+            self._after = taken[-1].case_id if taken else self._after
+            found = [item for item in page if not self.only_failures or self._failed(item)]
         return found
+
+    def _failed(self, item: ScenarioRow) -> bool:
+        """Some run did not solve the scenario (got one of its cases wrong)."""
+        return not all(item.tally(run_id).solved for run_id in self.run_ids)
 
     def _append(self, items: Sequence[Any]) -> None:
         super()._append(items)
         self.exhausted = self._done
 
     def cells(self, item: ScenarioRow) -> tuple[Text, ...]:
-        case = Text(fmt.case_id(inert_line(item.case_id), self.case_width))
+        case = Text(self.label(item.case_id))
         count = Text(str(len(item.cases)), style="dim")
-        return (case, count, *(pair_cell(item.tally(r)) for r in self.run_ids))
+        width = self._run_width(0)
+        return (case, count, *(pair_cell(item.tally(r), width) for r in self.run_ids))

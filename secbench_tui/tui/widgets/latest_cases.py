@@ -17,6 +17,7 @@ from secbench_tui.core.run.events import CaseFinished
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui import scoreboard
+from secbench_tui.tui.case_labels import ShownLabels
 from secbench_tui.tui.plain import plain_line
 from secbench_tui.tui.scoreboard import Scoreboard
 
@@ -42,11 +43,16 @@ class LatestCases(DataTable[Text | str]):
         self._case_column: ColumnKey | None = None
         self._vuldetectbench = False  # long verdicts: expected and actual are cut
         self._answers: dict[str, Evaluation] = {}  # by row key, for the rows shown
+        self._labels = ShownLabels()  # of the cases shown, told apart in the case column
         self.border_title = "Cases"
 
     def on_mount(self) -> None:
         keys = self.add_columns("#", "case", "expected", "actual", "outcome", "latency")
         self._case_column = keys[1]
+
+    def label(self, case_id: str) -> str:
+        """The case column's label of `case_id` (one of the cases shown)."""
+        return self._labels[case_id]
 
     def answer(self, key: object) -> Evaluation | None:
         return self._answers.get(str(key))
@@ -75,15 +81,31 @@ class LatestCases(DataTable[Text | str]):
         """Another run's latest rows replace these, the cursor on the newest."""
         self.clear()
         self._answers.clear()
+        self._labels = ShownLabels()
         self._add_rows(recent)
         if self.row_count:
             self.move_cursor(row=self.row_count - 1, animate=False)
 
     def _add_rows(self, events: Iterable[CaseFinished]) -> None:
+        events = list(events)
+        drawn = dict(self._answers)
+        self._answers.update((str(event.done), event.evaluation) for event in events)
+        self._relabel(drawn)
         for event in events:
-            key = str(event.done)
-            self.add_row(*self._row(event), key=key)
-            self._answers[key] = event.evaluation
+            self.add_row(*self._row(event), key=str(event.done))
+
+    def _relabel(self, drawn: dict[str, Evaluation]) -> None:
+        """Labels for every case shown at the case column's width; the rows in `drawn` whose
+        label changed (a new row would otherwise look like one of them) are drawn again."""
+        repeats = max((len(_repeat(ev)) for ev in self._answers.values()), default=0)
+        changed = self._labels.update(
+            (ev.case.case_id for ev in self._answers.values()), self.case_width - repeats
+        )
+        if not changed or self._case_column is None:
+            return
+        for key, ev in drawn.items():
+            if ev.case.case_id in changed:
+                self.update_cell(key, self._case_column, self._case_cell(ev), update_width=True)
 
     def _row(self, event: CaseFinished) -> tuple[str | Text, ...]:
         ev = event.evaluation
@@ -98,9 +120,7 @@ class LatestCases(DataTable[Text | str]):
         )
 
     def _case_cell(self, ev: Evaluation) -> Text:
-        repeat = f" #{ev.repeat + 1}" if ev.repeat else ""
-        width = self.case_width - len(repeat)
-        return Text(fmt.case_id(inert_line(ev.case.case_id), width) + repeat)
+        return Text(self._labels[ev.case.case_id] + _repeat(ev))
 
     def _fitting_case_width(self) -> int:
         total = self.board.tally().total
@@ -119,6 +139,7 @@ class LatestCases(DataTable[Text | str]):
         if width == self.case_width or self._case_column is None:
             return
         self.case_width = width
+        self._relabel({})
         cells = {key: self._case_cell(evaluation) for key, evaluation in self._answers.items()}
         column = self.columns[self._case_column]
         # as wide as the cells below, at once: measured only when the table is idle, a frame
@@ -126,3 +147,8 @@ class LatestCases(DataTable[Text | str]):
         column.content_width = max([column.label.cell_len, *(c.cell_len for c in cells.values())])
         for key, cell in cells.items():
             self.update_cell(key, self._case_column, cell, update_width=True)
+
+
+def _repeat(ev: Evaluation) -> str:
+    """` #2` after the case of a repeat's second try (nothing on the first)."""
+    return f" #{ev.repeat + 1}" if ev.repeat else ""

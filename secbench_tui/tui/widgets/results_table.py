@@ -24,6 +24,7 @@ from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.rows import column as row_column
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
+from secbench_tui.tui.case_labels import ShownLabels
 from secbench_tui.tui.errors import Guarded
 from secbench_tui.tui.plain import plain_line
 
@@ -108,6 +109,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         self.sort_key = "id"  # a column key of SORTS; `newest_first` reverses the order
         self._others = 0  # cells the columns other than the case take
         self._rows: list[ResultRow] = []  # what is shown, to draw again at a new width
+        self._labels = ShownLabels()  # of the cases shown, told apart in the case column
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
@@ -146,6 +148,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         shrink_columns(self)
         self._label_sort()
         self._rows = []
+        self._labels = ShownLabels()
         scrollbar = total >= self.size.height - 1  # the header takes a line
         self._others = self._other_widths(rows, self.sort_key) - (0 if scrollbar else 2)
         self.case_width = fmt.fitting(self.size.width, self._others, CASE_WIDTH)
@@ -211,6 +214,7 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         self.case_width = width
         cursor = self.cursor_row
         rows, self._rows = self._rows, []
+        self._labels = ShownLabels()
         self.clear()
         shrink_columns(self)
         self._draw(rows)
@@ -224,11 +228,26 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         self._draw(rows)
 
     def _draw(self, rows: list[ResultRow]) -> None:
+        """Add `rows`; the case labels of the rows already drawn change where a new row
+        would otherwise look like one of them."""
         self._rows.extend(rows)
-        cells = [self._cells(row, self.case_width) for row in rows]
+        repeats = max((len(_repeat(row)) for row in self._rows), default=0)
+        changed = self._labels.update(
+            (str(row["case_id"]) for row in self._rows), self.case_width - repeats
+        )
+        if changed:
+            for row in self._rows[: len(self._rows) - len(rows)]:
+                if str(row["case_id"]) in changed:
+                    self.update_cell(
+                        str(row["id"]), "case_id", self._case_cell(row), update_width=True
+                    )
+        cells = [self._cells(row, self._case_cell(row)) for row in rows]
         widen_columns(self, cells)
         for row, row_cells in zip(rows, cells, strict=True):
             self.add_row(*row_cells, key=str(row["id"]))
+
+    def _case_cell(self, row: ResultRow) -> Text:
+        return plain_line(self._labels[str(row["case_id"])] + _repeat(row))
 
     def shows(self, result_id: int) -> bool:
         """Whether result `result_id` is one of the rows listed now."""
@@ -246,13 +265,12 @@ class ResultsTable(Guarded, DataTable[Text | str]):
         return int(key) if key is not None else None
 
     @staticmethod
-    def _cells(row: ResultRow, case_width: int = CASE_WIDTH) -> tuple[str | Text, ...]:
+    def _cells(row: ResultRow, case: Text) -> tuple[str | Text, ...]:
         outcome = str(row["outcome"])
-        repeat = f" #{row['repeat'] + 1}" if row.get("repeat") else ""
         return (
             str(row["id"]),
             str(row["run_id"]),
-            plain_line(fmt.case_id(inert_line(row["case_id"]), case_width - len(repeat)) + repeat),
+            case,
             plain_line(inert_line(row["expected_result"])[:VERDICT_WIDTH]),
             plain_line(inert_line(row["actual_result"] or "-")[:VERDICT_WIDTH]),
             Text(_rule(row), style=_RULE_STYLES.get(_rule(row)[-1:], "")),
@@ -261,6 +279,11 @@ class ResultsTable(Guarded, DataTable[Text | str]):
 
 
 _RULE_STYLES = {"✓": "green", "✗": "red"}
+
+
+def _repeat(row: ResultRow) -> str:
+    """` #2` after the case of a repeat's second try (nothing on the first)."""
+    return f" #{row['repeat'] + 1}" if row.get("repeat") else ""
 
 
 def _rule(row: ResultRow) -> str:

@@ -1,34 +1,28 @@
-"""The results screen's runs: every run in the database, newest first, each with its P-C
-(computed from its stored answers, as the summary and the report compute it), marks for
-export and comparison, and names cut to the width the table has.
+"""The results screen's runs: every run in the database, newest first, each with its P-C, right
+reason and accuracy (from its stored answers, by the computation the summary and the report
+read: `tui.figure_book`), marks for export and comparison, and names cut to the width the
+table has.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from rich.text import Text
 from textual import work
 from textual.widgets import DataTable
 
 from secbench_tui.config import bundled_cases_dir
-from secbench_tui.core.results.pairwise import pair_figures
-from secbench_tui.core.results.reasons import first_answers
-from secbench_tui.core.store.rows import ResultRow
+from secbench_tui.core.results.summary import RunSummary
 from secbench_tui.core.store.runs import RunRecord
 from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.errors import Guarded, WorkReported
+from secbench_tui.tui.figure_book import FigureBook, RunAnswers
 from secbench_tui.tui.plain import plain_line
 from secbench_tui.tui.widgets.results_table import shrink_columns, widen_columns
-
-
-class RunAnswers(Protocol):
-    """What the runs table reads: a run's answers, for its P-C."""
-
-    async def run_results(self, run_id: int, with_text: bool = True) -> list[ResultRow]: ...
 
 
 def suite_label(run: RunRecord) -> str:
@@ -44,12 +38,13 @@ def suite_label(run: RunRecord) -> str:
 
 
 RUN_COLUMNS: tuple[str, ...] = (" ", "run", "model", "prompt", "suite", "started", "status")
-RUN_COLUMNS += ("cases", "P-C", "accuracy", "cost")
+RUN_COLUMNS += ("cases", "P-C", "reason", "accuracy", "cost")
 NARROW_RUNS = 110  # under this many columns the runs table leaves out the suite and start
 # cells the runs table's columns other than model, prompt and suite take: the mark, an id,
-# a start time, a status, counts, accuracy and cost, padding, the border and a scrollbar
+# a start time, a status, counts, P-C, right reason, accuracy and cost, padding, the border
+# and a scrollbar
 RUN_OTHERS = 1 + 4 + len("11-26 15:01") + len("completed") + len("999/999") + len("100.0%")
-RUN_OTHERS += len("accuracy")
+RUN_OTHERS += len("100.0%") + len("accuracy")
 RUN_OTHERS += len("$0.12") + 2 * len(RUN_COLUMNS) + 2 + 2
 NARROW_OTHERS = RUN_OTHERS - len("11-26 15:01") - 2 - 2
 
@@ -60,14 +55,22 @@ def run_columns(width: int) -> tuple[str, ...]:
     return tuple(c for c in RUN_COLUMNS if c not in ("suite", "started"))
 
 
-def name_widths(width: int) -> tuple[int, int, int]:
+def name_widths(width: int, wanted: tuple[int, int, int] = (0, 0, 0)) -> tuple[int, int, int]:
     """Model, prompt and suite widths for a runs table `width` cells wide: names that fit are
-    whole, longer ones lose their middle (the highlighted run's are whole in the status)."""
+    whole, longer ones lose their middle (the highlighted run's are whole in the status).
+    `wanted`: the longest model, prompt and suite shown; when all three fit, each column gets
+    what it needs (and the model what is left), else the shares below."""
     if width < NARROW_RUNS:
         free = max(20, width - NARROW_OTHERS)
+        model, prompt = wanted[0], max(wanted[1], len("prompt"))
+        if model and model + prompt <= free:
+            return free - prompt, prompt, 0
         prompt = max(8, min(16, free // 3))
         return free - prompt, prompt, 0
     free = max(24, width - RUN_OTHERS)
+    prompt, suite = max(wanted[1], len("prompt")), max(wanted[2], len("suite"))
+    if wanted[0] and wanted[0] + prompt + suite <= free:
+        return free - prompt - suite, prompt, suite
     prompt = max(6, min(20, free // 4))
     suite = max(6, min(24, free // 4))
     return max(10, free - prompt - suite), prompt, suite
@@ -81,16 +84,24 @@ def run_cells(
     run: RunRecord,
     marked: bool,
     widths: tuple[int, int, int] = (34, 20, 24),
-    pair_correct: str = "…",
+    figures: RunSummary | None = None,
 ) -> tuple[str | Text, ...]:
     """A run's row; with no suite width (a narrow terminal), without suite and start time.
-    `pair_correct`: the run's P-C as shown (the figure the tool leads with; `…` while it is
-    computed, `n/a` for a run without pairs), beside its accuracy."""
+    `figures`: the run's (`figure_book`), P-C (the figure the tool leads with), right reason
+    and accuracy; `…` while they are computed, `n/a` where one does not apply."""
     model, prompt, suite = widths
     where: tuple[str | Text, ...] = ()
     if suite:
         started = run.started_at[5:16].replace("T", " ")  # the year is in the detail
         where = (plain_line(fmt.middle(inert_line(suite_label(run)), suite)), started)
+    lead: tuple[str, str, str] = ("…", "…", "…")
+    if figures is not None:
+        pairs, reason = figures.pairwise, figures.reason
+        lead = (
+            fmt.pct(pairs.p_c if pairs is not None and pairs.pairs else None),
+            fmt.pct(reason.right_rule if reason is not None and reason.bad_cases else None),
+            fmt.pct(figures.accuracy),
+        )
     return (
         mark_cell(marked),
         str(run.id),
@@ -99,22 +110,29 @@ def run_cells(
         *where,
         run.status,
         f"{run.finished}/{run.total_cases}",
-        Text(pair_correct, style="bold"),
-        fmt.pct(run.accuracy),
+        Text(lead[0], style="bold"),
+        lead[1],
+        lead[2],
         fmt.money(run.cost if run.cost else None),
     )
 
 
 class RunsTable(Guarded, WorkReported, DataTable[Text | str]):
-    """A row per run (keyed by its id); `marked` are the runs marked with space."""
+    """A row per run (keyed by its id); `marked` are the runs marked with space (the app's:
+    they stay marked while the app is open, whichever screen shows the runs)."""
 
-    def __init__(self, store: Callable[[], Awaitable[RunAnswers]], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        store: Callable[[], Awaitable[RunAnswers]],
+        book: FigureBook,
+        marked: set[int],
+        **kwargs: Any,
+    ) -> None:
         super().__init__(cursor_type="row", **kwargs)
         self.store = store
+        self.book = book
         self.runs: dict[int, RunRecord] = {}
-        self.marked: set[int] = set()
-        # each run's P-C, with the count of results it was computed from (kept while it holds)
-        self.pair_scores: dict[int, tuple[int, float | None]] = {}
+        self.marked = marked
         self._columns: tuple[str, ...] = ()  # the columns shown (a narrow table has fewer)
         self._width = -1  # the width the rows were last drawn at
         self.border_title = "Runs (Enter shows a run's results, space marks it for export)"
@@ -123,9 +141,15 @@ class RunsTable(Guarded, WorkReported, DataTable[Text | str]):
         self.runs = {r.id: r for r in runs}
         self.draw()
 
+    def first_screen(self, runs: Sequence[RunRecord]) -> list[RunRecord]:
+        """Those of `runs` the table shows first, newest first (their figures are read before
+        the table is drawn, so what shows first never shows `…`)."""
+        ordered = sorted(runs, key=lambda r: r.id, reverse=True)
+        return ordered[: max(1, self.size.height or self.screen.size.height)]
+
     def draw(self) -> None:
-        """Every run's row again, at the table's width; the P-C of those whose results
-        changed is computed after."""
+        """Every run's row again, at the table's width; the figures of those whose results
+        changed are computed after."""
         row = self.cursor_row
         self.clear()
         width = self.size.width or self.screen.size.width
@@ -136,21 +160,26 @@ class RunsTable(Guarded, WorkReported, DataTable[Text | str]):
             self.add_columns(*columns)
             self._columns = columns
         scrollbar = len(self.runs) >= self.size.height - 3  # its border and header
-        widths = name_widths(width + (0 if scrollbar else 2))
+        shown = self.runs.values()
+        wanted = (
+            max((len(inert_line(r.model_name)) for r in shown), default=0),
+            max((len(inert_line(r.prompt_name or "-")) for r in shown), default=0),
+            max((len(inert_line(suite_label(r))) for r in shown), default=0),
+        )
+        widths = name_widths(width + (0 if scrollbar else 2), wanted)
         rows: dict[str, tuple[str | Text, ...]] = {}
         for run in sorted(self.runs.values(), key=lambda r: r.id, reverse=True):
-            scored = self.pair_scores.get(run.id)
-            pair_correct = fmt.pct(scored[1]) if scored is not None else "…"
-            rows[str(run.id)] = run_cells(run, run.id in self.marked, widths, pair_correct)
+            figures = self.book.get(run)
+            rows[str(run.id)] = run_cells(run, run.id in self.marked, widths, figures)
         shrink_columns(self)
         widen_columns(self, list(rows.values()))
         for key, cells in rows.items():
             self.add_row(*cells, key=key)
         if self.row_count:
             self.move_cursor(row=min(row, self.row_count - 1), animate=False)
-        scoring = any(w.group == "pairs" and not w.is_finished for w in self.workers)
-        if self._unscored() and not scoring:  # one at a time: it scores all that changed
-            self.score_pairs()
+        reading = any(w.group == "figures" and not w.is_finished for w in self.workers)
+        if self.book.missing(list(self.runs.values())) and not reading:  # one at a time
+            self.read_figures()
 
     def on_resize(self) -> None:
         """Laid out at another width than its rows were drawn for (they may have been drawn
@@ -158,24 +187,13 @@ class RunsTable(Guarded, WorkReported, DataTable[Text | str]):
         if self.size.width != self._width:
             self.call_after_refresh(self.draw)
 
-    def _unscored(self) -> list[RunRecord]:
-        """Runs whose P-C is not known for the results they have now."""
-        return [
-            run
-            for run in self.runs.values()
-            if self.pair_scores.get(run.id, (-1,))[0] != run.finished
-        ]
-
-    @work(group="pairs", exit_on_error=False)
-    async def score_pairs(self) -> None:
-        """P-C of each run whose results changed since it was computed, from its stored
-        answers (as the summary and the report compute it), then the runs drawn again."""
+    @work(group="figures", exit_on_error=False)
+    async def read_figures(self) -> None:
+        """The figures of each run whose results changed since they were computed, then the
+        runs drawn again."""
         store = await self.store()
-        while unscored := self._unscored():
-            for run in unscored:
-                rows = await store.run_results(run.id, with_text=False)
-                tally = pair_figures(first_answers(rows))
-                self.pair_scores[run.id] = (run.finished, tally.rate("p_c"))
+        while missing := self.book.missing(list(self.runs.values())):
+            await self.book.read(store, missing)
         self.draw()
 
     def run(self, run_id: int) -> RunRecord | None:

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from secbench_tui.core.lint.report import read_leak_record
 from secbench_tui.core.models import Outcome
-from secbench_tui.core.results.figures import answer_figures
+from secbench_tui.core.results.figures import answer_figures_of, repeats_of, run_figures_of
 from secbench_tui.core.results.fixes import fix_summary
 from secbench_tui.core.results.metrics import (
-    case_interval,
     case_repeats,
     compare_pair,
     confusion_matrix,
@@ -21,7 +19,6 @@ from secbench_tui.core.results.metrics import (
     label,
     repeat_stats,
     usage_stats,
-    verdict_stats,
 )
 from secbench_tui.core.results.pairwise import (
     compare_scenarios,
@@ -30,6 +27,7 @@ from secbench_tui.core.results.pairwise import (
 from secbench_tui.core.results.reasons import first_answers, reason_figures
 from secbench_tui.core.results.report.data import (
     DIFFERING_SHOWN,
+    AppStats,
     CaseResult,
     CaseView,
     Contender,
@@ -39,6 +37,7 @@ from secbench_tui.core.results.report.data import (
     VdbContender,
     VdbStats,
 )
+from secbench_tui.core.store.rows import originals_only
 from secbench_tui.core.store.runs import RunRecord
 from secbench_tui.core.vuldetectbench import DEFAULT_SCORING
 
@@ -75,41 +74,40 @@ def run_labels(runs: Sequence[RunRecord], prompts: dict[int, str]) -> dict[int, 
     }
 
 
-def _repeats(run: RunRecord, rows: Sequence[Row]) -> int:
-    seen = max((int(r["repeat"]) for r in rows), default=0) + 1
-    return max(seen, run.settings.repeats or 1)
-
-
 def markdown_contender(index: int, run: RunRecord, label: str, rows: list[Row]) -> Contender:
-    # distinct cases and the cost of a correct answer are known once the rows are sorted
-    stats: ContenderStats = {
-        **verdict_stats(rows),
-        **usage_stats(rows),
-        "distinct_cases": 0,
-        "cost_per_correct": None,
-    }
-    contender = Contender(index=index, run=run, label=label, rows=rows, stats=stats)
-    contender.repeats = _repeats(run, rows)
-    by_app: dict[str, list[Row]] = {}
-    for row in rows:
-        by_app.setdefault(row["app"], []).append(row)
+    """A markdown run's figures, from all its rows (originals and `--rewrites` variants): the
+    headline ones by the one computation every front end reads (`figures.run_figures_of`),
+    then what only the report shows (cases side by side, the confusion, the repeats)."""
+    summary = run_figures_of(rows, run.settings)
+    originals = originals_only(rows)
+    figures = summary.model_dump(include=set(ContenderStats.__required_keys__))
+    stats = cast(ContenderStats, {**figures, "distinct_cases": 0, "cost_per_correct": None})
+    contender = Contender(index=index, run=run, label=label, rows=originals, stats=stats)
+    contender.summary = summary
+    contender.variant_rows = [r for r in rows if isinstance(r.get("variant"), dict)]
+    contender.robustness = summary.robustness
+    contender.repeats = repeats_of(rows, run.settings)
+    for row in originals:
         contender.by_case.setdefault(case_key(row), []).append(row)
     contender.apps = {
-        app: {**verdict_stats(app_rows), "distinct_cases": len({r["case_id"] for r in app_rows})}
-        for app, app_rows in by_app.items()
+        app: cast(
+            AppStats,
+            {
+                **app_stats.model_dump(),
+                "distinct_cases": len({r["case_id"] for r in originals if r["app"] == app}),
+            },
+        )
+        for app, app_stats in summary.apps.items()
     }
-    contender.confusion = confusion_matrix(rows)
-    contender.repeat = repeat_stats(rows, contender.repeats)
-    answers = first_answers(rows)
-    contender.leak, guesses = read_leak_record(run.settings.leak)
-    leaky = contender.leak is not None and contender.leak.leaky
-    contender.figures = answer_figures(answers, guesses if leaky else None)
+    contender.confusion = confusion_matrix(originals)
+    contender.repeat = repeat_stats(originals, contender.repeats)
+    answers = first_answers(originals)
+    contender.leak = summary.leak
+    contender.figures = answer_figures_of(summary)
     contender.reasons = reason_figures(answers)
     contender.scenarios = scenario_tallies(answers)
     if run.settings.task == "fix":
         contender.fixes = fix_summary(rows)
-    if contender.repeats > 1:  # tries of one case are not independent: cases are the units
-        stats["accuracy_ci"] = case_interval(rows)
     stats["distinct_cases"] = len(contender.by_case)
     # With some answers' cost unreported, the total is a lower bound: no price per answer.
     known = None if stats["cost_missing"] else stats["cost"]

@@ -30,6 +30,7 @@ from secbench_tui.core.results.reasons import ReasonFigures
 from secbench_tui.core.results.robustness import (
     Robustness,
 )
+from secbench_tui.core.results.summary import RunSummary
 from secbench_tui.core.store.requests import ExportedRequest
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.runs import RunRecord
@@ -102,6 +103,8 @@ class SelectedRun(Generic[Stats]):
     vs_best: PairComparison | None = None
     settings: list[tuple[str, str]] = field(default_factory=list)  # shown, not common to all
     variant_rows: list[Row] = field(default_factory=list)  # --rewrites: never in the figures
+    # the run's figures as every front end shows them (`figures.run_figures_of`)
+    summary: RunSummary | None = None
     robustness: Robustness | None = None
     fixes: FixSummary | None = None  # --task fix: what verifying each fix found
     # the prompt as this report names it (`prompt_labels`); None: its name as stored

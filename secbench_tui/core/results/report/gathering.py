@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from secbench_tui.core.models import RewritesRecord, SuiteKind
+from secbench_tui.core.models import SuiteKind
 from secbench_tui.core.results.metrics import (
     usage_stats,
     verdict_stats,
@@ -23,9 +23,6 @@ from secbench_tui.core.results.report.data import Contender, ReportData, VdbCont
 from secbench_tui.core.results.report.ranking import hardest_cases, prompt_matrices, rank, verdicts
 from secbench_tui.core.results.report.selection import choose_runs, prompt_labels
 from secbench_tui.core.results.report.settings import shared_settings
-from secbench_tui.core.results.robustness import (
-    robustness,
-)
 from secbench_tui.core.store.database import Store
 
 
@@ -53,16 +50,8 @@ async def gather(
             vdb.append(vdb_contender(len(vdb), run, labels[run.id], rows))
             vdb[-1].prompt_label = prompts[run.id]
         else:
-            originals = [r for r in rows if not isinstance(r.get("variant"), dict)]
-            contender = markdown_contender(len(contenders), run, labels[run.id], originals)
+            contender = markdown_contender(len(contenders), run, labels[run.id], rows)
             contender.prompt_label = prompts[run.id]
-            contender.variant_rows = [r for r in rows if isinstance(r.get("variant"), dict)]
-            rewrites = run.settings.rewrites
-            if contender.variant_rows or rewrites is not None:
-                rewrites = rewrites or RewritesRecord()
-                contender.robustness = robustness(
-                    rows, rewrites.dropped, rewrites.kinds, contender.repeats
-                )
             contenders.append(contender)
     contenders = rank(contenders)
     apps = sorted({app for c in contenders for app in c.apps})
