@@ -348,6 +348,39 @@ async def test_the_case_column_takes_the_free_width_and_follows_a_resize(
         assert shown_case() == whole
 
 
+async def test_the_grid_is_drawn_at_its_case_width_before_the_table_is_idle(
+    make_settings: Callable[..., Settings], clean_suite: Path
+) -> None:
+    """DataTable measures new rows only when its message queue is empty; a frame drawn
+    before that (a loaded machine, the status line's refresh) used the case column's width
+    after `clear`: its header's, `≠ sh` for `≠ shop/get-order-01 bad`. The rows are drawn
+    here with the table's queue never reached: the frame must already be at their width."""
+    app = make_app(await three_runs(make_settings), offline_catalog=True)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_results(pilot, app)
+        await mark(pilot, screen, 1, 2)
+        await pilot.press("c")
+        await settle(pilot)
+        grid = app.screen.query_one(GridTable)
+        store = await app.store()
+
+        def drawn() -> list[str]:
+            """The case column of each row as a frame draws it now."""
+            column = grid.ordered_columns[0].get_render_width(grid)
+            top = grid.header_height
+            return [grid.render_line(top + i).text[:column].strip() for i in range(5)]
+
+        labels = [f"≠ {grid.label(item.case_id)}" for item in grid.items]
+        assert drawn() == labels  # idle since: measured
+        for redraw in ("reload", "resize"):
+            if redraw == "reload":
+                await grid.reload(store)  # the rows again, as `d`, `f` and `p` draw them
+            else:
+                grid.case_width = -1  # as a resize that changes the case column's width
+                grid.on_resize()
+            assert drawn() == labels, redraw  # no await since: the table was never idle
+
+
 async def test_the_run_table_recuts_its_cases_after_a_resize(
     make_settings: Callable[..., Settings], clean_suite: Path
 ) -> None:

@@ -26,7 +26,7 @@ from secbench_tui.core.untrusted import inert_line
 from secbench_tui.tui import format as fmt
 from secbench_tui.tui.case_labels import ShownLabels
 from secbench_tui.tui.errors import Guarded
-from secbench_tui.tui.widgets.results_table import shrink_columns
+from secbench_tui.tui.widgets.results_table import shrink_columns, widen_columns
 
 PAGE = 200
 PREFETCH = 40
@@ -145,8 +145,16 @@ class CaseTable(Guarded, DataTable[Text]):
         drawn = self.items[:]
         self.items.extend(items)
         self._relabel(drawn)
-        for item in items:
-            self.add_row(*self.cells(item), key=item.case_id)
+        self._draw(items)
+
+    def _draw(self, items: Sequence[Any]) -> None:
+        """Add a row per item, each column at once as wide as its new cells: DataTable
+        measures them only when its queue is empty, and a frame drawn before that (the
+        status line's, on a loaded machine) showed the case column at its header's width."""
+        rows = [self.cells(item) for item in items]
+        widen_columns(self, rows)
+        for item, cells in zip(items, rows, strict=True):
+            self.add_row(*cells, key=item.case_id)
 
     def _relabel(self, drawn: Sequence[Any]) -> None:
         """Labels for every row shown at the case column's width; the rows in `drawn` whose
@@ -154,9 +162,10 @@ class CaseTable(Guarded, DataTable[Text]):
         changed = self.labels_shown.update(
             (item.case_id for item in self.items), self.case_width - self.mark_width
         )
-        for item in drawn:
-            if item.case_id in changed:
-                self.update_cell(item.case_id, "case", self.cells(item)[0], update_width=True)
+        cells = {item.case_id: self.cells(item)[0] for item in drawn if item.case_id in changed}
+        widen_columns(self, [(cell,) for cell in cells.values()])  # the case column is first
+        for case_id, cell in cells.items():
+            self.update_cell(case_id, "case", cell, update_width=True)
 
     def label(self, case_id: str) -> str:
         """The case column's label of `case_id` (one of the rows shown)."""
@@ -183,8 +192,7 @@ class CaseTable(Guarded, DataTable[Text]):
         self.clear()
         shrink_columns(self)
         self._relabel(())
-        for item in self.items:
-            self.add_row(*self.cells(item), key=item.case_id)
+        self._draw(self.items)
         self.move_cursor(row=cursor.row, column=cursor.column, animate=False)
 
 
