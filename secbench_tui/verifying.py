@@ -93,30 +93,51 @@ def passed(report: VerifyReport, allow_unverified: bool = False) -> bool:
     return report.ok and (allow_unverified or report.count(Proof.NOT_VERIFIABLE) == 0)
 
 
+def percent(part: int, whole: int) -> str:
+    """`50%`, `99.8%`; `n/a` of nothing."""
+    if not whole:
+        return "n/a"
+    share = 100 * part / whole
+    return f"{share:.0f}%" if share == round(share) else f"{share:.1f}%"
+
+
 def _share(results: list[MutantResult]) -> str:
+    """The mutation score, and beside it how many survivors were declared away and what the
+    score would be without those declarations."""
     caught = sum(1 for m in results if m.outcome is MutantOutcome.CAUGHT)
     real = caught + sum(1 for m in results if m.outcome is MutantOutcome.SURVIVED)
-    pct = f"{100 * caught / real:.0f}%" if real else "n/a"
-    extra = [
-        f"{n} {o.value}"
-        for o in (MutantOutcome.EQUIVALENT, MutantOutcome.BROKEN)
-        if (n := sum(1 for m in results if m.outcome is o))
-    ]
-    more = f" ({', '.join(extra)})" if extra else ""
-    return f"{caught} of {real} real-flaw mutants caught, {pct}{more}"
+    declared = sum(1 for m in results if m.outcome is MutantOutcome.EQUIVALENT)
+    broken = sum(1 for m in results if m.outcome is MutantOutcome.BROKEN)
+    extra = []
+    if declared:
+        extra.append(
+            f"{declared} declared equivalent; without declarations {caught} of "
+            f"{real + declared}, {percent(caught, real + declared)}"
+        )
+    if broken:
+        extra.append(f"{broken} broken")
+    more = f" ({'; '.join(extra)})" if extra else ""
+    return f"{caught} of {real} real-flaw mutants caught, {percent(caught, real)}{more}"
 
 
 def mutant_line(result: MutantResult) -> str:
-    """One surviving (or broken) mutant: where to add data, on one line."""
+    """One surviving (or broken) mutant: where to add data, on one line, with the guard's
+    whole text when the description shortens it (what a declaration would name)."""
     where = f"{result.case_id}:{result.file_line}" if result.file_line else result.case_id
     detail = f": {result.detail}" if result.detail else ""
+    whole = (
+        f" (guard `{result.guard}`)"
+        if result.guard and result.guard not in result.description
+        else ""
+    )
     return inert_line(
-        f"{result.outcome.value:<9} {where} {result.kind}: {result.description}{detail}"
+        f"{result.outcome.value:<9} {where} {result.kind}: {result.description}{whole}{detail}"
     )
 
 
 def mutation_lines(report: VerifyReport) -> list[str]:
-    """The mutation score per app and per scenario, then every survivor with case and line."""
+    """The mutation score per app and per scenario, then every survivor with case and line,
+    and the declarations that were ignored (naming no mutant or several)."""
     results = report.mutants
     lines = [f"mutants: {len(results)} made in {report.mutants_seconds:.1f} s"]
     for app in sorted({m.app for m in results}):
@@ -129,6 +150,8 @@ def mutation_lines(report: VerifyReport) -> list[str]:
     for m in results:
         if m.outcome in (MutantOutcome.SURVIVED, MutantOutcome.BROKEN):
             lines.append(mutant_line(m))
+    for problem in report.ignored_declarations:
+        lines.append(inert_line(f"ignored declaration {problem}"))
     return lines
 
 
