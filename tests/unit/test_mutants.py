@@ -209,3 +209,44 @@ def test_a_guard_standing_twice_is_ambiguous_unless_the_declaration_counts_its_p
     assert len(both.named) == 2 and not both.ambiguous
     three = declarations([_declared("x.md conjunct org_id = :org|3")], found)
     assert "not the 3 it says" in declaration_problems(three)[0]
+
+
+DYNAMIC = """CREATE OR REPLACE FUNCTION po_export(p_org uuid, p_field text, p_from date)
+RETURNS TABLE (id uuid) LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN QUERY EXECUTE format(
+        'SELECT po.id
+           FROM purchase_orders po
+          WHERE po.org_id = $1
+            AND po.deleted_at IS NULL
+            AND po.status <> ''void''
+            AND po.%1$I >= $2
+          ORDER BY po.%1$I', p_field)
+    USING p_org, p_from;
+END;
+$$;
+SELECT * FROM po_export(:org, 'created_at', :from);
+"""
+
+
+def test_sql_built_by_execute_format_is_mutated_inside_its_literal() -> None:
+    import pglast
+
+    found = _kinds(mutants_of(DYNAMIC, "sql"), MutantKind.CONJUNCT)
+    by_guard = {m.guard: m for m in found}
+    assert set(by_guard) == {
+        "po.org_id = $1",
+        "po.deleted_at IS NULL",
+        "po.status <> 'void'",
+        "po.%1$I >= $2",
+    }
+    assert [by_guard[g].line for g in ("po.org_id = $1", "po.deleted_at IS NULL")] == [7, 8]
+    deleted = by_guard["po.deleted_at IS NULL"].code
+    assert "deleted_at" not in deleted
+    assert "po.%1$I >= $2" in deleted and "''void''" in deleted  # the literal, escaped again
+    assert "SELECT * FROM po_export(:org, 'created_at', :from);" in deleted
+    body = deleted.split("$$")[1]
+    pglast.parse_plpgsql(deleted.split("SELECT * FROM po_export")[0])
+    literal = body[body.index("'SELECT") : body.index(", p_field)")]
+    value = literal[1:-1].replace("''", "'").replace("%1$I", "created_at")
+    pglast.parse_sql(value)  # what EXECUTE would run still parses

@@ -2,7 +2,9 @@
 LIMIT cap, a plpgsql `IF ... THEN RAISE` block) removed or weakened, one at a time.
 
 SQL is parsed with pglast (PostgreSQL's own parser) and the changed statement deparsed;
-plpgsql bodies with pglast's plpgsql parser. Each mutant names its guard by its text as the
+plpgsql bodies with pglast's plpgsql parser, and the SQL a plpgsql body builds in a string
+literal (`EXECUTE format('SELECT ... WHERE po.%I > $1', ...)`) too: its format specifiers
+stand in as identifiers while it is parsed. Each mutant names its guard by its text as the
 deparser writes it (`normal_sql`): what an equivalence declaration names it by. Nothing here
 runs code.
 """
@@ -352,6 +354,118 @@ def _body_edits(queries: Iterator[str], body: str) -> Iterator[tuple[int, str, s
                 if edit.kind is MutantKind.LIMIT_CAP and edit.text.startswith("SELECT "):
                     where = max(edit.location - 7, 0)
                     yield at, query, edit.text[len("SELECT ") :], edit._replace(location=where)
+        for edit in dynamic_mutants(query):
+            yield at, query, edit.text, edit
+
+
+def _format_spec(value: str, i: int) -> int:
+    """The end of the `format()` specifier at `value[i]` (a `%`), or -1 when there is none:
+    `%[position$][-][width]type`, width digits or `*` (with its own `n$`), type s, I or L."""
+    j = i + 1
+
+    def digits(k: int) -> int:
+        while k < len(value) and value[k].isdigit():
+            k += 1
+        return k
+
+    k = digits(j)
+    if k > j and k < len(value) and value[k] == "$":
+        j = k + 1
+    if j < len(value) and value[j] == "-":
+        j += 1
+    if j < len(value) and value[j] == "*":
+        j += 1
+        k = digits(j)
+        if k > j and k < len(value) and value[k] == "$":
+            j = k + 1
+    else:
+        j = digits(j)
+    return j + 1 if j < len(value) and value[j] in "sIL" else -1
+
+
+def _format_markers(value: str) -> tuple[str, dict[str, str]] | None:
+    """A `format()` string with each specifier as an identifier (`fmt__1__`), and the
+    specifier of each; None when it holds `%%` or a `%` that is no specifier."""
+    out: list[str] = []
+    markers: dict[str, str] = {}
+    i = 0
+    while i < len(value):
+        if value[i] != "%":
+            out.append(value[i])
+            i += 1
+            continue
+        end = _format_spec(value, i)
+        if end < 0:
+            return None
+        marker = f"fmt__{len(markers) + 1}__"
+        if marker in value:
+            return None
+        markers[marker] = value[i:end]
+        out.append(marker)
+        i = end
+    return "".join(out), markers
+
+
+def _unmark(text: str, markers: dict[str, str]) -> str:
+    """The identifiers `_format_markers` put in, back to their specifiers (by the scanner's
+    tokens, so a marker's letters inside a longer name or a string stay as they are)."""
+    if not markers:
+        return text
+    pglast = _pglast()
+    try:
+        tokens = pglast.parser.scan(text)
+    except Exception:  # a shortened description: leave it as it is
+        return text
+    pieces: list[str] = []
+    last = 0
+    for token in tokens:
+        word = text[token.start : token.end + 1]
+        if token.name == "IDENT" and word in markers:
+            pieces += [text[last : token.start], markers[word]]
+            last = token.end + 1
+    return "".join(pieces) + text[last:]
+
+
+def _line_offset(text: str, line: int) -> int:
+    """Offset of the start of 0-based `line` in `text`."""
+    at = 0
+    for _ in range(line):
+        at = text.index("\n", at) + 1
+    return at
+
+
+def dynamic_mutants(expression: str) -> Iterator[SqlEdit]:
+    """Mutants of the SQL statements a plpgsql expression holds in plain string literals
+    (`format('SELECT ... WHERE po.%I >= $1', ...)`, `'SELECT ...'`): each written back as a
+    literal, its location that of the guard's line in the expression."""
+    pglast = _pglast()
+    try:
+        tokens = pglast.parser.scan(expression)
+    except Exception:
+        return
+    for token in tokens:
+        source = expression[token.start : token.end + 1]
+        if token.name != "SCONST" or len(source) < 2 or source[0] != "'" or source[-1] != "'":
+            continue  # (E'...', $$...$$ and U&'...' strings are left alone)
+        value = source[1:-1].replace("''", "'")
+        if value.lstrip()[:6].upper() not in ("SELECT", "UPDATE", "DELETE", "INSERT", "WITH"):
+            continue
+        marked = _format_markers(value)
+        if marked is None:
+            continue
+        text, markers = marked
+        for edit in sql_mutants(text):
+            new_value = _unmark(edit.text, markers)
+            literal = "'" + new_value.replace("'", "''") + "'"
+            line = text.count("\n", 0, edit.location)
+            guard = normal_sql(_unmark(edit.guard, markers))
+            yield SqlEdit(
+                token.start + _line_offset(source, line),
+                edit.kind,
+                guard,
+                describe(edit.kind, guard),
+                expression[: token.start] + literal + expression[token.end + 1 :],
+            )
 
 
 def sql_mutants(text: str) -> list[SqlEdit]:
