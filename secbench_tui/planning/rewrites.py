@@ -4,13 +4,20 @@ then asked beside the originals."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from secbench_tui.config import Settings
 from secbench_tui.core.models import Case, RewritesRecord
 from secbench_tui.core.verify.stopping import Stop
 from secbench_tui.errors import UsageError
+
+if TYPE_CHECKING:
+    from secbench_tui.core.rewrites.gate import Proving
+
+PROOFS_DIR = "proofs"  # below the cache folder ($XDG_CACHE_HOME/secbench-tui)
 
 
 @dataclass
@@ -28,6 +35,7 @@ class Rewrites:
     reasons: list[tuple[str, str]] = field(default_factory=list)  # (variant id, why)
     engine: str = ""
     seconds: float = 0.0
+    kept: int = 0  # decisions read back from earlier proofs
 
     def recorded(self) -> RewritesRecord:
         """What a run records of them (its settings' `rewrites`), for the figures."""
@@ -53,6 +61,7 @@ class Rewrites:
             f"rewrites: {self.made} variant(s) made ({', '.join(self.relations)}; seed "
             f"{self.seed}), {proven} proven equivalent"
             + (f" on {self.engine} in {self.seconds:.0f}s" if self.engine else "")
+            + (f" ({self.kept} decided by kept proofs)" if self.kept else "")
             + f", {dropped} dropped"
             + (f", {unproven} sent unproven" if unproven else "")
         )
@@ -64,17 +73,24 @@ class Rewrites:
 
 
 def prepare_rewrites(
-    settings: Settings, cases: list[Case], root: Path, stop: Stop | None = None
+    settings: Settings,
+    cases: list[Case],
+    root: Path,
+    stop: Stop | None = None,
+    progress: Callable[[Proving], None] | None = None,
 ) -> Rewrites:
-    """Make the variants of `--rewrites` and prove each before it may be sent; Stopped when
-    `stop` is set while they are proved."""
+    """Make the variants of `--rewrites` and prove each before it may be sent (reading back
+    the decisions kept from earlier proofs); Stopped when `stop` is set while they are
+    proved. `progress` hears how far the proving is, from the proving's thread."""
     from secbench_tui.core.rewrites.relations import make_variants
+    from secbench_tui.core.run.catalog import cache_dir
 
     seed = settings.seed or 0
     variants, skipped = make_variants(cases, settings.rewrites, seed)
     outcome = Rewrites(tuple(settings.rewrites), seed, len(variants), len(skipped))
     try:
         from secbench_tui.core.rewrites.gate import prove_variants, unproven_report
+        from secbench_tui.core.rewrites.proofs import ProofStore
         from secbench_tui.core.verify.server import ServerError
     except ImportError as exc:
         if not settings.unproven_rewrites:
@@ -87,7 +103,14 @@ def prepare_rewrites(
     else:
         try:
             report = prove_variants(
-                root, cases, variants, settings.pg_url, settings.unproven_rewrites, stop=stop
+                root,
+                cases,
+                variants,
+                settings.pg_url,
+                settings.unproven_rewrites,
+                progress=progress,
+                stop=stop,
+                proofs=ProofStore(cache_dir() / PROOFS_DIR),
             )
         except ServerError as exc:
             if not settings.unproven_rewrites:
@@ -96,7 +119,7 @@ def prepare_rewrites(
                     "--unproven-rewrites to send variants without proof"
                 ) from exc
             report = unproven_report(variants, str(exc), True)
-    outcome.engine, outcome.seconds = report.engine, report.seconds
+    outcome.engine, outcome.seconds, outcome.kept = report.engine, report.seconds, report.kept
     for variant in report.proven:
         outcome.proven.setdefault(variant.original.case_id, []).append(
             (variant.relation, variant.code)
