@@ -10,6 +10,7 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from secbench_tui.config import is_bundled_suite
 from secbench_tui.core.untrusted import inert_line
@@ -31,6 +32,9 @@ from secbench_tui.exit_codes import (
     EXIT_TERMINATED,
     EXIT_USAGE,
 )
+
+if TYPE_CHECKING:  # (the rewrites gate needs the verify extra: imported when it runs)
+    from secbench_tui.core.rewrites.strength import Strength
 
 _LABEL = {Proof.PROVEN: "proven", Proof.FAILED: "FAILED", Proof.NOT_VERIFIABLE: "not verifiable"}
 
@@ -155,6 +159,47 @@ def mutation_lines(report: VerifyReport) -> list[str]:
     return lines
 
 
+def strength_lines(measured: list[Strength], seconds: float) -> list[str]:
+    """The rewrites gate's strength per app (guard deletions it refused), then each scenario
+    where it is under the floor, so its relations' variants would go unproven."""
+    from secbench_tui.core.rewrites.strength import STRENGTH_FLOOR, Strength
+
+    lines = [f"rewrites gate: fed the guard deletions of the good cases, in {seconds:.1f} s"]
+    for app in sorted({s.app for s in measured}):
+        mine = [s for s in measured if s.app == app]
+        total = Strength(app, "", sum(s.rejected for s in mine), sum(s.fed for s in mine))
+        strong = sum(1 for s in mine if s.strong)
+        lines.append(
+            inert_line(
+                f"{app}: {total.text()}; at least {STRENGTH_FLOOR:.0%} on {strong} of "
+                f"{len(mine)} scenarios"
+            )
+        )
+        lines += [inert_line(f"  weak {s.scenario}: {s.text()}") for s in mine if not s.strong]
+    return lines
+
+
+def _gate_strength(
+    cases_dir: Path, apps: list[str] | None, only: list[str], pg_url: str | None, halt: Stop
+) -> tuple[list[Strength], float]:
+    """Feed the gate every guard deletion of the good cases (kept proofs read back)."""
+    from fnmatch import fnmatchcase
+
+    from secbench_tui.core.rewrites.gate import prove_variants
+    from secbench_tui.core.rewrites.proofs import ProofStore
+    from secbench_tui.core.rewrites.strength import deletion_variants, strengths
+    from secbench_tui.core.run.catalog import cache_dir
+    from secbench_tui.core.suites.markdown import load_markdown_suite
+    from secbench_tui.planning.rewrites import PROOFS_DIR
+
+    cases = load_markdown_suite(cases_dir, apps).cases
+    picked = [c for c in cases if not only or any(fnmatchcase(c.case_id, p) for p in only)]
+    fed = deletion_variants(cases_dir, picked)
+    store = ProofStore(cache_dir() / PROOFS_DIR)
+    report = prove_variants(cases_dir, cases, fed, pg_url, stop=halt, proofs=store)
+    return strengths(fed, report), report.seconds
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the program is so that every `finally` runs on the way out."""
 
@@ -220,6 +265,7 @@ def verify_main(
     limits = Limits(deadline=deadline)
     halt = Stop()
     seen: list[int] = []
+    measured: tuple[list[Strength], float] = ([], 0.0)
     try:
         with stops(halt) as seen:
             report = verify_suite(
@@ -232,6 +278,8 @@ def verify_main(
                 only=only or (),
                 stop=halt,
             )
+            if mutants:
+                measured = _gate_strength(cases_dir, apps, only or [], pg_url, halt)
     except (SuiteError, ServerError) as exc:
         say_error(redactor.scrub(inert_line(exc)))
         return EXIT_USAGE
@@ -246,5 +294,7 @@ def verify_main(
         say(line)
     if mutants:
         for line in mutation_lines(report):
+            say(line)
+        for line in strength_lines(*measured):
             say(line)
     return EXIT_OK if passed(report, allow_unverified) else EXIT_FAILED

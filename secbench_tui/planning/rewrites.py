@@ -15,7 +15,8 @@ from secbench_tui.core.verify.stopping import Stop
 from secbench_tui.errors import UsageError
 
 if TYPE_CHECKING:
-    from secbench_tui.core.rewrites.gate import Proving
+    from secbench_tui.core.rewrites.gate import GateReport, Proving
+    from secbench_tui.core.rewrites.relations import Variant
 
 PROOFS_DIR = "proofs"  # below the cache folder ($XDG_CACHE_HOME/secbench-tui)
 
@@ -36,6 +37,7 @@ class Rewrites:
     engine: str = ""
     seconds: float = 0.0
     kept: int = 0  # decisions read back from earlier proofs
+    weak: dict[str, str] = field(default_factory=dict)  # app/scenario -> the gate's strength
 
     def recorded(self) -> RewritesRecord:
         """What a run records of them (its settings' `rewrites`), for the figures."""
@@ -66,6 +68,12 @@ class Rewrites:
             + (f", {unproven} sent unproven" if unproven else "")
         )
         out = [head]
+        if self.weak:
+            out.append(
+                f"  sent unproven: variants of {len(self.weak)} scenario(s) where the gate "
+                "refuses under 95% of guard deletions: "
+                + ", ".join(f"{name} ({share})" for name, share in sorted(self.weak.items()))
+            )
         for relation, count in sorted(self.dropped.items()):
             why = next((r for v, r in self.reasons if f"#{relation}/" in v), "")
             out.append(f"  dropped {count} {relation}: e.g. {why}")
@@ -91,6 +99,7 @@ def prepare_rewrites(
     try:
         from secbench_tui.core.rewrites.gate import prove_variants, unproven_report
         from secbench_tui.core.rewrites.proofs import ProofStore
+        from secbench_tui.core.rewrites.strength import deletion_variants
         from secbench_tui.core.verify.server import ServerError
     except ImportError as exc:
         if not settings.unproven_rewrites:
@@ -102,10 +111,11 @@ def prepare_rewrites(
         report = unproven_report(variants, f"the verify extra is not installed ({exc})", True)
     else:
         try:
+            fed = _gauges(root, cases, variants, deletion_variants)
             report = prove_variants(
                 root,
                 cases,
-                variants,
+                [*variants, *fed],
                 settings.pg_url,
                 settings.unproven_rewrites,
                 progress=progress,
@@ -119,6 +129,8 @@ def prepare_rewrites(
                     "--unproven-rewrites to send variants without proof"
                 ) from exc
             report = unproven_report(variants, str(exc), True)
+        else:
+            _gauged(report, fed, outcome)
     outcome.engine, outcome.seconds, outcome.kept = report.engine, report.seconds, report.kept
     for variant in report.proven:
         outcome.proven.setdefault(variant.original.case_id, []).append(
@@ -133,6 +145,45 @@ def prepare_rewrites(
         outcome.dropped[relation] = outcome.dropped.get(relation, 0) + 1
         outcome.reasons.append((dropped.variant.case_id, dropped.reason))
     return outcome
+
+
+def _gauges(
+    root: Path,
+    cases: list[Case],
+    variants: list[Variant],
+    deletions: Callable[[Path, list[Case]], list[Variant]],
+) -> list[Variant]:
+    """The guard deletions that measure the gate on each scenario the variants come from."""
+    from secbench_tui.core.verify.data import scenario_of
+
+    wanted = {(v.original.app, scenario_of(v.original.case_id)) for v in variants}
+    return deletions(root, [c for c in cases if (c.app, scenario_of(c.case_id)) in wanted])
+
+
+def _gauged(report: GateReport, fed: list[Variant], outcome: Rewrites) -> None:
+    """Take the guard deletions out of `report`, and send unproven the variants of every
+    scenario where the gate refused under `STRENGTH_FLOOR` of them."""
+    from secbench_tui.core.rewrites.strength import strengths
+    from secbench_tui.core.verify.data import scenario_of
+
+    measured = strengths(fed, report)
+    strong = {(s.app, s.scenario) for s in measured if s.strong}
+    for s in measured:
+        if not s.strong:
+            outcome.weak[f"{s.app}/{s.scenario}"] = s.text()
+    ours = {id(v) for v in fed}
+    report.dropped = [d for d in report.dropped if id(d.variant) not in ours]
+    proven, report.proven = report.proven, []
+    for variant in proven:
+        if id(variant) in ours:
+            continue
+        where = (variant.original.app, scenario_of(variant.original.case_id) or "")
+        if where in strong:
+            report.proven.append(variant)
+        else:
+            if f"{where[0]}/{where[1]}" not in outcome.weak:
+                outcome.weak[f"{where[0]}/{where[1]}"] = "no guard deletion to measure it"
+            report.unproven.append(variant)
 
 
 def with_variants(cases: list[Case], rewrites: Rewrites) -> list[Case]:
