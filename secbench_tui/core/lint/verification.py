@@ -17,6 +17,7 @@ from secbench_tui.core.verify.data import (
     Equivalent,
     Scenario,
     load_app_data,
+    same_case,
 )
 
 
@@ -74,7 +75,7 @@ def _declaration_findings(
     found: list[Finding] = []
     checked: dict[str, list[Equivalent]] = {}
     for eq in equivalents:
-        case = by_name.get(eq.case_file)
+        case = next((c for n, c in by_name.items() if same_case(eq.case_file, n)), None)
         why = None
         if case is None:
             why = f"no case file {eq.case_file} in {app}: the declaration outlived its case"
@@ -85,7 +86,7 @@ def _declaration_findings(
         if why is not None:
             found.append(Finding("declaration", f"{eq.key}: {why}", path, app))
         else:
-            checked.setdefault(eq.case_file, []).append(eq)
+            checked.setdefault(case.path.name if case else eq.case_file, []).append(eq)
     for name, mine in checked.items():
         case = by_name[name]
         language = file_language(folder / case.path.name)  # as verify reads it

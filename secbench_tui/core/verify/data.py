@@ -80,8 +80,7 @@ class Scenario:
 
     def equivalents_of(self, case_file: str) -> tuple[Equivalent, ...]:
         """The declarations naming a mutant of the case file (`app/x-01-good.md` or its name)."""
-        name = Path(case_file).name
-        return tuple(e for e in self.equivalents if e.case_file == name)
+        return tuple(e for e in self.equivalents if same_case(e.case_file, case_file))
 
     def run_for(self, case_id: str) -> str | None:
         """`# Run NN` for the case `<scenario>-NN-...md` when there is one, else `# Run`
@@ -102,6 +101,15 @@ class AppData:
     fixtures: Path | None
     harness: Path | None
     scenarios: dict[str, Scenario]
+
+
+def same_case(declared: str, case_file: str) -> bool:
+    """Does a file name a declaration gives name this case file? By the one naming rule
+    (scenario, number as a number, label), so `x-02-good.md` names `x-002-good.md`; a name
+    outside the rule only by itself."""
+    name = Path(case_file).name
+    one, other = read_name(declared), read_name(name)
+    return declared == name or (one is not None and one == other)
 
 
 def scenario_of(case_file: str) -> str | None:
