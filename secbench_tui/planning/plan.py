@@ -32,7 +32,7 @@ from secbench_tui.planning.rewrites import Rewrites, prepare_rewrites, with_vari
 from secbench_tui.planning.suites import LoadedSuite, load_suite
 
 if TYPE_CHECKING:
-    from secbench_tui.core.rewrites.gate import Proving
+    from secbench_tui.core.rewrites.progress import Proving
 
 
 @dataclass(frozen=True)

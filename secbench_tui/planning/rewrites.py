@@ -15,7 +15,8 @@ from secbench_tui.core.verify.stopping import Stop
 from secbench_tui.errors import UsageError
 
 if TYPE_CHECKING:
-    from secbench_tui.core.rewrites.gate import GateReport, Proving
+    from secbench_tui.core.rewrites.gate import GateReport
+    from secbench_tui.core.rewrites.progress import Proving
     from secbench_tui.core.rewrites.relations import Variant
 
 PROOFS_DIR = "proofs"  # below the cache folder ($XDG_CACHE_HOME/secbench-tui)

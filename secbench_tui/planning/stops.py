@@ -22,7 +22,7 @@ from secbench_tui.exit_codes import EXIT_INTERRUPTED, EXIT_TERMINATED
 from secbench_tui.planning.plan import Plan, plan
 
 if TYPE_CHECKING:
-    from secbench_tui.core.rewrites.gate import Proving
+    from secbench_tui.core.rewrites.progress import Proving
 
 REMOVED = "the rewrites' databases, roles and embedded PostgreSQL are removed"
 

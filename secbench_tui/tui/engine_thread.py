@@ -49,7 +49,7 @@ from secbench_tui.tui.messages import (
 )
 
 if TYPE_CHECKING:
-    from secbench_tui.core.rewrites.gate import Proving
+    from secbench_tui.core.rewrites.progress import Proving
     from secbench_tui.core.run.catalog import Catalog
 
 

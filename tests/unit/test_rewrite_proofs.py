@@ -83,7 +83,8 @@ def test_a_second_proving_reads_every_decision_back(suite: Path, pg_url: str) ->
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         pytest.importorskip("pgserver", reason="needs the verify extra (pgserver)")
-    from secbench_tui.core.rewrites.gate import Proving, prove_variants
+    from secbench_tui.core.rewrites.gate import prove_variants
+    from secbench_tui.core.rewrites.progress import Proving
 
     cases = _suite(suite)
     variants, _ = make_variants(cases, RELATIONS, 0)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from secbench_tui.core.models import Case
 from secbench_tui.core.rewrites import equivalence as eq
+from secbench_tui.core.rewrites.progress import Proving, Tally
 from secbench_tui.core.rewrites.proofs import KeptProof, ProofStore, app_digest, proof_key
 from secbench_tui.core.rewrites.relations import Variant
 from secbench_tui.core.verify.data import AppData, Scenario, load_app_data, scenario_of
@@ -57,50 +58,6 @@ class GateReport:
     decided: list[tuple[Variant, str | None]] = field(default_factory=list)  # proved here
 
 
-@dataclass(frozen=True)
-class Proving:
-    """How far the proving is: variants decided of those to prove, and since when."""
-
-    done: int
-    total: int
-    seconds: float
-
-    @property
-    def rate(self) -> float | None:
-        """Variants decided per second (None before the first)."""
-        return self.done / self.seconds if self.done and self.seconds > 0 else None
-
-    @property
-    def eta(self) -> float | None:
-        """Seconds left at the rate so far."""
-        rate = self.rate
-        return (self.total - self.done) / rate if rate else None
-
-    def line(self) -> str:
-        """`proving rewrites: 120/1232 variants, 1.9/s, about 9m45s left`."""
-        text = f"proving rewrites: {self.done}/{self.total} variants"
-        if self.rate is not None and self.eta is not None:
-            left = round(self.eta)
-            text += f", {self.rate:.1f}/s, about {left // 60}m{left % 60:02d}s left"
-        return text
-
-
-class _Tally:
-    """Counts decisions and tells `progress` (at most once a second, and at the end)."""
-
-    def __init__(self, total: int, progress: Callable[[Proving], None] | None) -> None:
-        self.total, self.progress = total, progress
-        self.done = 0
-        self.started = self.last = time.monotonic()
-
-    def tick(self) -> None:
-        self.done += 1
-        now = time.monotonic()
-        if self.progress is not None and (now - self.last >= 1.0 or self.done == self.total):
-            self.last = now
-            self.progress(Proving(self.done, self.total, now - self.started))
-
-
 def _as_run(case: Case, code: str) -> Case:
     """The original's identity (its scenario and `# Run NN` block) around other code."""
     return replace(case, code=code)
@@ -113,7 +70,7 @@ def _prove_scenario(
     originals: Sequence[Case],
     variants: Sequence[Variant],
     report: GateReport,
-    tally: _Tally,
+    tally: Tally,
 ) -> None:
     labelled: dict[str, tuple[Execution, ...]] = {}
     compared: dict[str, tuple[eq.Baseline, ...]] = {}
@@ -159,7 +116,7 @@ def _prove_app(
     variants: Sequence[Variant],
     report: GateReport,
     keep_unproven: bool,
-    tally: _Tally,
+    tally: Tally,
 ) -> None:
     by_scenario: dict[str, list[Variant]] = {}
     for variant in variants:
@@ -238,7 +195,7 @@ def prove_variants(
             _unverifiable(variant, NO_DATA, report, keep_unproven)
         report.seconds = time.monotonic() - started
         return report
-    tally = _Tally(sum(1 for v in variants if _scenario_name(apps[v.original.app], v)), progress)
+    tally = Tally(sum(1 for v in variants if _scenario_name(apps[v.original.app], v)), progress)
     try:
         with postgres(pg_url, stop) as (uri, engine), sandbox_roles(uri) as roles:
             report.engine = engine
