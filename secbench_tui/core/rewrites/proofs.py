@@ -30,7 +30,8 @@ from secbench_tui.core.rewrites.relations import Variant
 from secbench_tui.core.suites.markdown import is_parameter_file
 from secbench_tui.core.verify.data import FIXTURES, VERIFY_DIR, scenario_of
 
-# Raise when the gate decides differently for the same inputs: every kept proof goes stale.
+# Raise when the gate decides differently for the same inputs (gate.py, or the comparison in
+# equivalence.py that the fix task shares): every kept proof goes stale.
 GATE_VERSION = 1
 
 Decision = Literal["proven", "refused"]
