@@ -10,6 +10,7 @@ import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from secbench_tui.config import is_bundled_suite
 from secbench_tui.core.untrusted import inert_line
@@ -31,6 +32,9 @@ from secbench_tui.exit_codes import (
     EXIT_TERMINATED,
     EXIT_USAGE,
 )
+
+if TYPE_CHECKING:  # (the rewrites gate needs the verify extra: imported when it runs)
+    from secbench_tui.core.rewrites.strength import Strength
 
 _LABEL = {Proof.PROVEN: "proven", Proof.FAILED: "FAILED", Proof.NOT_VERIFIABLE: "not verifiable"}
 
@@ -93,30 +97,51 @@ def passed(report: VerifyReport, allow_unverified: bool = False) -> bool:
     return report.ok and (allow_unverified or report.count(Proof.NOT_VERIFIABLE) == 0)
 
 
+def percent(part: int, whole: int) -> str:
+    """`50%`, `99.8%`; `n/a` of nothing."""
+    if not whole:
+        return "n/a"
+    share = 100 * part / whole
+    return f"{share:.0f}%" if share == round(share) else f"{share:.1f}%"
+
+
 def _share(results: list[MutantResult]) -> str:
+    """The mutation score, and beside it how many survivors were declared away and what the
+    score would be without those declarations."""
     caught = sum(1 for m in results if m.outcome is MutantOutcome.CAUGHT)
     real = caught + sum(1 for m in results if m.outcome is MutantOutcome.SURVIVED)
-    pct = f"{100 * caught / real:.0f}%" if real else "n/a"
-    extra = [
-        f"{n} {o.value}"
-        for o in (MutantOutcome.EQUIVALENT, MutantOutcome.BROKEN)
-        if (n := sum(1 for m in results if m.outcome is o))
-    ]
-    more = f" ({', '.join(extra)})" if extra else ""
-    return f"{caught} of {real} real-flaw mutants caught, {pct}{more}"
+    declared = sum(1 for m in results if m.outcome is MutantOutcome.EQUIVALENT)
+    broken = sum(1 for m in results if m.outcome is MutantOutcome.BROKEN)
+    extra = []
+    if declared:
+        extra.append(
+            f"{declared} declared equivalent; without declarations {caught} of "
+            f"{real + declared}, {percent(caught, real + declared)}"
+        )
+    if broken:
+        extra.append(f"{broken} broken")
+    more = f" ({'; '.join(extra)})" if extra else ""
+    return f"{caught} of {real} real-flaw mutants caught, {percent(caught, real)}{more}"
 
 
 def mutant_line(result: MutantResult) -> str:
-    """One surviving (or broken) mutant: where to add data, on one line."""
+    """One surviving (or broken) mutant: where to add data, on one line, with the guard's
+    whole text when the description shortens it (what a declaration would name)."""
     where = f"{result.case_id}:{result.file_line}" if result.file_line else result.case_id
     detail = f": {result.detail}" if result.detail else ""
+    whole = (
+        f" (guard `{result.guard}`)"
+        if result.guard and result.guard not in result.description
+        else ""
+    )
     return inert_line(
-        f"{result.outcome.value:<9} {where} {result.kind}: {result.description}{detail}"
+        f"{result.outcome.value:<9} {where} {result.kind}: {result.description}{whole}{detail}"
     )
 
 
 def mutation_lines(report: VerifyReport) -> list[str]:
-    """The mutation score per app and per scenario, then every survivor with case and line."""
+    """The mutation score per app and per scenario, then every survivor with case and line,
+    and the declarations that were ignored (naming no mutant or several)."""
     results = report.mutants
     lines = [f"mutants: {len(results)} made in {report.mutants_seconds:.1f} s"]
     for app in sorted({m.app for m in results}):
@@ -129,7 +154,50 @@ def mutation_lines(report: VerifyReport) -> list[str]:
     for m in results:
         if m.outcome in (MutantOutcome.SURVIVED, MutantOutcome.BROKEN):
             lines.append(mutant_line(m))
+    for problem in report.ignored_declarations:
+        lines.append(inert_line(f"ignored declaration {problem}"))
     return lines
+
+
+def strength_lines(measured: list[Strength], seconds: float) -> list[str]:
+    """The rewrites gate's strength per app (guard deletions it refused), then each scenario
+    where it is under the floor, so its relations' variants would go unproven."""
+    from secbench_tui.core.rewrites.strength import STRENGTH_FLOOR, Strength
+
+    lines = [f"rewrites gate: fed the guard deletions of the good cases, in {seconds:.1f} s"]
+    for app in sorted({s.app for s in measured}):
+        mine = [s for s in measured if s.app == app]
+        total = Strength(app, "", sum(s.rejected for s in mine), sum(s.fed for s in mine))
+        strong = sum(1 for s in mine if s.strong)
+        lines.append(
+            inert_line(
+                f"{app}: {total.text()}; at least {STRENGTH_FLOOR:.0%} on {strong} of "
+                f"{len(mine)} scenarios"
+            )
+        )
+        lines += [inert_line(f"  weak {s.scenario}: {s.text()}") for s in mine if not s.strong]
+    return lines
+
+
+def _gate_strength(
+    cases_dir: Path, apps: list[str] | None, only: list[str], pg_url: str | None, halt: Stop
+) -> tuple[list[Strength], float]:
+    """Feed the gate every guard deletion of the good cases (kept proofs read back)."""
+    from fnmatch import fnmatchcase
+
+    from secbench_tui.core.rewrites.gate import prove_variants
+    from secbench_tui.core.rewrites.proofs import ProofStore
+    from secbench_tui.core.rewrites.strength import deletion_variants, strengths
+    from secbench_tui.core.run.catalog import cache_dir
+    from secbench_tui.core.suites.markdown import load_markdown_suite
+    from secbench_tui.planning.rewrites import PROOFS_DIR
+
+    cases = load_markdown_suite(cases_dir, apps).cases
+    picked = [c for c in cases if not only or any(fnmatchcase(c.case_id, p) for p in only)]
+    fed = deletion_variants(cases_dir, picked)
+    store = ProofStore(cache_dir() / PROOFS_DIR)
+    report = prove_variants(cases_dir, cases, fed, pg_url, stop=halt, proofs=store)
+    return strengths(fed, report), report.seconds
 
 
 class Terminated(KeyboardInterrupt):
@@ -197,6 +265,7 @@ def verify_main(
     limits = Limits(deadline=deadline)
     halt = Stop()
     seen: list[int] = []
+    measured: tuple[list[Strength], float] = ([], 0.0)
     try:
         with stops(halt) as seen:
             report = verify_suite(
@@ -209,6 +278,8 @@ def verify_main(
                 only=only or (),
                 stop=halt,
             )
+            if mutants:
+                measured = _gate_strength(cases_dir, apps, only or [], pg_url, halt)
     except (SuiteError, ServerError) as exc:
         say_error(redactor.scrub(inert_line(exc)))
         return EXIT_USAGE
@@ -223,5 +294,7 @@ def verify_main(
         say(line)
     if mutants:
         for line in mutation_lines(report):
+            say(line)
+        for line in strength_lines(*measured):
             say(line)
     return EXIT_OK if passed(report, allow_unverified) else EXIT_FAILED

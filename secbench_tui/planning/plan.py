@@ -9,8 +9,10 @@ or opens the store.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from secbench_tui.config import RunSettings, Settings
 from secbench_tui.core.lint.report import LeakCheck
@@ -28,6 +30,9 @@ from secbench_tui.planning.cells import matrix_cells, remote_models
 from secbench_tui.planning.leaks import check_leaks, leak_lines
 from secbench_tui.planning.rewrites import Rewrites, prepare_rewrites, with_variants
 from secbench_tui.planning.suites import LoadedSuite, load_suite
+
+if TYPE_CHECKING:
+    from secbench_tui.core.rewrites.progress import Proving
 
 
 @dataclass(frozen=True)
@@ -79,15 +84,21 @@ class Plan:
         return await estimate(specs, self.settings.sent_max_tokens, self.catalog, store)
 
 
-def plan(settings: Settings, catalog: Catalog, stop: Stop | None = None) -> Plan:
+def plan(
+    settings: Settings,
+    catalog: Catalog,
+    stop: Stop | None = None,
+    progress: Callable[[Proving], None] | None = None,
+) -> Plan:
     """The plan of `settings`: each cell's settings and cases, the variants of `--rewrites`,
     and the requests too large for their model. Raises `UsageError` for a flag, a file or a
     suite that cannot work. Reads suite files (and proves rewrites on PostgreSQL): front ends
-    on an event loop call it in a thread; `stop` ends the proving at once (Stopped)."""
+    on an event loop call it in a thread; `stop` ends the proving at once (Stopped);
+    `progress` hears how far the proving is."""
     cells = matrix_cells(settings, catalog)
     suites = load_suites(cells)
     leak = check_leaks(suites.values(), settings.apps)
-    rewrites = rewrite_suites(settings, list(suites.values()), stop)
+    rewrites = rewrite_suites(settings, list(suites.values()), stop, progress)
     planned = tuple(
         PlannedCell(one, build_spec(one, suites[_suite_key(one)], rewrites)) for one in cells
     )
@@ -128,7 +139,10 @@ def _suite_key(one: RunSettings) -> tuple[str | None, str | None]:
 
 
 def rewrite_suites(
-    settings: Settings, suites: list[LoadedSuite], stop: Stop | None = None
+    settings: Settings,
+    suites: list[LoadedSuite],
+    stop: Stop | None = None,
+    progress: Callable[[Proving], None] | None = None,
 ) -> Rewrites | None:
     """`--rewrites`: the variants of the first suite's cases, proven, added to every suite."""
     if not settings.rewrites:
@@ -139,7 +153,7 @@ def rewrite_suites(
             "--rewrites applies to markdown suites (SQL and Python cases); "
             f"{first.root} is a VulDetectBench folder"
         )
-    rewrites = prepare_rewrites(settings, first.cases, first.root, stop)
+    rewrites = prepare_rewrites(settings, first.cases, first.root, stop, progress)
     for suite in suites:
         suite.cases = with_variants(suite.cases, rewrites)
     return rewrites

@@ -13,12 +13,16 @@ import asyncio
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from secbench_tui.config import Settings
 from secbench_tui.core.run.catalog import Catalog
 from secbench_tui.core.verify.stopping import Stop, Stopped
 from secbench_tui.exit_codes import EXIT_INTERRUPTED, EXIT_TERMINATED
 from secbench_tui.planning.plan import Plan, plan
+
+if TYPE_CHECKING:
+    from secbench_tui.core.rewrites.progress import Proving
 
 REMOVED = "the rewrites' databases, roles and embedded PostgreSQL are removed"
 
@@ -32,6 +36,11 @@ class PlanStopped(Exception):
         removed = f"; {REMOVED}" if rewrites else ""
         super().__init__(f"stopped ({what}) before any request was sent{removed}")
         self.exit_code = EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
+
+
+def _say_proving(proving: Proving) -> None:
+    """How far the proving of `--rewrites` is, on stderr (at most once a second)."""
+    print(proving.line(), file=sys.stderr, flush=True)
 
 
 async def plan_or_stop(settings: Settings, catalog: Catalog) -> Plan:
@@ -62,7 +71,7 @@ async def plan_or_stop(settings: Settings, catalog: Catalog) -> Plan:
         except (NotImplementedError, RuntimeError):
             pass
     try:
-        made = await asyncio.to_thread(plan, settings, catalog, stop)
+        made = await asyncio.to_thread(plan, settings, catalog, stop, _say_proving)
     except Stopped:
         raise PlanStopped(any(seen), bool(settings.rewrites)) from None
     finally:

@@ -39,6 +39,7 @@ from secbench_tui.tui.host import Host
 from secbench_tui.tui.messages import (
     BatchWaiting,
     CaseBegan,
+    ProvingRewrites,
     RetryWaiting,
     RowsArrived,
     RunBegan,
@@ -48,6 +49,7 @@ from secbench_tui.tui.messages import (
 )
 
 if TYPE_CHECKING:
+    from secbench_tui.core.rewrites.progress import Proving
     from secbench_tui.core.run.catalog import Catalog
 
 
@@ -198,5 +200,9 @@ class EngineThread:
                 directory=self.host.cache_dir,
                 offline=self.host.offline_catalog,
             )
-        plan = await asyncio.to_thread(make_plan, self.settings, catalog)
+
+        def proving(progress: Proving) -> None:  # from the proving's thread: post is safe
+            self.node.post_message(ProvingRewrites(progress.line()))
+
+        plan = await asyncio.to_thread(make_plan, self.settings, catalog, None, proving)
         return MatrixRun(plan, on_notice=notice)

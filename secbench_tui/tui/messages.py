@@ -99,6 +99,18 @@ class RunEnded(Message):
         self.slot = slot
 
 
+class ProvingRewrites(Message):
+    """How far the proving of `--rewrites` is, before the runs start (one line; a newer one
+    replaces an older one still queued)."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__()
+        self.line = line
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, ProvingRewrites)
+
+
 class RunFailed(Message):
     """The run could not start (bad settings, unusable database): say why, in words."""
 

@@ -1,6 +1,8 @@
 """`secbench-tui --verify --mutants` on PostgreSQL (the tests' pgserver, by `--pg-url`): a
 small suite whose data misses one guard; the surviving mutant is listed with its case and
-line, a declared equivalent is not counted, and `--lint` lists the declaration.
+line, a declared equivalent is not counted (and said beside the score), the rewrites gate is
+fed the guard deletions and its strength printed, and `--lint` lists the declaration, and
+fails one that is stale, ambiguous or outlived its case.
 
 Needs the verify extra (pgserver, pglast); skipped without it.
 """
@@ -47,7 +49,7 @@ SELECT r.row, 'Rule 2' FROM result r JOIN orders o ON o.id = (r.row->>'id')::int
 ```
 
 # Equivalent mutants
-- list-orders-01-good.md:4 boundary: totals are not a security rule
+- list-orders-01-good.md boundary `total > 0`: totals are not a security rule
 """
 
 GOOD = """# Description
@@ -107,8 +109,66 @@ def test_mutants_report_the_share_caught_and_list_the_survivor_with_its_line(
     assert any("`NOT archived`" in s for s in survivors), out
     assert any("shop/list-orders-01-good.md:9 conjunct" in s for s in survivors), out
     assert not any("boundary" in s for s in survivors), out  # declared equivalent
-    assert "shop: 2 of 4 real-flaw mutants caught, 50% (1 equivalent)" in out
-    assert "  list-orders: 2 of 4 real-flaw mutants caught, 50% (1 equivalent)" in out
+    beside = "(1 declared equivalent; without declarations 2 of 5, 40%)"
+    assert f"shop: 2 of 4 real-flaw mutants caught, 50% {beside}" in out
+    assert f"  list-orders: 2 of 4 real-flaw mutants caught, 50% {beside}" in out
+    # the gate, fed the 4 conjunct deletions: it refuses those whose rows differ on the
+    # fixtures (org_id, deleted_at), and takes `total > 0` and `NOT archived` for equivalent
+    assert "shop: 2 of 4 guard deletions refused, 50%; at least 95% on 0 of 1 scenarios" in out
+    assert "  weak list-orders: 2 of 4 guard deletions refused, 50%" in out
 
     linted = _run(suite, "--lint")
-    assert "list-orders-01-good.md:4 boundary: totals are not a security rule" in linted.stdout
+    assert "list-orders-01-good.md boundary `total > 0`: totals are not a security rule" in (
+        linted.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    ("declaration", "why"),
+    [
+        ("list-orders-01-good.md conjunct `total > 1`", "names no mutant"),
+        ("list-orders-01-good.md boundary `org_id = :org`", "names no mutant"),  # no such kind
+        ("list-orders-01-good.md conjunct `...`", "names 4 mutants"),
+        ("list-orders-09-good.md conjunct `total > 0`", "outlived its case"),
+    ],
+)
+def test_lint_fails_a_declaration_that_is_stale_ambiguous_or_outlived_its_case(
+    tmp_path: Path, declaration: str, why: str
+) -> None:
+    suite = _suite(tmp_path)
+    scenario = suite / "shop" / "verify" / "list-orders.md"
+    text = scenario.read_text(encoding="utf-8")
+    scenario.write_text(text + f"- {declaration}: said to be harmless\n", encoding="utf-8")
+
+    linted = _run(suite, "--lint")
+
+    assert linted.returncode != 0, linted.stdout
+    assert why in linted.stdout, linted.stdout
+
+
+@pytest.mark.long
+def test_rewrites_of_a_scenario_where_the_gate_is_weak_go_unproven(
+    tmp_path: Path, pg_url: str
+) -> None:
+    suite = _suite(tmp_path)
+
+    done = _run(
+        suite,
+        "--no-ui",
+        "--model",
+        "baseline/always-bad",
+        "--rewrites",
+        "conjunct-reorder",
+        "--dry-run",
+        "--db",
+        str(tmp_path / "results.db"),
+        "--pg-url",
+        pg_url,
+    )
+
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    # the gate takes 2 of the scenario's 4 guard deletions for equivalent: it proves nothing
+    # there, so the reordered case is sent unproven, and said so
+    assert "0 proven equivalent" in said and "1 sent unproven" in said, said
+    assert "list-orders (2 of 4 guard deletions refused, 50%)" in said, said

@@ -9,7 +9,15 @@ import pytest
 
 pytest.importorskip("pglast", reason="needs the verify extra (pglast)")
 
-from secbench_tui.core.verify.mutants import Mutant, MutantKind, mutants_of  # noqa: E402
+from secbench_tui.core.verify.data import Equivalent  # noqa: E402
+from secbench_tui.core.verify.mutants import (  # noqa: E402
+    Mutant,
+    MutantKind,
+    declaration_problems,
+    declarations,
+    mutants_of,
+    normal_guard,
+)
 
 
 def _kinds(mutants: list[Mutant], kind: MutantKind) -> list[Mutant]:
@@ -133,3 +141,112 @@ def test_sql_inside_text_is_mutated_and_written_back_as_a_string() -> None:
 def test_code_that_does_not_parse_yields_no_mutant() -> None:
     assert mutants_of("SELEC nothing FROM", "sql") == []
     assert mutants_of("def broken(:\n", "python") == []
+
+
+def test_each_mutant_names_its_guard_by_normalised_text() -> None:
+    found = mutants_of(SELECT, "sql")
+    guards = {(m.kind, m.guard) for m in found}
+    assert (MutantKind.CONJUNCT, "o.org_id = :org") in guards
+    assert (MutantKind.CONJUNCT, "m.expires_at IS NULL OR m.expires_at > now()") in guards
+    assert (MutantKind.BOUNDARY, "m.expires_at > now()") in guards
+    assert (MutantKind.LIMIT_CAP, "LEAST(:limit, 100)") in guards
+    assert all(m.syntax == "sql" for m in found)
+    python = mutants_of(HANDLER, "python")
+    assert (MutantKind.FILTER_ARG, "Order.org_id == current.org_id") in {
+        (m.kind, m.guard) for m in python
+    }
+    assert (MutantKind.LIMIT_CAP, "le=100") in {(m.kind, m.guard) for m in python}
+    assert (MutantKind.ROLE_DEPENDENCY, "require_roles('admin', 'clerk')") in {
+        (m.kind, m.guard) for m in python
+    }
+    assert normal_guard("o.org_id=:org", "sql") == "o.org_id = :org"
+    assert normal_guard('require_roles( "admin","clerk" )', "python") == (
+        "require_roles('admin', 'clerk')"
+    )
+
+
+def _declared(line: str) -> Equivalent:
+    case_file, kind, rest = line.split(" ", 2)
+    guard, _, places = rest.partition("|")
+    return Equivalent(case_file, kind, guard, "no real flaw", int(places or 1))
+
+
+def test_a_declaration_names_exactly_one_mutant_by_its_text_not_its_line() -> None:
+    found = mutants_of(SELECT, "sql")
+    text = [
+        _declared("x.md conjunct O.ORG_ID   =  :org"),  # written another way: the same guard
+        _declared("x.md boundary m.expires_at > now()"),
+        _declared("x.md conjunct m.expires_at IS NULL OR..."),  # its beginning
+        _declared("x.md conjunct o.archived"),  # no such guard
+        _declared("x.md limit-cap o.org_id = :org"),  # the text of a guard of another kind
+    ]
+    got = declarations(text, found)
+    assert {m.guard for m in found if m.code in got.named} == {
+        "o.org_id = :org",
+        "m.expires_at > now()",
+        "m.expires_at IS NULL OR m.expires_at > now()",
+    }
+    assert [e.guard for e in got.unmatched] == ["o.archived", "o.org_id = :org"]
+    problems = declaration_problems(got)
+    assert any("o.archived" in p and "names no mutant" in p for p in problems)
+
+
+TWICE = """UPDATE lines SET qty = :qty
+ WHERE id = :id AND org_id = :org
+   AND po_id IN (SELECT id FROM pos WHERE org_id = :org AND status = 'draft')
+"""
+
+
+def test_a_guard_standing_twice_is_ambiguous_unless_the_declaration_counts_its_places() -> None:
+    found = mutants_of(TWICE, "sql")
+    once = declarations([_declared("x.md conjunct org_id = :org")], found)
+    assert not once.named
+    ((declared, named),) = once.ambiguous
+    assert sorted(m.line for m in named) == [2, 3]
+    assert "names 2 mutants (lines 2, 3)" in declaration_problems(once)[0]
+    assert "(2 places)" in declaration_problems(once)[0]
+    both = declarations([_declared("x.md conjunct org_id = :org|2")], found)
+    assert len(both.named) == 2 and not both.ambiguous
+    three = declarations([_declared("x.md conjunct org_id = :org|3")], found)
+    assert "not the 3 it says" in declaration_problems(three)[0]
+
+
+DYNAMIC = """CREATE OR REPLACE FUNCTION po_export(p_org uuid, p_field text, p_from date)
+RETURNS TABLE (id uuid) LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN QUERY EXECUTE format(
+        'SELECT po.id
+           FROM purchase_orders po
+          WHERE po.org_id = $1
+            AND po.deleted_at IS NULL
+            AND po.status <> ''void''
+            AND po.%1$I >= $2
+          ORDER BY po.%1$I', p_field)
+    USING p_org, p_from;
+END;
+$$;
+SELECT * FROM po_export(:org, 'created_at', :from);
+"""
+
+
+def test_sql_built_by_execute_format_is_mutated_inside_its_literal() -> None:
+    import pglast
+
+    found = _kinds(mutants_of(DYNAMIC, "sql"), MutantKind.CONJUNCT)
+    by_guard = {m.guard: m for m in found}
+    assert set(by_guard) == {
+        "po.org_id = $1",
+        "po.deleted_at IS NULL",
+        "po.status <> 'void'",
+        "po.%1$I >= $2",
+    }
+    assert [by_guard[g].line for g in ("po.org_id = $1", "po.deleted_at IS NULL")] == [7, 8]
+    deleted = by_guard["po.deleted_at IS NULL"].code
+    assert "deleted_at" not in deleted
+    assert "po.%1$I >= $2" in deleted and "''void''" in deleted  # the literal, escaped again
+    assert "SELECT * FROM po_export(:org, 'created_at', :from);" in deleted
+    body = deleted.split("$$")[1]
+    pglast.parse_plpgsql(deleted.split("SELECT * FROM po_export")[0])
+    literal = body[body.index("'SELECT") : body.index(", p_field)")]
+    value = literal[1:-1].replace("''", "'").replace("%1$I", "created_at")
+    pglast.parse_sql(value)  # what EXECUTE would run still parses

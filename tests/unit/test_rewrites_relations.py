@@ -86,6 +86,20 @@ def test_equivalent_predicates_rewrites_in_between_and_joins() -> None:
     assert _placeholders(new) == {"current_org_id", "since", "until"}
 
 
+def test_between_symmetric_is_left_as_it_is() -> None:
+    """`x BETWEEN SYMMETRIC :lo AND :hi` holds whichever bound is the lower; two comparisons
+    would not (they are false when :lo > :hi): the relation leaves it alone."""
+    code = "SELECT id FROM t WHERE x BETWEEN SYMMETRIC :lo AND :hi AND y BETWEEN 1 AND 2;"
+    new = sql.equivalent_predicates(code, random.Random(0))
+    tree = sqlglot.parse_one(new, dialect=sql._Dialect)
+    (kept,) = tree.find_all(exp.Between)
+    assert kept.args.get("symmetric") and kept.this.name == "x"
+    with pytest.raises(sql.NotApplicable):
+        sql.equivalent_predicates(
+            "SELECT id FROM t WHERE x BETWEEN SYMMETRIC 1 AND 2;", random.Random(0)
+        )
+
+
 def test_set_clauses_are_not_predicates() -> None:
     update = "UPDATE t SET status = 'x' WHERE id = :id AND kind = 'a';"
     new = sql.equivalent_predicates(update, random.Random(0))

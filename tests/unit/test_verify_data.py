@@ -166,28 +166,43 @@ def test_original_rule_compares_with_the_first_good_case(tmp_path: Path) -> None
     assert "returns what shop/s-01-good.md returns" in proofs[3].detail
 
 
-def test_equivalent_mutants_are_read_with_their_reasons_and_a_bad_line_is_named(
+def test_equivalent_mutants_are_read_by_guard_text_and_an_old_line_key_is_named(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "get-order.md"
     path.write_text(
         '# Parameters\n{"id": 1}\n\n# Equivalent mutants\nWhy these break no rule.\n\n'
-        "- get-order-01-good.md:4 conjunct: a filter the request chooses\n"
-        "- get-order-02-good.md:7 boundary: rule 3: either answer complies at the instant\n",
+        "- get-order-01-good.md conjunct `o.status = :status`: a filter the request chooses\n"
+        "- get-order-02-good.md boundary `m.expires_at > now()`: rule 3: either answer "
+        "complies at the instant\n"
+        "- get-order-02-good.md conjunct `org_id = :org` (2 places): redundant: the user's "
+        "org: ratio 1:1\n",
         encoding="utf-8",
     )
     scenario = parse_scenario(path)
     assert [e.key for e in scenario.equivalents] == [
-        "get-order-01-good.md:4 conjunct",
-        "get-order-02-good.md:7 boundary",
+        "get-order-01-good.md conjunct `o.status = :status`",
+        "get-order-02-good.md boundary `m.expires_at > now()`",
+        "get-order-02-good.md conjunct `org_id = :org` (2 places)",
     ]
-    found = scenario.equivalent("shop/get-order-02-good.md", 7, "boundary")
-    assert found is not None and found.reason == "rule 3: either answer complies at the instant"
-    assert scenario.equivalent("shop/get-order-02-good.md", 8, "boundary") is None
+    mine = scenario.equivalents_of("shop/get-order-02-good.md")
+    assert [e.reason for e in mine] == [
+        "rule 3: either answer complies at the instant",
+        "redundant: the user's org: ratio 1:1",
+    ]
+    assert [e.places for e in mine] == [1, 2]
 
     path.write_text(
         '# Parameters\n{"id": 1}\n\n# Equivalent mutants\n'
-        "- get-order-01-good.md conjunct: no line\n",
+        "- get-order-01-good.md:4 conjunct: a line, which moves\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(DataError, match=r"line 1 must read .*a line number such as") as raised:
+        parse_scenario(path)
+    assert raised.value.declaration  # --lint fails it (a verify warning would not)
+    path.write_text(
+        '# Parameters\n{"id": 1}\n\n# Equivalent mutants\n'
+        "- get-order-01-good.md conjunct `o.x = 1`\n",  # no reason
         encoding="utf-8",
     )
     with pytest.raises(DataError, match=r"get-order\.md: '# Equivalent mutants' line 1 must read"):

@@ -23,7 +23,8 @@ class Finding:
 
     check: str  # parse | duplicate | balance | name | comment | classifier | description | verify
     # | equivalent (a mutant the suite declares no real flaw) | rule (# Rule of a case)
-    # | pair (a case that belongs to no good/bad pair)
+    # | pair (a case that belongs to no good/bad pair) | declaration (an equivalence declaration
+    # that names no mutant or several)
     message: str
     path: Path | None = None
     app: str | None = None

@@ -12,6 +12,9 @@ proven about it, and a parameter set on which it does not reproduce itself even 
 nothing (`Baseline.unusable`). The verify machinery resets the sequences before every
 execution, so an id drawn by one execution does not differ from the next only because a
 sequence moved on.
+
+The gate keeps its decisions (`proofs`): a change here that decides differently must raise
+`proofs.GATE_VERSION`, or proofs kept before it are read back as if it had not happened.
 """
 
 from __future__ import annotations

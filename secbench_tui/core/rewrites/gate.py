@@ -10,6 +10,9 @@ written). The original runs twice: a parameter set on which it does not reproduc
 proves nothing, and its variants are dropped (the comparison is `equivalence`'s, which the fix
 task shares). Then the variant is judged with its original's label, beside the scenario's
 other cases, exactly as `--verify` judges a case: it must be proven too.
+
+A decision is kept (`proofs.ProofStore`) under the hash of everything it depended on, and read
+back instead of proving again; no server is started when every variant has a kept decision.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from pathlib import Path
 
 from secbench_tui.core.models import Case
 from secbench_tui.core.rewrites import equivalence as eq
+from secbench_tui.core.rewrites.progress import Proving, Tally
+from secbench_tui.core.rewrites.proofs import KeptProof, ProofStore, app_digest, proof_key
 from secbench_tui.core.rewrites.relations import Variant
 from secbench_tui.core.verify.data import AppData, Scenario, load_app_data, scenario_of
 from secbench_tui.core.verify.deadline import Limits, Watchdog
@@ -49,6 +54,8 @@ class GateReport:
     dropped: list[Dropped] = field(default_factory=list)
     unproven: list[Variant] = field(default_factory=list)
     seconds: float = 0.0
+    kept: int = 0  # decisions read back from earlier proofs, not proved again
+    decided: list[tuple[Variant, str | None]] = field(default_factory=list)  # proved here
 
 
 def _as_run(case: Case, code: str) -> Case:
@@ -63,6 +70,7 @@ def _prove_scenario(
     originals: Sequence[Case],
     variants: Sequence[Variant],
     report: GateReport,
+    tally: Tally,
 ) -> None:
     labelled: dict[str, tuple[Execution, ...]] = {}
     compared: dict[str, tuple[eq.Baseline, ...]] = {}
@@ -97,6 +105,8 @@ def _prove_scenario(
             report.proven.append(variant)
         else:
             report.dropped.append(Dropped(variant, why))
+        report.decided.append((variant, why))
+        tally.tick()
 
 
 def _prove_app(
@@ -106,6 +116,7 @@ def _prove_app(
     variants: Sequence[Variant],
     report: GateReport,
     keep_unproven: bool,
+    tally: Tally,
 ) -> None:
     by_scenario: dict[str, list[Variant]] = {}
     for variant in variants:
@@ -126,7 +137,7 @@ def _prove_app(
             for name, group in by_scenario.items():
                 scenario, state = eq.scenario_pair(data.scenarios[name], Path(tmp), tables, python)
                 originals = [c for c in cases if scenario_of(c.case_id) == name]
-                _prove_scenario(execute, scenario, state, originals, group, report)
+                _prove_scenario(execute, scenario, state, originals, group, report, tally)
     except Unverifiable as exc:
         decided = {id(v) for v in report.proven} | {id(d.variant) for d in report.dropped}
         for group in by_scenario.values():
@@ -159,10 +170,12 @@ def prove_variants(
     variants: Sequence[Variant],
     pg_url: str | None = None,
     keep_unproven: bool = False,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[Proving], None] | None = None,
     stop: Stop | None = None,
+    proofs: ProofStore | None = None,
 ) -> GateReport:
-    """Prove every variant against its original on the suite at `root`.
+    """Prove every variant against its original on the suite at `root`, reading back the
+    decisions `proofs` keeps and keeping the new ones.
 
     Raises ServerError (from the verify machinery) when no PostgreSQL is at hand; the caller
     decides whether unproven variants may go (`--unproven-rewrites`). Raises Stopped once
@@ -174,22 +187,73 @@ def prove_variants(
     apps = {
         app: load_app_data(app, root / app)[0] for app in sorted({v.original.app for v in variants})
     }
+    keys: dict[int, str] = {}
+    if proofs is not None:
+        variants = _read_back(root, apps, cases, variants, proofs, keys, report)
     if not any(_scenario_name(apps[v.original.app], v) for v in variants):
         for variant in variants:  # nothing to prove anything with: no server is started
             _unverifiable(variant, NO_DATA, report, keep_unproven)
         report.seconds = time.monotonic() - started
         return report
-    with postgres(pg_url, stop) as (uri, engine), sandbox_roles(uri) as roles:
-        report.engine = engine
-        server = (uri, roles, Watchdog(uri, Limits(), stop))
-        for app, data in apps.items():
-            if progress is not None:
-                progress(app)
-            mine = [v for v in variants if v.original.app == app]
-            app_cases = [c for c in cases if c.app == app]
-            _prove_app(server, data, app_cases, mine, report, keep_unproven)
+    tally = Tally(sum(1 for v in variants if _scenario_name(apps[v.original.app], v)), progress)
+    try:
+        with postgres(pg_url, stop) as (uri, engine), sandbox_roles(uri) as roles:
+            report.engine = engine
+            server = (uri, roles, Watchdog(uri, Limits(), stop))
+            for app, data in apps.items():
+                mine = [v for v in variants if v.original.app == app]
+                app_cases = [c for c in cases if c.app == app]
+                _prove_app(server, data, app_cases, mine, report, keep_unproven, tally)
+    finally:  # what was decided before a stop is kept too
+        if proofs is not None:
+            _keep(report, keys, proofs)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _read_back(
+    root: Path,
+    apps: dict[str, AppData],
+    cases: Sequence[Case],
+    variants: Sequence[Variant],
+    proofs: ProofStore,
+    keys: dict[int, str],
+    report: GateReport,
+) -> list[Variant]:
+    """The variants with no kept decision (their keys in `keys`); the others decided in
+    `report` as they were."""
+    digests = {app: app_digest(root / app) for app in apps}
+    fresh = []
+    for variant in variants:
+        if _scenario_name(apps[variant.original.app], variant) is None:
+            fresh.append(variant)
+            continue
+        key = proof_key(variant, cases, digests[variant.original.app])
+        kept = proofs.get(key)
+        if kept is None:
+            keys[id(variant)] = key
+            fresh.append(variant)
+            continue
+        report.kept += 1
+        report.engine = report.engine or kept.engine
+        if kept.decision == "proven":
+            report.proven.append(variant)
+        else:
+            report.dropped.append(Dropped(variant, kept.reason))
+    return fresh
+
+
+# A refusal for want of time says nothing of the variant on another, less loaded day.
+_TIMED_OUT = "s deadline"
+
+
+def _keep(report: GateReport, keys: dict[int, str], proofs: ProofStore) -> None:
+    engine = report.engine
+    for variant, why in report.decided:
+        key = keys.get(id(variant))
+        if key is not None and (why is None or _TIMED_OUT not in why):
+            proven = why is None
+            proofs.put(key, KeptProof("proven" if proven else "refused", why or "", engine))
 
 
 def unproven_report(variants: Sequence[Variant], why: str, keep: bool) -> GateReport:

@@ -216,6 +216,8 @@ def _equivalent_in(node: exp.Expr) -> exp.Expr | None:
         if not isinstance(node.this, exp.Literal):
             return exp.In(this=node.this.copy(), expressions=[node.expression.copy()])
     if isinstance(node, exp.Between) and not isinstance(node.parent, exp.Not):
+        if node.args.get("symmetric"):  # either bound may be the lower: no two comparisons say it
+            return None
         low, high = node.args["low"], node.args["high"]
         return exp.Paren(
             this=exp.And(

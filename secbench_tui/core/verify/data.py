@@ -9,7 +9,9 @@ Per app folder (see docs/verify.md, "Verification data"):
   security-bench writes it: `# Parameters` with one JSON object per line, and optional
   `# Setup`, `# Run`, `# Verify` and `# Property` blocks (SQL in a fenced block), and
   `# Equivalent mutants`: mutants (`--verify --mutants`) that are no real flaw, one a line,
-  `- <case file>:<line> <kind>: <reason>`.
+  "- <case file> <kind> `<guard>`: <reason>", the guard named by its text (not its line, which
+  moves), as `--verify --mutants` prints it; a text ending in `...` names the guard it begins,
+  and `(N places)` after it says the same guard stands N times in the case.
 
 A case `<scenario>-NN-good.md` belongs to the scenario `<scenario>` (`core.case_names`: any
 number of digits).
@@ -32,25 +34,35 @@ HARNESS = "app.py"
 
 
 class DataError(Exception):
-    """A verification file that cannot be used; the message names the file and the fix."""
+    """A verification file that cannot be used; the message names the file and the fix.
+    `declaration`: the problem is a line of its `# Equivalent mutants` (which `--lint` fails)."""
 
-    def __init__(self, path: Path, problem: str) -> None:
+    def __init__(self, path: Path, problem: str, declaration: bool = False) -> None:
         super().__init__(f"{path}: {problem}")
         self.path = path
+        self.declaration = declaration
 
 
 @dataclass(frozen=True)
 class Equivalent:
-    """A mutant the suite author declares no real flaw, with the reason (`--lint` lists it)."""
+    """A mutant the suite author declares no real flaw, with the reason (`--lint` lists it
+    and fails it unless it names exactly one mutant of a case that exists)."""
 
     case_file: str  # e.g. list-bin-stock-01-good.md
-    line: int  # line in the case's code block, as `--verify --mutants` reports it
     kind: str  # a MutantKind value, e.g. conjunct
+    guard: str  # the guard's text as written (`core.verify.mutants.declarations` normalises it)
     reason: str
+    places: int = 1  # `(N places)`: the same guard, N times in the case, none a real flaw
 
     @property
     def key(self) -> str:
-        return f"{self.case_file}:{self.line} {self.kind}"
+        places = f" ({self.places} places)" if self.places > 1 else ""
+        return f"{self.case_file} {self.kind} `{self.guard}`{places}"
+
+    @property
+    def prefix(self) -> bool:
+        """Does it name the guard by its beginning (a text ending in `...`)?"""
+        return self.guard.endswith("...")
 
 
 @dataclass(frozen=True)
@@ -66,15 +78,9 @@ class Scenario:
     refusals: tuple[str, ...] = ()  # `# Refusals`: more SQLSTATEs that mean "refused"
     equivalents: tuple[Equivalent, ...] = ()  # `# Equivalent mutants`
 
-    def equivalent(self, case_file: str, line: int, kind: str) -> Equivalent | None:
-        return next(
-            (
-                e
-                for e in self.equivalents
-                if (e.case_file, e.line, e.kind) == (Path(case_file).name, line, kind)
-            ),
-            None,
-        )
+    def equivalents_of(self, case_file: str) -> tuple[Equivalent, ...]:
+        """The declarations naming a mutant of the case file (`app/x-01-good.md` or its name)."""
+        return tuple(e for e in self.equivalents if same_case(e.case_file, case_file))
 
     def run_for(self, case_id: str) -> str | None:
         """`# Run NN` for the case `<scenario>-NN-...md` when there is one, else `# Run`
@@ -97,6 +103,15 @@ class AppData:
     scenarios: dict[str, Scenario]
 
 
+def same_case(declared: str, case_file: str) -> bool:
+    """Does a file name a declaration gives name this case file? By the one naming rule
+    (scenario, number as a number, label), so `x-02-good.md` names `x-002-good.md`; a name
+    outside the rule only by itself."""
+    name = Path(case_file).name
+    one, other = read_name(declared), read_name(name)
+    return declared == name or (one is not None and one == other)
+
+
 def scenario_of(case_file: str) -> str | None:
     """The scenario of a case file (its name without the folder), by the shared rule."""
     name = read_name(Path(case_file).name)
@@ -112,23 +127,56 @@ def _block(sections: dict[str, str], name: str, path: Path) -> str | None:
     return code.strip()
 
 
+EQUIVALENT_FORM = "'- <case file> <kind> `<guard>`: <reason>'"
+
+
+def _places(text: str) -> int | None:
+    """`(3 places)` -> 3; None when it is not that."""
+    words = text.removeprefix("(").removesuffix(")").split()
+    if len(words) == 2 and words[0].isdigit() and words[1] == "places" and text[-1:] == ")":
+        return int(words[0]) if int(words[0]) > 1 else None
+    return None
+
+
+def _equivalent(line: str) -> Equivalent | None:
+    """One `- <case file> <kind> `<guard>` [(N places)]: <reason>` line, or None when it is
+    not one (a guard holds no backtick: neither SQL nor a Python expression has one)."""
+    case_file, _, rest = line[2:].strip().partition(" ")
+    kind, _, rest = rest.strip().partition(" ")
+    rest = rest.strip()
+    end = rest.find("`", 1)
+    if not (case_file and kind and rest.startswith("`") and end > 1):
+        return None
+    guard = rest[1:end].strip()
+    middle, sep, reason = rest[end + 1 :].partition(": ")
+    places = _places(middle.strip()) if middle.strip() else 1
+    if not (guard and sep and reason.strip() and places):
+        return None
+    return Equivalent(case_file, kind, guard, reason.strip(), places)
+
+
 def _equivalents(body: str, path: Path) -> tuple[Equivalent, ...]:
-    """`- <case file>:<line> <kind>: <reason>` lines (other lines are prose)."""
+    """`- <case file> <kind> `<guard>`: <reason>` lines (other lines are prose)."""
     found: list[Equivalent] = []
     for number, raw in enumerate(body.split("\n"), 1):
         line = raw.strip()
         if not line.startswith(("- ", "* ")):
             continue
-        head, sep, reason = line[2:].partition(": ")
-        where, _, kind = head.strip().partition(" ")
-        case_file, _, at = where.rpartition(":")
-        if not (sep and case_file and at.isdigit() and kind.strip() and reason.strip()):
+        declared = _equivalent(line)
+        if declared is None:
+            head = line[2:].split(" ", 1)[0]
+            moved = (
+                f" (a line number such as '{head}' moves with every edit: name the guard by "
+                "its text, as --verify --mutants prints it)"
+                if head.rpartition(":")[2].isdigit()
+                else ""
+            )
             raise DataError(
                 path,
-                f"'# Equivalent mutants' line {number} must read "
-                "'- <case file>:<line> <kind>: <reason>'",
+                f"'# Equivalent mutants' line {number} must read {EQUIVALENT_FORM}{moved}",
+                declaration=True,
             )
-        found.append(Equivalent(case_file, int(at), kind.strip(), reason.strip()))
+        found.append(declared)
     return tuple(found)
 
 

@@ -55,6 +55,8 @@ class Mutant:
     line: int  # 1-based line in the case's code block
     description: str  # what was removed or changed, one line
     code: str  # the whole mutated code block
+    guard: str = ""  # the guard's text, normalised: what an equivalence declaration names
+    syntax: str = "sql"  # the guard's language (SQL in a Python handler's `text()` is sql)
 
 
 class MutantOutcome(StrEnum):
@@ -75,10 +77,12 @@ class MutantResult:
     description: str
     outcome: MutantOutcome
     detail: str = ""  # how it was caught, why it is equivalent, or its error
+    guard: str = ""  # the guard's text, normalised
 
     @property
     def key(self) -> str:
-        return f"{self.case_id.rsplit('/', 1)[-1]}:{self.line} {self.kind}"
+        """How a scenario's `# Equivalent mutants` names it."""
+        return f"{self.case_id.rsplit('/', 1)[-1]} {self.kind} `{self.guard}`"
 
 
 @dataclass
@@ -88,6 +92,7 @@ class VerifyReport:
     seconds: float = 0.0
     mutants: list[MutantResult] = field(default_factory=list)
     mutants_seconds: float = 0.0
+    ignored_declarations: list[str] = field(default_factory=list)  # naming no mutant or several
 
     def count(self, proof: Proof) -> int:
         return sum(1 for c in self.cases if c.proof is proof)

@@ -2,7 +2,8 @@
 argument, a role dependency, a boundary or a cap removed or weakened, one at a time; SQL in
 `text("...")` calls gets the SQL mutants.
 
-Python is parsed with `ast` and edited by the node spans it reports. Nothing here runs code.
+Python is parsed with `ast` and edited by the node spans it reports. Each mutant names its
+guard by its text as `ast.unparse` writes it (`normal_python`). Nothing here runs code.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from secbench_tui.core.verify.models import Mutant, MutantKind
 from secbench_tui.core.verify.sql_mutants import sql_mutants
 
 FILTER_METHODS = {"where", "filter", "filter_by", "having"}
+PY = "python"  # the syntax of a guard written in Python
 
 
 class _Source:
@@ -49,6 +51,24 @@ def _short(text: str) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def normal_python(text: str) -> str:
+    """A guard's Python text as `ast.unparse` writes it back (an expression, or a keyword
+    argument `le=100`); other text with its whitespace collapsed."""
+    collapsed = " ".join(text.split())
+    try:
+        tree = ast.parse(f"_({collapsed})", mode="eval")
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return collapsed
+    call = tree.body
+    if not isinstance(call, ast.Call) or len(call.args) + len(call.keywords) != 1:
+        return collapsed
+    if call.args:
+        return ast.unparse(call.args[0])
+    keyword = call.keywords[0]
+    value = ast.unparse(keyword.value)
+    return f"{keyword.arg}={value}" if keyword.arg else f"**{value}"
+
+
 def _raises_http(stmts: list[ast.stmt]) -> bool:
     for stmt in stmts:
         if isinstance(stmt, ast.Raise) and stmt.exc is not None:
@@ -76,10 +96,10 @@ def _http_guards(src: _Source, tree: ast.AST) -> Iterator[Mutant]:
                 end = src.starts[end_line] if end_line < len(src.starts) else len(src.data)
                 indent = " " * stmt.col_offset
                 keep = f"{indent}pass\n" if len(block) == 1 else ""
-                what = f"deleted `if {_short(ast.unparse(stmt.test))}: raise HTTPException`"
-                yield Mutant(
-                    MutantKind.HTTP_GUARD, stmt.lineno, what, src.replace(start, end, keep)
-                )
+                guard = ast.unparse(stmt.test)
+                what = f"deleted `if {_short(guard)}: raise HTTPException`"
+                mutated = src.replace(start, end, keep)
+                yield Mutant(MutantKind.HTTP_GUARD, stmt.lineno, what, mutated, guard, PY)
 
 
 def _filter_args(src: _Source, tree: ast.AST) -> Iterator[Mutant]:
@@ -91,13 +111,14 @@ def _filter_args(src: _Source, tree: ast.AST) -> Iterator[Mutant]:
         is_and = isinstance(func, ast.Name) and func.id == "and_"
         if method not in FILTER_METHODS and not is_and:
             continue
-        args: list[ast.expr] = [*node.args, *(k.value for k in node.keywords if k.arg)]
         items: list[ast.AST] = [*node.args, *(k for k in node.keywords if k.arg)]
         if len(items) == 1 and isinstance(func, ast.Attribute):
             a, b = src.span(node)
             keep = src.segment(func.value)
-            what = f"deleted `.{method}({_short(src.segment(args[0]))})`"
-            yield Mutant(MutantKind.FILTER_ARG, items[0].lineno, what, src.replace(a, b, keep))  # type: ignore[attr-defined]
+            guard = normal_python(src.segment(items[0]))
+            what = f"deleted `.{method}({_short(guard)})`"
+            line: int = items[0].lineno  # type: ignore[attr-defined]
+            yield Mutant(MutantKind.FILTER_ARG, line, what, src.replace(a, b, keep), guard, PY)
             continue
         for i, item in enumerate(items):
             a, b = src.span(item)
@@ -105,8 +126,9 @@ def _filter_args(src: _Source, tree: ast.AST) -> Iterator[Mutant]:
                 b = src.span(items[i + 1])[0]
             else:
                 a = src.span(items[i - 1])[1]
-            what = f"deleted `{_short(src.segment(item))}` from `{method or 'and_'}(...)`"
-            yield Mutant(MutantKind.FILTER_ARG, item.lineno, what, src.replace(a, b, ""))  # type: ignore[attr-defined]
+            guard = normal_python(src.segment(item))
+            what = f"deleted `{_short(guard)}` from `{method or 'and_'}(...)`"
+            yield Mutant(MutantKind.FILTER_ARG, item.lineno, what, src.replace(a, b, ""), guard, PY)  # type: ignore[attr-defined]
 
 
 def _role_dependencies(src: _Source, tree: ast.AST) -> Iterator[Mutant]:
@@ -119,9 +141,10 @@ def _role_dependencies(src: _Source, tree: ast.AST) -> Iterator[Mutant]:
         if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name):
             if inner.func.id.startswith("require_"):
                 a, b = src.span(inner)
-                what = f"`{_short(src.segment(inner))}` -> any signed-in user"
+                guard = ast.unparse(inner)
+                what = f"`{_short(guard)}` -> any signed-in user"
                 mutated = src.replace(a, b, "get_current_user")
-                yield Mutant(MutantKind.ROLE_DEPENDENCY, inner.lineno, what, mutated)
+                yield Mutant(MutantKind.ROLE_DEPENDENCY, inner.lineno, what, mutated, guard, PY)
 
 
 def _boundaries(src: _Source, tree: ast.AST) -> Iterator[Mutant]:
@@ -140,8 +163,10 @@ def _boundaries(src: _Source, tree: ast.AST) -> Iterator[Mutant]:
         if at < 0:
             continue
         pos = left_end + len(text[:at].encode())
-        what = f"widened `{_short(src.segment(node))}` to {wider[op]}"
-        yield Mutant(MutantKind.BOUNDARY, node.lineno, what, src.replace(pos, pos + 1, wider[op]))
+        guard = ast.unparse(node)
+        what = f"widened `{_short(guard)}` to {wider[op]}"
+        mutated = src.replace(pos, pos + 1, wider[op])
+        yield Mutant(MutantKind.BOUNDARY, node.lineno, what, mutated, guard, PY)
 
 
 def _limit_caps(src: _Source, tree: ast.AST) -> Iterator[Mutant]:
@@ -152,10 +177,10 @@ def _limit_caps(src: _Source, tree: ast.AST) -> Iterator[Mutant]:
             free = [a for a in node.args if not isinstance(a, ast.Constant)]
             if len(free) == 1:
                 a, b = src.span(node)
-                what = f"dropped the cap of `{_short(src.segment(node))}`"
-                yield Mutant(
-                    MutantKind.LIMIT_CAP, node.lineno, what, src.replace(a, b, src.segment(free[0]))
-                )
+                guard = ast.unparse(node)
+                what = f"dropped the cap of `{_short(guard)}`"
+                mutated = src.replace(a, b, src.segment(free[0]))
+                yield Mutant(MutantKind.LIMIT_CAP, node.lineno, what, mutated, guard, PY)
         for kw in node.keywords:
             if kw.arg in ("le", "lt") and isinstance(kw.value, ast.Constant):
                 a, b = src.span(kw)
@@ -165,8 +190,10 @@ def _limit_caps(src: _Source, tree: ast.AST) -> Iterator[Mutant]:
                     a = src.span(items[pos - 1])[1]
                 elif pos + 1 < len(items):
                     b = src.span(items[pos + 1])[0]
-                what = f"dropped `{_short(src.segment(kw))}`"
-                yield Mutant(MutantKind.LIMIT_CAP, kw.value.lineno, what, src.replace(a, b, ""))
+                guard = normal_python(src.segment(kw))
+                what = f"dropped `{_short(guard)}`"
+                mutated = src.replace(a, b, "")
+                yield Mutant(MutantKind.LIMIT_CAP, kw.value.lineno, what, mutated, guard, PY)
 
 
 def _sql_strings(src: _Source, tree: ast.AST) -> Iterator[Mutant]:
@@ -180,9 +207,10 @@ def _sql_strings(src: _Source, tree: ast.AST) -> Iterator[Mutant]:
         if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
             continue
         a, b = src.span(arg)
-        for where, kind, what, new_sql in sql_mutants(arg.value):
-            line = arg.lineno + arg.value.count("\n", 0, where)
-            yield Mutant(kind, line, what, src.replace(a, b, repr(new_sql)))
+        for edit in sql_mutants(arg.value):
+            line = arg.lineno + arg.value.count("\n", 0, edit.location)
+            mutated = src.replace(a, b, repr(edit.text))
+            yield Mutant(edit.kind, line, edit.description, mutated, edit.guard, "sql")
 
 
 def python_mutants(code: str) -> list[Mutant]:

@@ -256,5 +256,6 @@ def verify_suite(
     if mutation is not None:
         report.mutants = mutation.results
         report.mutants_seconds = mutation.seconds
+        report.ignored_declarations = mutation.ignored
         report.seconds -= mutation.seconds
     return report

@@ -2,16 +2,30 @@
 LIMIT cap, a plpgsql `IF ... THEN RAISE` block) removed or weakened, one at a time.
 
 SQL is parsed with pglast (PostgreSQL's own parser) and the changed statement deparsed;
-plpgsql bodies with pglast's plpgsql parser. Nothing here runs code.
+plpgsql bodies with pglast's plpgsql parser, and the SQL a plpgsql body builds in a string
+literal (`EXECUTE format('SELECT ... WHERE po.%I > $1', ...)`) too: its format specifiers
+stand in as identifiers while it is parsed. Each mutant names its guard by its text as the
+deparser writes it (`normal_sql`): what an equivalence declaration names it by. Nothing here
+runs code.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from secbench_tui.core.verify.models import MutantKind
+
+
+class SqlEdit(NamedTuple):
+    """One mutant of SQL text."""
+
+    location: int  # character offset of the guard in the text
+    kind: MutantKind
+    guard: str  # the guard's text, normalised (`normal_sql`)
+    description: str  # what was removed or changed, one line
+    text: str  # the whole mutated text
 
 
 def _pglast() -> Any:
@@ -25,7 +39,10 @@ def _placeholders(text: str) -> tuple[str, dict[int, str]]:
     pglast = _pglast()
     numbers: dict[str, int] = {}
     out = list(text)
-    tokens = pglast.parser.scan(text)
+    try:
+        tokens = pglast.parser.scan(text)
+    except Exception:  # not SQL the scanner can read: the parser will say so
+        return text, {}
     for prev, colon, word in zip([None, *tokens], tokens, tokens[1:], strict=False):
         name = text[word.start : word.end + 1]
         if colon.name != "ASCII_58" or word.start != colon.end + 1 or not name.isidentifier():
@@ -100,38 +117,41 @@ def _set(parent: Any, attr: str, index: int | None, value: Any) -> None:
         setattr(parent, attr, tuple(items))
 
 
-def _path(root: Any, target: Any) -> list[tuple[str, int | None]] | None:
-    """Attribute path from `root` to the node `target` (by identity)."""
-    for _parent, attr, index, child in _children(root):
-        if child is target:
-            return [(attr, index)]
-        sub = _path(child, target)
-        if sub is not None:
-            return [(attr, index), *sub]
-    return None
-
-
-def _follow(root: Any, path: list[tuple[str, int | None]]) -> Any:
-    node = root
-    for attr, index in path[:-1]:
-        value = getattr(node, attr)
-        node = value if index is None else value[index]
-    return node
-
-
 def line_of(text: str, location: int) -> int:
     """The 1-based line of a character offset."""
     return text.count("\n", 0, max(location, 0)) + 1
 
 
-def _snippet(text: str, node: Any) -> str:
+def _snippet(node: Any) -> str:
+    """The node as the deparser writes it, whole (a fragment it cannot print: its kind)."""
     from pglast.stream import RawStream
 
     try:
-        shown = str(RawStream()(node))
+        return str(RawStream()(node))
     except Exception:  # a fragment the deparser cannot print alone (rare): name its kind
-        shown = type(node).__name__
-    return shown if len(shown) <= 80 else shown[:77] + "..."
+        return type(node).__name__
+
+
+def short(text: str) -> str:
+    """A guard's text shortened for a description on one line."""
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def normal_sql(text: str) -> str:
+    """A guard's SQL text as PostgreSQL's parser reads it and its deparser writes it back, on
+    one line (`o.org_id=:org` and `o.org_id = :org` are one guard); text the parser cannot
+    read as one expression (a format specifier in dynamic SQL), with its whitespace collapsed."""
+    collapsed = " ".join(text.split())
+    pglast = _pglast()
+    marked, names = _placeholders(collapsed)
+    try:
+        stmts = pglast.parse_sql(f"SELECT 1 WHERE {marked}")
+    except Exception:  # not an expression pglast can read
+        return collapsed
+    if len(stmts) != 1 or stmts[0].stmt.whereClause is None:
+        return collapsed
+    shown = _snippet(stmts[0].stmt.whereClause)
+    return " ".join(_restore(shown, names).split())
 
 
 def _sql_edits(stmt: Any) -> Iterator[tuple[Any, MutantKind, str, Any, Any]]:
@@ -177,26 +197,33 @@ def _deparse(stmt: Any) -> str:
 def _statement_mutants(
     text: str, start: int, end: int, stmt: Any
 ) -> Iterator[tuple[int, MutantKind, str, str]]:
-    """(location, kind, description, new statement text) for each guard of one statement."""
+    """(location, kind, guard, new statement text) for each guard of one statement (the guard
+    as the deparser writes it, placeholders still `$k`)."""
     for node, kind, shown, (parent, attr, index), repl in list(_sql_edits(stmt)):
-        path = _path(stmt, parent) if parent is not stmt else []
-        if path is None:
-            continue
-        clone = copy.deepcopy(stmt)
-        target_parent = _follow(clone, [*path, ("", None)]) if path else clone
-        _set(target_parent, attr, index, copy.deepcopy(repl) if repl is not None else None)
+        before = getattr(parent, attr)  # edited in place and put back: no copy of the tree
+        _set(parent, attr, index, repl)
         try:
-            new = _deparse(clone)
+            new = _deparse(stmt)
         except Exception:  # the deparser refuses the edited tree: no mutant
             continue
+        finally:
+            setattr(parent, attr, before)
         locs = _locations(node)
         where = min(locs) if locs else start
-        verb = {
-            MutantKind.CONJUNCT: "deleted",
-            MutantKind.BOUNDARY: "widened",
-            MutantKind.LIMIT_CAP: "dropped the cap of",
-        }.get(kind, "changed")
-        yield where, kind, f"{verb} `{_snippet(text, shown)}`", new
+        yield where, kind, _snippet(shown), new
+
+
+_VERBS = {
+    MutantKind.CONJUNCT: "deleted",
+    MutantKind.BOUNDARY: "widened",
+    MutantKind.LIMIT_CAP: "dropped the cap of",
+}
+
+
+def describe(kind: MutantKind, guard: str) -> str:
+    if kind is MutantKind.RAISE_BLOCK:
+        return f"deleted `IF {short(guard)} THEN RAISE ...`"
+    return f"{_VERBS.get(kind, 'changed')} `{short(guard)}`"
 
 
 def _raise_blocks(body: str, tree: Any) -> Iterator[tuple[int, int, int, str]]:
@@ -267,9 +294,7 @@ def _plpgsql_exprs(tree: Any) -> Iterator[str]:
             yield from _plpgsql_exprs(value)
 
 
-def _function_mutants(
-    text: str, start: int, end: int, stmt: Any
-) -> Iterator[tuple[int, MutantKind, str, str]]:
+def _function_mutants(text: str, start: int, end: int, stmt: Any) -> Iterator[SqlEdit]:
     """Mutants inside a function body: whole-text replacements of the statement."""
     pglast = _pglast()
     opts = {o.defname: o.arg for o in (stmt.options or ())}
@@ -287,8 +312,8 @@ def _function_mutants(
         return source[:offset] + new_body + source[offset + len(body) :]
 
     if language == "sql":
-        for where, kind, what, new_body in sql_mutants(body):
-            yield start + offset + where, kind, what, replace(new_body)
+        for edit in sql_mutants(body):
+            yield edit._replace(location=start + offset + edit.location, text=replace(edit.text))
         return
     if language != "plpgsql":
         return
@@ -297,52 +322,172 @@ def _function_mutants(
     except Exception:
         return
     for _lineno, b_start, b_end, cond in _raise_blocks(body, tree):
-        yield (
+        guard = normal_sql(cond)
+        yield SqlEdit(
             start + offset + b_start,
             MutantKind.RAISE_BLOCK,
-            f"deleted `IF {cond} THEN RAISE ...`",
+            guard,
+            describe(MutantKind.RAISE_BLOCK, guard),
             replace(body[:b_start] + body[b_end:]),
         )
+    for at, query, new_query, edit in _body_edits(_plpgsql_exprs(tree), body):
+        new_body = body[:at] + new_query + body[at + len(query) :]
+        yield edit._replace(location=start + offset + at + edit.location, text=replace(new_body))
+
+
+def _body_edits(queries: Iterator[str], body: str) -> Iterator[tuple[int, str, str, SqlEdit]]:
+    """(where the expression is in the body, it, it mutated, the edit) for each guard of the
+    plpgsql body's SQL expressions: statements, `LEAST` caps and SQL built in string literals
+    (the edit's location is within the expression)."""
     seen: set[str] = set()
-    for query in _plpgsql_exprs(tree):
+    for query in queries:
         at = body.find(query)
         if at < 0 or query in seen:
             continue
         seen.add(query)
-        candidates = (
-            [query]
-            if query.lstrip()[:6].upper() in ("SELECT", "UPDATE", "DELETE", "INSERT", "WITH")
-            else []
-        )
-        for sql in candidates:
-            for where, kind, what, new_query in sql_mutants(sql):
-                new_body = body[:at] + new_query + body[at + len(query) :]
-                yield start + offset + at + where, kind, what, replace(new_body)
-        if not candidates and "LEAST" in query.upper():
-            for where, kind, what, new_expr in sql_mutants(f"SELECT {query}"):
-                if kind is MutantKind.LIMIT_CAP and new_expr.startswith("SELECT "):
-                    new_body = body[:at] + new_expr[len("SELECT ") :] + body[at + len(query) :]
-                    yield start + offset + at + max(where - 7, 0), kind, what, replace(new_body)
+        statement = query.lstrip()[:6].upper() in ("SELECT", "UPDATE", "DELETE", "INSERT", "WITH")
+        if statement:
+            for edit in sql_mutants(query):
+                yield at, query, edit.text, edit
+        elif "LEAST" in query.upper():
+            for edit in sql_mutants(f"SELECT {query}"):
+                if edit.kind is MutantKind.LIMIT_CAP and edit.text.startswith("SELECT "):
+                    where = max(edit.location - 7, 0)
+                    yield at, query, edit.text[len("SELECT ") :], edit._replace(location=where)
+        for edit in dynamic_mutants(query):
+            yield at, query, edit.text, edit
 
 
-def sql_mutants(text: str) -> list[tuple[int, MutantKind, str, str]]:
-    """(location in `text`, kind, description, mutated text) for each guard in SQL `text`."""
+def _format_spec(value: str, i: int) -> int:
+    """The end of the `format()` specifier at `value[i]` (a `%`), or -1 when there is none:
+    `%[position$][-][width]type`, width digits or `*` (with its own `n$`), type s, I or L."""
+    j = i + 1
+
+    def digits(k: int) -> int:
+        while k < len(value) and value[k].isdigit():
+            k += 1
+        return k
+
+    k = digits(j)
+    if k > j and k < len(value) and value[k] == "$":
+        j = k + 1
+    if j < len(value) and value[j] == "-":
+        j += 1
+    if j < len(value) and value[j] == "*":
+        j += 1
+        k = digits(j)
+        if k > j and k < len(value) and value[k] == "$":
+            j = k + 1
+    else:
+        j = digits(j)
+    return j + 1 if j < len(value) and value[j] in "sIL" else -1
+
+
+def _format_markers(value: str) -> tuple[str, dict[str, str]] | None:
+    """A `format()` string with each specifier as an identifier (`fmt__1__`), and the
+    specifier of each; None when it holds `%%` or a `%` that is no specifier."""
+    out: list[str] = []
+    markers: dict[str, str] = {}
+    i = 0
+    while i < len(value):
+        if value[i] != "%":
+            out.append(value[i])
+            i += 1
+            continue
+        end = _format_spec(value, i)
+        if end < 0:
+            return None
+        marker = f"fmt__{len(markers) + 1}__"
+        if marker in value:
+            return None
+        markers[marker] = value[i:end]
+        out.append(marker)
+        i = end
+    return "".join(out), markers
+
+
+def _unmark(text: str, markers: dict[str, str]) -> str:
+    """The identifiers `_format_markers` put in, back to their specifiers (by the scanner's
+    tokens, so a marker's letters inside a longer name or a string stay as they are)."""
+    if not markers:
+        return text
+    pglast = _pglast()
+    try:
+        tokens = pglast.parser.scan(text)
+    except Exception:  # a shortened description: leave it as it is
+        return text
+    pieces: list[str] = []
+    last = 0
+    for token in tokens:
+        word = text[token.start : token.end + 1]
+        if token.name == "IDENT" and word in markers:
+            pieces += [text[last : token.start], markers[word]]
+            last = token.end + 1
+    return "".join(pieces) + text[last:]
+
+
+def _line_offset(text: str, line: int) -> int:
+    """Offset of the start of 0-based `line` in `text`."""
+    at = 0
+    for _ in range(line):
+        at = text.index("\n", at) + 1
+    return at
+
+
+def dynamic_mutants(expression: str) -> Iterator[SqlEdit]:
+    """Mutants of the SQL statements a plpgsql expression holds in plain string literals
+    (`format('SELECT ... WHERE po.%I >= $1', ...)`, `'SELECT ...'`): each written back as a
+    literal, its location that of the guard's line in the expression."""
+    pglast = _pglast()
+    try:
+        tokens = pglast.parser.scan(expression)
+    except Exception:
+        return
+    for token in tokens:
+        source = expression[token.start : token.end + 1]
+        if token.name != "SCONST" or len(source) < 2 or source[0] != "'" or source[-1] != "'":
+            continue  # (E'...', $$...$$ and U&'...' strings are left alone)
+        value = source[1:-1].replace("''", "'")
+        if value.lstrip()[:6].upper() not in ("SELECT", "UPDATE", "DELETE", "INSERT", "WITH"):
+            continue
+        marked = _format_markers(value)
+        if marked is None:
+            continue
+        text, markers = marked
+        for edit in sql_mutants(text):
+            new_value = _unmark(edit.text, markers)
+            literal = "'" + new_value.replace("'", "''") + "'"
+            line = text.count("\n", 0, edit.location)
+            guard = normal_sql(_unmark(edit.guard, markers))
+            yield SqlEdit(
+                token.start + _line_offset(source, line),
+                edit.kind,
+                guard,
+                describe(edit.kind, guard),
+                expression[: token.start] + literal + expression[token.end + 1 :],
+            )
+
+
+def sql_mutants(text: str) -> list[SqlEdit]:
+    """Each mutant of SQL `text`: one guard removed or weakened."""
     pglast = _pglast()
     marked, names = _placeholders(text)
     try:
         stmts = pglast.parse_sql(marked)
     except Exception:  # not SQL pglast can read: no mutant, never a crash
         return []
-    out: list[tuple[int, MutantKind, str, str]] = []
+    out: list[SqlEdit] = []
     for raw in stmts:
         start = raw.stmt_location or 0
         end = start + raw.stmt_len if raw.stmt_len else len(marked)
         stmt = raw.stmt
         if isinstance(stmt, pglast.ast.CreateFunctionStmt):
-            found = _function_mutants(marked, start, end, stmt)
-        else:
-            found = _statement_mutants(marked, start, end, stmt)
-        for where, kind, what, new_stmt in found:
+            for edit in _function_mutants(marked, start, end, stmt):
+                mutated = text[:start] + _restore(edit.text, names) + text[end:]
+                out.append(edit._replace(text=mutated))
+            continue
+        for where, kind, shown, new_stmt in _statement_mutants(marked, start, end, stmt):
             mutated = text[:start] + _restore(new_stmt, names) + text[end:]  # same offsets
-            out.append((where, kind, _restore(what, names), mutated))
+            guard = normal_sql(_restore(shown, names))
+            out.append(SqlEdit(where, kind, guard, describe(kind, guard), mutated))
     return out

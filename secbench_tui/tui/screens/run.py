@@ -30,6 +30,7 @@ from secbench_tui.tui.engine_thread import EngineThread
 from secbench_tui.tui.messages import (
     BatchWaiting,
     CaseBegan,
+    ProvingRewrites,
     RetryWaiting,
     RowsArrived,
     RunBegan,
@@ -145,7 +146,12 @@ class RunScreen(BaseScreen):
 
     # --- the engine's messages ------------------------------------------------------------
 
+    def on_proving_rewrites(self, message: ProvingRewrites) -> None:
+        """Before the runs start: how far the proving of `--rewrites` is, in the header."""
+        self.sub_title = f"run: {inert_line(next(iter(self.settings.models), ''))} ({message.line})"
+
     def on_run_planned(self, message: RunPlanned) -> None:
+        self.sub_title = f"run: {inert_line(next(iter(self.settings.models), ''))}"
         self.board.planned = message.runs
         self.query_one(MatrixTable).show_plan()
 

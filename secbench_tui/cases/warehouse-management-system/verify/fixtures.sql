@@ -259,6 +259,9 @@ INSERT INTO bins (id, facility_id, code, zone, bin_type)
 SELECT 1000 + n, 1, 'C-' || lpad(n::text, 3, '0'), 'C', 'shelf' FROM generate_series(1, 120) n;
 INSERT INTO stock_levels (facility_id, bin_id, item_id, qty_on_hand, qty_reserved) VALUES
   (4, 7, 1, 40, 4), (4, 8, 2, 4, 0), (1, 2, 3, 6, 1), (1, 4, 2, 50, 5);
+-- a 3PL stock row: company 1's SKU-1 held in company 2's facility F3, where Lou (7) and Tia
+-- (13) are members too; a total of company 1's stock must leave it out (rule 1)
+INSERT INTO stock_levels (facility_id, bin_id, item_id, qty_on_hand, qty_reserved) VALUES (3, 6, 1, 9, 0);
 INSERT INTO stock_levels (facility_id, bin_id, item_id, qty_on_hand, qty_reserved)
 SELECT 1, 1000 + n, 2, 1, 0 FROM generate_series(1, 120) n;
 INSERT INTO stock_moves (id, facility_id, item_id, from_bin_id, to_bin_id, qty, reason, status, created_by) VALUES
