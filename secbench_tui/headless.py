@@ -273,7 +273,7 @@ async def run_plan(plan: Plan) -> int:
         return EXIT_ABORTED
     if not finished:
         return EXIT_ABORTED
-    unverified = False
+    unverified = unproven = False
     if plan.settings.task == "fix" and not signals.count and not reader.gone:
         from secbench_tui.proving_fixes import verify_finished
 
@@ -282,6 +282,11 @@ async def run_plan(plan: Plan) -> int:
             finished, unverified = await verify_finished(plan.settings, finished, signals.halt)
         finally:
             signals.halt = None
+    if plan.settings.prove_findings and not signals.count and not reader.gone:
+        from secbench_tui.proving import prove_finished
+
+        settings = plan.settings
+        finished, unproven = await prove_finished(settings.db, settings.pg_url, finished)
     try:
         for done in finished:
             print(format_summary(done.summary, done.status, done.message), flush=True)
@@ -295,7 +300,8 @@ async def run_plan(plan: Plan) -> int:
         codes.append(signals.exit_code)
     if reader.gone or silence_closed(sys.stdout, sys.stderr):
         codes.append(EXIT_BROKEN_PIPE)
-    return worst_exit(codes) or (EXIT_FAILED if unwritten or unverified else EXIT_OK)
+    failed = unwritten or unverified or unproven
+    return worst_exit(codes) or (EXIT_FAILED if failed else EXIT_OK)
 
 
 async def _start(plan: Plan) -> MatrixRun | int:

@@ -4,7 +4,9 @@ No request is sent and no key is read: every figure is recomputed from the raw r
 database (`core/results/regrading.py`), then the counts of what changed are printed. `--runs`
 and `--models` select the runs as they do for `--report` and `--export`. The fixes of
 `--task fix` runs among them are verified again on PostgreSQL (`proving_fixes`), and each such
-run's fix figures are printed: a fix is judged from its stored reply, never asked again.
+run's fix figures are printed: a fix is judged from its stored reply, never asked again. With
+`--prove-findings`, the exploits of the stored replies are proven again on PostgreSQL
+(`proving`), and each run's proven-finding figures are printed.
 """
 
 from __future__ import annotations
@@ -43,8 +45,32 @@ async def _verify_fixes(store: Store, runs: Sequence[int], pg_url: str | None) -
     return EXIT_OK
 
 
+async def _prove(store: Store, runs: Sequence[int], pg_url: str | None) -> int:
+    """`--prove-findings`: the exploits of the markdown runs among `runs` proven again."""
+    from secbench_tui.core.results.summary import findings_lines, plain
+    from secbench_tui.core.untrusted import inert_line
+    from secbench_tui.proving import prove_runs
+
+    run_ids = list(runs) or [r.id for r in await store.runs() if r.suite_kind == "markdown"]
+    proving = await prove_runs(store, run_ids, pg_url, out=sys.stderr)
+    if proving.error is not None:
+        say_error(proving.line())
+        return EXIT_FAILED
+    print(proving.line())
+    for run_id, summary in proving.summaries.items():
+        run = await store.run(run_id)
+        name = inert_line(run.model_name if run else "?")
+        print(f"Run {run_id}: {name}")
+        print(plain(findings_lines(summary)) or "  no markdown result to prove")
+    return EXIT_OK
+
+
 async def _rescore_main(
-    db: Path, runs: Sequence[int], models: Sequence[str], pg_url: str | None
+    db: Path,
+    runs: Sequence[int],
+    models: Sequence[str],
+    pg_url: str | None,
+    prove_findings: bool,
 ) -> int:
     try:
         store = await open_results(db, create=False, runs=runs)
@@ -65,7 +91,10 @@ async def _rescore_main(
             return EXIT_OK
         report = await rescore(store, runs)
         print(report.text())
-        return await _verify_fixes(store, runs, pg_url)
+        fixed = await _verify_fixes(store, runs, pg_url)
+        if fixed != EXIT_OK or not prove_findings:
+            return fixed
+        return await _prove(store, runs, pg_url)
     finally:
         await store.close()
 
@@ -75,9 +104,10 @@ def rescore_main(
     runs: Sequence[int] | None,
     models: Sequence[str] | None = None,
     pg_url: str | None = None,
+    prove_findings: bool = False,
 ) -> int:
     """Entry point of `--rescore`: 0 when done; 1 when the fixes of a fix run cannot be
-    verified (no PostgreSQL); 2 when --db names no database, --runs a run it does not hold or
-    --models a model with no run there, 3 when it cannot be used (as for every command:
-    `results_db`)."""
-    return asyncio.run(_rescore_main(db, runs or (), models or (), pg_url))
+    verified or, with --prove-findings, the findings cannot be proven (no PostgreSQL); 2 when
+    --db names no database, --runs a run it does not hold or --models a model with no run
+    there, 3 when it cannot be used (as for every command: `results_db`)."""
+    return asyncio.run(_rescore_main(db, runs or (), models or (), pg_url, prove_findings))

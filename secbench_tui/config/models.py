@@ -151,7 +151,15 @@ class Options(DeclaredSettings):
         ),
         Record("markdown"),
     ] = "find"
-    pg_url: str | None = None  # the PostgreSQL of --pg-url, for the rewrites' gate and fixes
+    prove_findings: Annotated[
+        bool,
+        Flag(
+            "after the run, run each finding's exploit on PostgreSQL against the flawed case"
+            " and its compliant twins (the prompt exploit asks for them; with --rescore, prove"
+            " the stored replies' again)"
+        ),
+    ] = False
+    pg_url: str | None = None  # the PostgreSQL of --pg-url: the rewrites' gate, fixes, proofs
     # the endpoint and what every request carries
     base_url: Annotated[
         str,
@@ -441,7 +449,7 @@ class Command(DeclaredSettings):
     pg_url: Annotated[
         str | None,
         Flag(
-            "PostgreSQL for --verify, --rewrites and --task fix",
+            "PostgreSQL for --verify, --rewrites, --task fix and --prove-findings",
             group=MODE,
             default="embedded pgserver",
             metavar="URL",

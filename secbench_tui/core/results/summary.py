@@ -23,6 +23,7 @@ from secbench_tui.core import numbers
 from secbench_tui.core.lint.report import LeakCheck
 from secbench_tui.core.models import RunStatus
 from secbench_tui.core.results.chance import STRATEGY_NAMES, ChanceLevels, Level
+from secbench_tui.core.results.findings import FindingSummary
 from secbench_tui.core.results.fix_figures import FixSummary, fix_words
 from secbench_tui.core.results.robustness import Robustness, coverage_text
 from secbench_tui.core.untrusted import inert_line
@@ -142,6 +143,8 @@ class RunSummary(VerdictStats):
     robustness: Annotated[Robustness | None, WhenApplies] = None
     # --task fix: proven-fix rate, secure but broken, functional but insecure, change size
     fixes: Annotated[FixSummary | None, WhenApplies] = None
+    # --prove-findings: proven-finding rate, exploit precision, P-C proven, refutations
+    findings: Annotated[FindingSummary | None, WhenApplies] = None
     # Set when no case got an answer: the commonest error, and how many cases it ended
     no_answer: Annotated[str | None, WhenApplies] = None
     # each lead figure's chance levels (results.chance), for a run of markdown cases
@@ -252,6 +255,7 @@ def summary_lines(
             )
     lines.extend(_vuldetectbench_lines(s))
     lines.extend(fix_lines(s.fixes))
+    lines.extend(findings_lines(s.findings))
     lines.extend(robustness_lines(s.robustness))
     if s.reused:
         lines.append(
@@ -390,6 +394,55 @@ def _rate(value: float | None, ci: tuple[float, float] | None = None) -> str:
 def fix_lines(f: FixSummary | None) -> list[Line]:
     """`--task fix`: its words (`fix_figures.fix_words`), styled by their tags."""
     return [tuple(Segment(text, tag) for text, tag in line) for line in fix_words(f)]
+
+
+# What filling an exploit's parameters at random from the scenario's own values proves: the
+# chance level of the proven-finding rate, measured (`baseline/random-exploit`, seed 0, on
+# the bundled suite: docs/exploits.md).
+RANDOM_EXPLOIT = "baseline/random-exploit"
+
+
+def findings_lines(f: FindingSummary | None) -> list[Line]:
+    """`--prove-findings`: the proven-finding rate first, then precision, P-C proven and the
+    refutations by reason."""
+    if f is None:
+        return []
+    lines = [
+        _line(
+            Segment("  proven findings ", "heading"),
+            Segment(
+                f"{numbers.pct(f.proven_rate)}{_ci(f.proven_rate_ci)} of {f.bad_cases} bad"
+                f" cases ({f.proven} proven)",
+                "heading",
+            ),
+            f"  exploit precision {numbers.pct(f.exploit_precision)} of {f.offered} offered"
+            f"  P-C proven {numbers.pct(f.p_c_proven)}{_ci(f.p_c_proven_ci)} of {f.pairs} pairs",
+            Segment(f"  (chance: {RANDOM_EXPLOIT} with --prove-findings)", "dim"),
+        )
+    ]
+    if f.refutations or f.false_exploits or f.unproven_results:
+        reasons = ", ".join(f"{inert_line(k)} {v}" for k, v in f.refutations.items())
+        lines.append(
+            _line(
+                f"    refuted: {reasons or 'none'}"
+                + (
+                    f"; false exploits (on good cases) {f.false_exploits}"
+                    if f.false_exploits
+                    else ""
+                )
+                + (f"; {f.unproven_results} results not proven" if f.unproven_results else "")
+            )
+        )
+    if len(f.apps) > 1:
+        lines.append(
+            _line(
+                "    by app: "
+                + "  ".join(
+                    f"{inert_line(app)} {v['proven']}/{v['bad_cases']}" for app, v in f.apps.items()
+                )
+            )
+        )
+    return lines
 
 
 def robustness_lines(r: Robustness | None) -> list[Line]:

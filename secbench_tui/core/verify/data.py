@@ -65,6 +65,9 @@ class Scenario:
     runs: tuple[tuple[str, str], ...] = ()  # `# Run NN`: the run block for case number NN
     refusals: tuple[str, ...] = ()  # `# Refusals`: more SQLSTATEs that mean "refused"
     equivalents: tuple[Equivalent, ...] = ()  # `# Equivalent mutants`
+    # rows added before `# Setup`, as the case role: an exploit's (`--prove-findings`), each
+    # a table and its columns' values; a scenario file gives none
+    rows: tuple[tuple[str, dict[str, object]], ...] = ()
 
     def equivalent(self, case_file: str, line: int, kind: str) -> Equivalent | None:
         return next(
