@@ -301,6 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             allow_unverified=command.allow_unverified,
             deadline=command.verify_deadline,
             only=settings.filters,
+            json_out=command.verify_json,
         )
     if command.report or command.export:
         from secbench_tui.reporting import export_main

@@ -471,6 +471,16 @@ class Command(DeclaredSettings):
             group=MODE,
         ),
     ] = False
+    verify_json: Annotated[
+        Path | None,
+        Flag(
+            "with --verify: write every case's outcome, and each proven bad case's witness"
+            " (with it as an exploit), as JSON",
+            group=MODE,
+            name="--json",
+            metavar="FILE",
+        ),
+    ] = None
     verify_deadline: Annotated[
         float,
         Flag(
