@@ -190,3 +190,28 @@ def test_the_random_exploit_baseline_draws_valid_exploits_from_each_scenario() -
 def test_the_other_baselines_offer_no_exploit(model: str) -> None:
     case = load_markdown_suite(bundled_cases_dir()).cases[2]
     assert findings_of_reply(BaselineProvider(model, 0).answer(case)) == []
+
+
+async def test_the_report_and_the_exports_carry_the_findings(tmp_path: Path) -> None:
+    from secbench_tui.core.results.exports import to_csv, to_json, to_junit
+    from secbench_tui.core.results.report.gathering import gather
+    from secbench_tui.core.results.report.rendering import render_html
+
+    store, _ = await _run_with_findings(tmp_path)
+    try:
+        data = await gather(store)
+    finally:
+        await store.close()
+    (contender,) = data.contenders
+    assert contender.findings is not None and contender.findings.proven == 1
+    html = render_html(data)
+    assert 'id="findings-table"' in html and "Proven findings" in html
+    assert "the compliant twin breaks too 1" in html
+    document = json.loads(to_json(data))
+    assert document["runs"][0]["summary"]["findings"]["proven_rate"] == 0.5
+    outcomes = [r["exploit_outcome"] for r in document["results"]]
+    assert outcomes == ["no exploit", "false exploit", "proven", "refuted"]
+    header, *lines = to_csv(data).splitlines()
+    assert {"exploit", "exploit_outcome", "exploit_reason"} <= set(header.split(","))
+    assert any(",proven," in line for line in lines)
+    assert 'name="exploit_outcome" value="proven"' in to_junit(data)
