@@ -13,7 +13,6 @@ a violation of the cited rule, on the scenario's compliant cases); then every ca
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from scripts.harness.figures import machine, parser  # noqa: E402
 from secbench_tui.config import bundled_cases_dir  # noqa: E402
 from secbench_tui.core.results.findings import findings_of_reply  # noqa: E402
 from secbench_tui.core.results.metrics import wilson_interval  # noqa: E402
@@ -42,9 +42,10 @@ def _pct(hits: int, n: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    flags = parser(__doc__, keep=False)
+    flags.add_argument("--seed", type=int, default=0, help="the random-exploit baseline's seed")
+    args = flags.parse_args()
+    print(machine())
     root = bundled_cases_dir()
     suite = load_markdown_suite(root)
     cases = {c.case_id: c for c in suite.cases}
