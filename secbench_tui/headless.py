@@ -286,7 +286,9 @@ async def run_plan(plan: Plan) -> int:
         from secbench_tui.proving import prove_finished
 
         settings = plan.settings
-        finished, unproven = await prove_finished(settings.db, settings.pg_url, finished)
+        finished, unproven = await prove_finished(
+            settings.db, settings.pg_url, finished, stop=lambda: signals.count > 0
+        )
     try:
         for done in finished:
             print(format_summary(done.summary, done.status, done.message), flush=True)
@@ -296,7 +298,7 @@ async def run_plan(plan: Plan) -> int:
         reader.gone = silence_closed(sys.stdout, sys.stderr) or True
     unwritten = not _write_summary_file(plan.settings, finished)
     codes = _run_exits(finished, signals)
-    if signals.count:  # (a stop while the fixes were verified: the runs had completed)
+    if signals.count:  # (a stop while the fixes were verified or the findings proven)
         codes.append(signals.exit_code)
     if reader.gone or silence_closed(sys.stdout, sys.stderr):
         codes.append(EXIT_BROKEN_PIPE)

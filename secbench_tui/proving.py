@@ -84,6 +84,7 @@ def _prove_suite(
     pg_url: str | None,
     deadline: float,
     out: TextIO | None,
+    stop: Callable[[], bool] | None = None,
 ) -> tuple[list[StoredFinding], int, str]:
     """Every row's finding (in a thread: psycopg and the prover are synchronous)."""
     from secbench_tui.core.verify.deadline import Limits
@@ -107,7 +108,8 @@ def _prove_suite(
         )
         for n, exploit in enumerate(offered[row_id][:MAX_EXPLOITS]):
             findings.append(Finding((row_id, n), case, exploit.rule, exploit.exploit))
-    report = prove_findings(root, findings, pg_url, Limits(deadline=deadline), _progress(out))
+    limits = Limits(deadline=deadline)
+    report = prove_findings(root, findings, pg_url, limits, _progress(out), stop)
     proofs: dict[int, list[dict[str, object]]] = {}
     for finding, proof in zip(findings, report.proofs, strict=True):
         row_id, _ = finding.key  # type: ignore[misc]
@@ -128,11 +130,15 @@ async def prove_runs(
     pg_url: str | None = None,
     deadline: float = 10.0,
     out: TextIO | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> Proving:
-    """Prove the findings of these runs (markdown runs; others have none) and store them."""
+    """Prove the findings of these runs (markdown runs; others have none) and store them;
+    `stop()` turning true ends it before the next finding (what a run proved is stored only
+    once the run is done)."""
     import time
 
     from secbench_tui.core.suites.markdown import SuiteError
+    from secbench_tui.core.verify.exploits import ProvingStopped
     from secbench_tui.core.verify.server import ServerError
 
     started = time.monotonic()
@@ -144,8 +150,11 @@ async def prove_runs(
         rows = await store.run_results(run_id)
         try:
             stored, exploits, engine = await asyncio.to_thread(
-                _prove_suite, Path(run.suite_path), rows, pg_url, deadline, out
+                _prove_suite, Path(run.suite_path), rows, pg_url, deadline, out, stop
             )
+        except ProvingStopped:
+            done.error = f"stopped before run {run_id}'s findings were all proven"
+            break
         except (ServerError, SuiteError, ImportError) as exc:
             done.error = str(exc)
             if isinstance(exc, ImportError):
@@ -162,7 +171,10 @@ async def prove_runs(
 
 
 async def prove_finished(
-    db: Path, pg_url: str | None, finished: list[RunFinished]
+    db: Path,
+    pg_url: str | None,
+    finished: list[RunFinished],
+    stop: Callable[[], bool] | None = None,
 ) -> tuple[list[RunFinished], bool]:
     """`--prove-findings` after a headless run: each finished run's exploits proven, the
     runs with their findings figures, and whether proving failed (said on stderr: the results
@@ -181,7 +193,7 @@ async def prove_finished(
         say_error(exc)
         return finished, True
     try:
-        proving = await prove_runs(store, run_ids, pg_url, out=sys.stderr)
+        proving = await prove_runs(store, run_ids, pg_url, out=sys.stderr, stop=stop)
     finally:
         await store.close()
     if proving.error is not None:
