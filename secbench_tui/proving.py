@@ -96,7 +96,7 @@ def _prove_suite(
     )
 
     offered = {int(row.get("id") or 0): _offered(row) for row in rows}
-    findings = []
+    findings, owners = [], []  # each finding, and the result it is of
     for row in rows:
         row_id = int(row.get("id") or 0)
         case = finding_case(
@@ -108,11 +108,11 @@ def _prove_suite(
         )
         for n, exploit in enumerate(offered[row_id][:MAX_EXPLOITS]):
             findings.append(Finding((row_id, n), case, exploit.rule, exploit.exploit))
+            owners.append(row_id)
     limits = Limits(deadline=deadline)
     report = prove_findings(root, findings, pg_url, limits, _progress(out), stop)
     proofs: dict[int, list[dict[str, object]]] = {}
-    for finding, proof in zip(findings, report.proofs, strict=True):
-        row_id, _ = finding.key  # type: ignore[misc]
+    for row_id, proof in zip(owners, report.proofs, strict=True):
         proofs.setdefault(row_id, []).append(proof.to_json())
     when = now_iso()
     stored = [
