@@ -277,18 +277,19 @@ async def run_plan(plan: Plan) -> int:
     if plan.settings.task == "fix" and not signals.count and not reader.gone:
         from secbench_tui.proving_fixes import verify_finished
 
-        signals.halt = Stop()
+        halt = signals.halt_for("verifying the fixes stops now; --rescore verifies the rest")
         try:
-            finished, unverified = await verify_finished(plan.settings, finished, signals.halt)
+            finished, unverified = await verify_finished(plan.settings, finished, halt)
         finally:
             signals.halt = None
     if plan.settings.prove_findings and not signals.count and not reader.gone:
         from secbench_tui.proving import prove_finished
 
-        settings = plan.settings
-        finished, unproven = await prove_finished(
-            settings.db, settings.pg_url, finished, stop=lambda: signals.count > 0
+        halt = signals.halt_for(
+            "proving ends; the results are stored, and --rescore --prove-findings proves them"
         )
+        db, pg_url = plan.settings.db, plan.settings.pg_url
+        finished, unproven = await prove_finished(db, pg_url, finished, stop=halt)
     try:
         for done in finished:
             print(format_summary(done.summary, done.status, done.message), flush=True)
@@ -354,9 +355,16 @@ class Signals:
         self.matrix, self.grace = matrix, grace
         self.count = 0
         self.terminated = False
-        # while a fix run's fixes are verified: a first signal stops the verifying, a second
-        # removes the embedded server before the process exits
+        # once the runs are over, while a fix run's fixes are verified or the findings proven
+        # (--prove-findings): a first signal stops that, a second removes the embedded server
+        # before the process exits; `halted` says what a first signal ends
         self.halt: Stop | None = None
+        self.halted = ""
+
+    def halt_for(self, halted: str) -> Stop:
+        """A new `halt`, whose first signal ends what `halted` says."""
+        self.halt, self.halted = Stop(), halted
+        return self.halt
 
     def listen(self, loop: asyncio.AbstractEventLoop) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -369,14 +377,13 @@ class Signals:
         self.count += 1
         self.terminated = self.terminated or sig is signal.SIGTERM
         if self.count > 1:
-            if self.halt is not None:
+            if self.halt is not None:  # the embedded server goes, even now
                 self.halt.abandon()
             os._exit(self.exit_code)
         what = "SIGTERM" if sig is signal.SIGTERM else "Ctrl+C"
         if self.halt is not None:
             print(
-                f"\nstopping ({what}): verifying the fixes stops now; --rescore verifies the"
-                " rest (Ctrl+C again to quit now)",
+                f"\nstopping ({what}): {self.halted} (Ctrl+C again to quit now)",
                 file=sys.stderr,
                 flush=True,
             )

@@ -31,6 +31,7 @@ from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.values import now_iso
 from secbench_tui.core.suites.exploit_verdict import MAX_EXPLOITS
 from secbench_tui.core.untrusted import inert_line
+from secbench_tui.core.verify.stopping import Stop, Stopped
 
 if TYPE_CHECKING:  # the verify extra's: imported when proving
     from secbench_tui.core.verify.exploits import ExploitProof, Finding
@@ -84,7 +85,7 @@ def _prove_suite(
     pg_url: str | None,
     deadline: float,
     out: TextIO | None,
-    stop: Callable[[], bool] | None = None,
+    stop: Stop | None = None,
 ) -> tuple[list[StoredFinding], int, str]:
     """Every row's finding (in a thread: psycopg and the prover are synchronous)."""
     from secbench_tui.core.verify.deadline import Limits
@@ -130,15 +131,13 @@ async def prove_runs(
     pg_url: str | None = None,
     deadline: float = 10.0,
     out: TextIO | None = None,
-    stop: Callable[[], bool] | None = None,
+    stop: Stop | None = None,
 ) -> Proving:
     """Prove the findings of these runs (markdown runs; others have none) and store them;
-    `stop()` turning true ends it before the next finding (what a run proved is stored only
-    once the run is done)."""
+    a `stop` ends it (what a run proved is stored only once the run is done)."""
     import time
 
     from secbench_tui.core.suites.markdown import SuiteError
-    from secbench_tui.core.verify.exploits import ProvingStopped
     from secbench_tui.core.verify.server import ServerError
 
     started = time.monotonic()
@@ -152,7 +151,7 @@ async def prove_runs(
             stored, exploits, engine = await asyncio.to_thread(
                 _prove_suite, Path(run.suite_path), rows, pg_url, deadline, out, stop
             )
-        except ProvingStopped:
+        except Stopped:
             done.error = f"stopped before run {run_id}'s findings were all proven"
             break
         except (ServerError, SuiteError, ImportError) as exc:
@@ -174,7 +173,7 @@ async def prove_finished(
     db: Path,
     pg_url: str | None,
     finished: list[RunFinished],
-    stop: Callable[[], bool] | None = None,
+    stop: Stop | None = None,
 ) -> tuple[list[RunFinished], bool]:
     """`--prove-findings` after a headless run: each finished run's exploits proven, the
     runs with their findings figures, and whether proving failed (said on stderr: the results
