@@ -12,6 +12,8 @@ run's fix figures are printed: a fix is judged from its stored reply, never aske
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,8 +21,15 @@ from pathlib import Path
 from secbench_tui.core.results.regrading import RescoreReport, rescore
 from secbench_tui.core.results.report.selection import unknown_models
 from secbench_tui.core.store.database import Store
+from secbench_tui.core.verify.stopping import Stop
 from secbench_tui.errors import say_error
-from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from secbench_tui.exit_codes import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+)
 from secbench_tui.results_db import DatabaseError, open_results
 
 
@@ -45,6 +54,50 @@ async def _verify_fixes(store: Store, runs: Sequence[int], pg_url: str | None) -
     return EXIT_OK
 
 
+class _Stops:
+    """Ctrl+C and SIGTERM while stored runs are proven: the first ends the proving (the
+    statement or child in flight too) and removes its databases, roles and embedded server;
+    a second quits at once, the embedded server removed first. Without this, Ctrl+C would
+    cancel the wait but not the proving thread, which the process would then wait for."""
+
+    def __init__(self, halt: Stop) -> None:
+        self.halt = halt
+        self.seen: list[signal.Signals] = []
+
+    def listen(self, loop: asyncio.AbstractEventLoop) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self.arrived, sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+
+    def forget(self, loop: asyncio.AbstractEventLoop) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.remove_signal_handler(sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+
+    def arrived(self, sig: signal.Signals) -> None:
+        self.seen.append(sig)
+        if len(self.seen) > 1:
+            say_error("proving quit; its embedded PostgreSQL is removed")
+            self.halt.abandon()
+            os._exit(self.exit_code)
+        what = "SIGTERM" if sig is signal.SIGTERM else "Ctrl+C"
+        print(
+            f"\nstopping ({what}): proving ends; what it proved of the run in progress is not"
+            " stored (Ctrl+C again to quit now)",
+            file=sys.stderr,
+            flush=True,
+        )
+        self.halt.set()
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_TERMINATED if signal.SIGTERM in self.seen else EXIT_INTERRUPTED
+
+
 async def _prove(store: Store, runs: Sequence[int], pg_url: str | None) -> int:
     """`--prove-findings`: the exploits of the markdown runs among `runs` proven again."""
     from secbench_tui.core.results.summary import findings_lines, plain
@@ -52,10 +105,15 @@ async def _prove(store: Store, runs: Sequence[int], pg_url: str | None) -> int:
     from secbench_tui.proving import prove_runs
 
     run_ids = list(runs) or [r.id for r in await store.runs() if r.suite_kind == "markdown"]
-    proving = await prove_runs(store, run_ids, pg_url, out=sys.stderr)
+    stops, loop = _Stops(Stop()), asyncio.get_running_loop()
+    stops.listen(loop)
+    try:
+        proving = await prove_runs(store, run_ids, pg_url, out=sys.stderr, stop=stops.halt)
+    finally:
+        stops.forget(loop)
     if proving.error is not None:
         say_error(proving.line())
-        return EXIT_FAILED
+        return stops.exit_code if stops.seen else EXIT_FAILED
     print(proving.line())
     for run_id, summary in proving.summaries.items():
         run = await store.run(run_id)
