@@ -24,7 +24,8 @@ from typing import Any, TextIO
 
 from secbench_tui.config import Settings
 from secbench_tui.core.models import Outcome, RunStatus
-from secbench_tui.core.results.summary import RunSummary, matrix_lines, plain, summary_lines
+from secbench_tui.core.results.lines import plain
+from secbench_tui.core.results.summary import RunSummary, matrix_lines, summary_lines
 from secbench_tui.core.run.batch.progress import progress_lines
 from secbench_tui.core.run.engine import Engine
 from secbench_tui.core.run.events import (

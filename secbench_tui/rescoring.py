@@ -35,7 +35,8 @@ from secbench_tui.results_db import DatabaseError, open_results
 
 async def _verify_fixes(store: Store, runs: Sequence[int], pg_url: str | None) -> int:
     """The fix runs among `runs` (all of the database's when none is named), verified again."""
-    from secbench_tui.core.results.summary import fix_lines, plain
+    from secbench_tui.core.results.lines import plain
+    from secbench_tui.core.results.summary import fix_lines
     from secbench_tui.core.untrusted import inert_line
     from secbench_tui.proving_fixes import is_fix_run, verify_runs
 
@@ -100,7 +101,8 @@ class _Stops:
 
 async def _prove(store: Store, runs: Sequence[int], pg_url: str | None) -> int:
     """`--prove-findings`: the exploits of the markdown runs among `runs` proven again."""
-    from secbench_tui.core.results.summary import findings_lines, plain
+    from secbench_tui.core.results.findings_text import findings_lines
+    from secbench_tui.core.results.lines import plain
     from secbench_tui.core.untrusted import inert_line
     from secbench_tui.proving import prove_runs
 

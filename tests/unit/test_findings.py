@@ -21,7 +21,9 @@ from secbench_tui.core.results.findings import (
     proof_lines,
     stored_finding,
 )
-from secbench_tui.core.results.summary import RunSummary, findings_lines, plain
+from secbench_tui.core.results.findings_text import findings_lines
+from secbench_tui.core.results.lines import plain
+from secbench_tui.core.results.summary import RunSummary
 from secbench_tui.core.run.providers.baselines import BaselineProvider
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.suites.exploit_verdict import MAX_EXPLOITS, parse_exploit

@@ -13,8 +13,8 @@ from secbench_tui.config import RunSettings, Settings
 from secbench_tui.core.fixes.models import FixOutcome
 from secbench_tui.core.models import Case, Message, SuiteKind
 from secbench_tui.core.results.fixes import fix_summary, fix_text, fixed_code_of, proposed_code_of
+from secbench_tui.core.results.lines import plain
 from secbench_tui.core.results.summary import fix_lines as render_fix_lines
-from secbench_tui.core.results.summary import plain
 from secbench_tui.core.run.catalog import Catalog
 from secbench_tui.core.run.providers.baselines import BaselineProvider
 from secbench_tui.core.run.providers.openai_compat import ClientSettings, OpenAICompatibleProvider
