@@ -103,6 +103,10 @@ def check_suite_flags(settings: Settings, *, vuldetectbench: bool) -> None:
             "--task fix cannot be combined with --request-style security-bench, which sends "
             "the original evaluator's request as it is (its own schema, without the fixed code)"
         )
+    if settings.task == "fix" and settings.prove_findings:
+        raise UsageError(
+            "--prove-findings applies to --task find: a fix reply carries no exploit to prove"
+        )
     if settings.task == "fix" and settings.rewrites:
         raise UsageError(
             "--rewrites applies to --task find: a variant is asked for a verdict, not a fix"

@@ -181,6 +181,10 @@ def test_a_fix_run_refuses_what_cannot_apply(tmp_path: Path) -> None:
             "--rewrites applies to --task find",
         ),
         (
+            Settings(models=["m/x"], cases=FIXTURE, task="fix", prove_findings=True),
+            "--prove-findings applies to --task find",
+        ),
+        (
             Settings(models=["m/x"], cases=FIXTURE, task="fix", request_style="security-bench"),
             "--request-style security-bench",
         ),
