@@ -274,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:  # a value from the environment is named by its variable
         say_error(describe_error(exc, named=from_environment(args, env)))
         return EXIT_USAGE
-    if (settings.rewrites or settings.task == "fix") and command.pg_url:
+    if (settings.rewrites or settings.task == "fix" or settings.prove_findings) and command.pg_url:
         settings = settings.replace(pg_url=command.pg_url)  # proven where --verify would run
     if command.lint:
         from secbench_tui.linting import lint_main
@@ -283,7 +283,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command.rescore:
         from secbench_tui.rescoring import rescore_main
 
-        return rescore_main(settings.db, command.runs, command.select_models, command.pg_url)
+        return rescore_main(
+            settings.db,
+            command.runs,
+            command.select_models,
+            command.pg_url,
+            settings.prove_findings,
+        )
     if command.verify:
         from secbench_tui.verifying import verify_main
 
@@ -295,6 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             allow_unverified=command.allow_unverified,
             deadline=command.verify_deadline,
             only=settings.filters,
+            json_out=command.verify_json,
         )
     if command.report or command.export:
         from secbench_tui.reporting import export_main

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import sys
 from collections import deque
 from dataclasses import replace
@@ -24,7 +23,8 @@ from typing import Any, TextIO
 
 from secbench_tui.config import Settings
 from secbench_tui.core.models import Outcome, RunStatus
-from secbench_tui.core.results.summary import RunSummary, matrix_lines, plain, summary_lines
+from secbench_tui.core.results.lines import plain
+from secbench_tui.core.results.summary import RunSummary, matrix_lines, summary_lines
 from secbench_tui.core.run.batch.progress import progress_lines
 from secbench_tui.core.run.engine import Engine
 from secbench_tui.core.run.events import (
@@ -39,7 +39,6 @@ from secbench_tui.core.run.events import (
 from secbench_tui.core.run.matrix import PlannedRun, resumable, unmatched_unfinished
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.untrusted import inert_line, redact_url
-from secbench_tui.core.verify.stopping import Stop
 from secbench_tui.dry_run import print_plan
 from secbench_tui.errors import UsageError, say_error
 from secbench_tui.exit_codes import (
@@ -56,6 +55,7 @@ from secbench_tui.lifecycle import MatrixRun
 from secbench_tui.planning.plan import Plan, catalog_for
 from secbench_tui.planning.stops import PlanStopped, plan_or_stop
 from secbench_tui.results_db import DatabaseError
+from secbench_tui.run_signals import Signals
 
 
 def format_case_line(event: CaseFinished) -> str:
@@ -273,15 +273,23 @@ async def run_plan(plan: Plan) -> int:
         return EXIT_ABORTED
     if not finished:
         return EXIT_ABORTED
-    unverified = False
+    unverified = unproven = False
     if plan.settings.task == "fix" and not signals.count and not reader.gone:
         from secbench_tui.proving_fixes import verify_finished
 
-        signals.halt = Stop()
+        halt = signals.halt_for("verifying the fixes stops now; --rescore verifies the rest")
         try:
-            finished, unverified = await verify_finished(plan.settings, finished, signals.halt)
+            finished, unverified = await verify_finished(plan.settings, finished, halt)
         finally:
             signals.halt = None
+    if plan.settings.prove_findings and not signals.count and not reader.gone:
+        from secbench_tui.proving import prove_finished
+
+        halt = signals.halt_for(
+            "proving ends; the results are stored, and --rescore --prove-findings proves them"
+        )
+        db, pg_url = plan.settings.db, plan.settings.pg_url
+        finished, unproven = await prove_finished(db, pg_url, finished, stop=halt)
     try:
         for done in finished:
             print(format_summary(done.summary, done.status, done.message), flush=True)
@@ -291,11 +299,12 @@ async def run_plan(plan: Plan) -> int:
         reader.gone = silence_closed(sys.stdout, sys.stderr) or True
     unwritten = not _write_summary_file(plan.settings, finished)
     codes = _run_exits(finished, signals)
-    if signals.count:  # (a stop while the fixes were verified: the runs had completed)
+    if signals.count:  # (a stop while the fixes were verified or the findings proven)
         codes.append(signals.exit_code)
     if reader.gone or silence_closed(sys.stdout, sys.stderr):
         codes.append(EXIT_BROKEN_PIPE)
-    return worst_exit(codes) or (EXIT_FAILED if unwritten or unverified else EXIT_OK)
+    failed = unwritten or unverified or unproven
+    return worst_exit(codes) or (EXIT_FAILED if failed else EXIT_OK)
 
 
 async def _start(plan: Plan) -> MatrixRun | int:
@@ -336,55 +345,6 @@ async def _start(plan: Plan) -> MatrixRun | int:
             file=sys.stderr,
         )
     return matrix
-
-
-class Signals:
-    """Ctrl+C and SIGTERM while the runs go on: the first starts no new case and gives the
-    requests in flight their grace; a second exits at once (every finished case is stored)."""
-
-    def __init__(self, matrix: MatrixRun, grace: float) -> None:
-        self.matrix, self.grace = matrix, grace
-        self.count = 0
-        self.terminated = False
-        # while a fix run's fixes are verified: a first signal stops the verifying, a second
-        # removes the embedded server before the process exits
-        self.halt: Stop | None = None
-
-    def listen(self, loop: asyncio.AbstractEventLoop) -> None:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.add_signal_handler(sig, self.arrived, sig)
-            except (NotImplementedError, RuntimeError):
-                pass
-
-    def arrived(self, sig: signal.Signals) -> None:
-        self.count += 1
-        self.terminated = self.terminated or sig is signal.SIGTERM
-        if self.count > 1:
-            if self.halt is not None:
-                self.halt.abandon()
-            os._exit(self.exit_code)
-        what = "SIGTERM" if sig is signal.SIGTERM else "Ctrl+C"
-        if self.halt is not None:
-            print(
-                f"\nstopping ({what}): verifying the fixes stops now; --rescore verifies the"
-                " rest (Ctrl+C again to quit now)",
-                file=sys.stderr,
-                flush=True,
-            )
-            self.halt.set()
-            return
-        print(
-            f"\nstopping ({what}): the requests in flight get {self.grace:g}s to "
-            "finish, the rest are asked by --resume (Ctrl+C again to quit now)",
-            file=sys.stderr,
-            flush=True,
-        )
-        self.matrix.stop()
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_TERMINATED if self.terminated else EXIT_INTERRUPTED
 
 
 def _write_summary_file(settings: Settings, finished: list[RunFinished]) -> bool:

@@ -136,6 +136,16 @@ class MatrixRun:
             await self.store.close()
 
 
+def _reply(one: RunSettings) -> Reply:
+    """What a run's requests ask for: the fix task's fix, verdict schema 3 for a prompt that
+    asks for exploits, or else a verdict."""
+    if one.task == "fix":
+        return "fix"
+    if one.prompt is not None and one.prompt.asks_exploits:
+        return "exploit"
+    return "verdict"
+
+
 def make_provider(one: RunSettings, reply: Reply | None = None) -> Provider:
     """Who answers a cell's requests: an offline baseline, or the endpoint's client. `reply`:
     what the response_format asks for, when it is not the run's task's (`secbench-tui fix`
@@ -151,7 +161,7 @@ def make_provider(one: RunSettings, reply: Reply | None = None) -> Provider:
         max_tokens=one.sent_max_tokens,
         seed=one.seed,
         response_format=one.response_format,
-        reply=reply or ("fix" if one.task == "fix" else "verdict"),
+        reply=reply or _reply(one),
         reasoning_effort=one.reasoning_effort,
         request_style=one.request_style,
         max_retries=one.max_retries,

@@ -238,8 +238,13 @@ def verify_main(
     allow_unverified: bool = False,
     deadline: float = 10.0,
     only: list[str] | None = None,
+    json_out: Path | None = None,
 ) -> int:
     from secbench_tui.core.suites.markdown import SuiteError
+
+    if json_out is not None and not json_out.parent.is_dir():
+        say_error(f"--json {json_out}: folder {json_out.parent} does not exist")
+        return EXIT_USAGE
 
     try:
         from secbench_tui.core.verify.deadline import Limits
@@ -297,4 +302,28 @@ def verify_main(
             say(line)
         for line in strength_lines(*measured):
             say(line)
+    if json_out is not None and not _write_witnesses(json_out, report, cases_dir, apps):
+        return EXIT_FAILED
     return EXIT_OK if passed(report, allow_unverified) else EXIT_FAILED
+
+
+def _write_witnesses(
+    path: Path, report: VerifyReport, cases_dir: Path, apps: list[str] | None
+) -> bool:
+    """`--json FILE`: every case's outcome and witness (`core.verify.witnesses`)."""
+    import json
+
+    from secbench_tui.core.suites.markdown import discover_apps
+    from secbench_tui.core.verify.witnesses import python_apps, witness_document
+
+    python = python_apps({app.name: app.root for app in discover_apps(cases_dir, apps)})
+    document = witness_document(report, python)
+    try:
+        path.write_text(
+            json.dumps(document.model_dump(), indent=1, ensure_ascii=False) + "\n",
+            encoding="utf-8",
+        )
+    except OSError as exc:
+        say_error(f"--json {path}: cannot write it ({inert_line(exc.strerror or exc)})")
+        return False
+    return True

@@ -28,6 +28,7 @@ from secbench_tui.config import checks, flags
 from secbench_tui.config.batch import BatchApiChoice, BatchPollSeconds, BatchSwitch
 from secbench_tui.config.environment import bundled_cases_dir
 from secbench_tui.config.flags import ENDPOINT, MODE, SELECTION, VDB_PLAIN, Flag, Record, declared
+from secbench_tui.config.tasks import ProveFindingsSwitch, TaskChoice
 from secbench_tui.core.models import RecordedSettings
 from secbench_tui.core.run.batch.protocol import ProtocolName, protocol_for
 from secbench_tui.core.run.engine import STOP_GRACE
@@ -43,7 +44,6 @@ VdbMethod = Literal["cot", "few-shot"]
 VdbScoring = Literal["correct", "library"]
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high"]
 ExportFormat = Literal["json", "csv", "junit"]
-Task = Literal["find", "fix"]
 VDB_METHODS: tuple[str, ...] = get_args(VdbMethod)
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TIMEOUT = 120.0  # seconds for one whole attempt
@@ -143,15 +143,9 @@ class Options(DeclaredSettings):
         bool,
         Flag("with --rewrites: also send variants that cannot be proven (no verification data)"),
     ] = False
-    task: Annotated[
-        Task,
-        Flag(
-            "what a markdown suite's model is asked: find (a verdict on every case) or fix (the"
-            " corrected code of every bad case, verified on PostgreSQL after the run)"
-        ),
-        Record("markdown"),
-    ] = "find"
-    pg_url: str | None = None  # the PostgreSQL of --pg-url, for the rewrites' gate and fixes
+    task: TaskChoice = "find"
+    prove_findings: ProveFindingsSwitch = False
+    pg_url: str | None = None  # the PostgreSQL of --pg-url: the rewrites' gate, fixes, proofs
     # the endpoint and what every request carries
     base_url: Annotated[
         str,
@@ -441,7 +435,7 @@ class Command(DeclaredSettings):
     pg_url: Annotated[
         str | None,
         Flag(
-            "PostgreSQL for --verify, --rewrites and --task fix",
+            "PostgreSQL for --verify, --rewrites, --task fix and --prove-findings",
             group=MODE,
             default="embedded pgserver",
             metavar="URL",
@@ -463,6 +457,16 @@ class Command(DeclaredSettings):
             group=MODE,
         ),
     ] = False
+    verify_json: Annotated[
+        Path | None,
+        Flag(
+            "with --verify: write every case's outcome, and each proven bad case's witness"
+            " (with it as an exploit), as JSON",
+            group=MODE,
+            name="--json",
+            metavar="FILE",
+        ),
+    ] = None
     verify_deadline: Annotated[
         float,
         Flag(

@@ -10,7 +10,12 @@ from pathlib import Path
 from secbench_tui.config import Options, RunSettings, Settings
 from secbench_tui.core.run.catalog import Catalog
 from secbench_tui.core.run.providers.baselines import BASELINES, is_baseline
-from secbench_tui.core.suites.prompts import FIX_PROMPT, PromptError, resolve_prompts
+from secbench_tui.core.suites.prompts import (
+    EXPLOIT_PROMPT,
+    FIX_PROMPT,
+    PromptError,
+    resolve_prompts,
+)
 from secbench_tui.errors import UsageError
 from secbench_tui.planning.batching import check_batch
 
@@ -48,9 +53,16 @@ def _vuldetectbench_cells(settings: Settings) -> list[RunSettings]:
 
 
 def _markdown_cells(settings: Settings) -> list[RunSettings]:
-    """Every model with every prompt; duplicates given twice are run once. `--task fix`
-    without `--prompt` asks with the bundled prompt `fix`."""
-    asked = settings.prompts or ([FIX_PROMPT] if settings.task == "fix" else [])
+    """Every model with every prompt; duplicates given twice are run once. Without `--prompt`,
+    `--task fix` asks with the bundled prompt `fix`, `--prove-findings` with `exploit`."""
+    default = (
+        [FIX_PROMPT]
+        if settings.task == "fix"
+        else [EXPLOIT_PROMPT]
+        if settings.prove_findings
+        else []
+    )
+    asked = settings.prompts or default
     try:
         prompts = resolve_prompts(asked)
     except PromptError as exc:
@@ -90,6 +102,10 @@ def check_suite_flags(settings: Settings, *, vuldetectbench: bool) -> None:
         raise UsageError(
             "--task fix cannot be combined with --request-style security-bench, which sends "
             "the original evaluator's request as it is (its own schema, without the fixed code)"
+        )
+    if settings.task == "fix" and settings.prove_findings:
+        raise UsageError(
+            "--prove-findings applies to --task find: a fix reply carries no exploit to prove"
         )
     if settings.task == "fix" and settings.rewrites:
         raise UsageError(

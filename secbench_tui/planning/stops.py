@@ -4,7 +4,7 @@ Planning proves `--rewrites` on PostgreSQL (`planning.plan.plan`, in a thread): 
 end the statement or child process in flight at once, start nothing more and send nothing;
 the proving then unwinds through its `finally` blocks, which drop its databases and roles and
 remove the embedded server. A second signal quits at once, the embedded server stopped and
-its folder removed first. Once the runs go on, `headless.Signals` takes over.
+its folder removed first. Once the runs go on, `run_signals.Signals` takes over.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip(f"cannot build a wheel offline here: {build.stderr[-300:]}")
     (wheel,) = (work / "dist").glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    for prompt in ("default", "step-by-step", "rule-by-rule", "attacker"):
+    for prompt in ("default", "step-by-step", "rule-by-rule", "attacker", "exploit"):
         assert f"secbench_tui/prompts/{prompt}.txt" in names
     assert any(n.startswith("secbench_tui/cases/purchase-order/") for n in names)
     assert any(n.startswith("secbench_tui/core/results/templates/") for n in names)
@@ -119,6 +119,12 @@ def test_installed_package_runs_the_bundled_suite_offline(installed: Path, tmp_p
     )
     assert every.returncode == 0, every.stderr
     names = sqlite3.connect(tmp_path / "p.db").execute("SELECT prompt_name FROM runs").fetchall()
-    assert sorted(n for (n,) in names) == ["attacker", "default", "rule-by-rule", "step-by-step"]
+    assert sorted(n for (n,) in names) == [
+        "attacker",
+        "default",
+        "exploit",
+        "rule-by-rule",
+        "step-by-step",
+    ]
     lint = run_installed(installed, tmp_path, "--lint")
     assert lint.returncode == 0, lint.stdout + lint.stderr

@@ -2,7 +2,8 @@
 
 A copy of the whole bundled suite gets, beside its own cases, bad cases holding a good
 sibling's code and good cases holding a bad sibling's code, in an SQL app and in the Python
-app; the command must fail naming each, and prove every bundled case's label. (This is CI's
+app; the command must fail naming each, and prove every bundled case's label; and every bad
+case's witness (`--json`), replayed as an exploit, is proven (`--prove-findings`). (This is CI's
 proof of the bundled labels: .ci/run does not run `--verify` again.) Needs the verify extra
 (pgserver); skipped without it.
 """
@@ -80,7 +81,7 @@ def test_planted_mislabels_fail_and_are_named_and_every_bundled_label_is_proven(
         for app, target, source in PLANTS
     }
 
-    done = _verify(suite, "--pg-url", pg_url)
+    done = _verify(suite, "--pg-url", pg_url, "--json", str(tmp_path / "witnesses.json"))
 
     assert done.returncode == 1, done.stdout + done.stderr
     assert _lines(done.stdout, "FAILED") == planted, done.stdout
@@ -90,6 +91,37 @@ def test_planted_mislabels_fail_and_are_named_and_every_bundled_label_is_proven(
     assert "ran on PostgreSQL 16" in done.stdout
     assert re.search(r"labelled bad but keeps the property", done.stdout)
     assert re.search(r"labelled good but breaks the property on parameter set \d", done.stdout)
+    _replay_witnesses(tmp_path / "witnesses.json", bundled, pg_url)
+
+
+def _replay_witnesses(witnesses: Path, bundled: set[str], pg_url: str) -> None:
+    """Every bundled bad case's witness, sent back as a model's exploit (`--verify --json`
+    writes it as one), is proven by `--prove-findings` on the bundled suite (not the copy,
+    whose planted good cases are flawed): on the flawed case, by its rule, and on none of its
+    compliant twins."""
+    import json
+
+    from secbench_tui.core.suites.markdown import load_markdown_suite
+    from secbench_tui.core.verify.exploits import ExploitOutcome, Finding, prove_findings
+
+    suite = bundled_cases_dir()
+    cases = {c.case_id: c for c in load_markdown_suite(suite).cases}
+    document = json.loads(witnesses.read_text(encoding="utf-8"))
+    findings = []
+    for record in document["cases"]:
+        if record["case_id"] not in bundled or record["expected"] != "bad":
+            continue
+        witness = record["witness"]
+        rule = record["rule"] if not record["other_rule"] else witness["rules"][0]
+        case = cases[record["case_id"]]
+        findings.append(Finding(case.case_id, case, int(rule), witness["exploit"]))
+    assert len(findings) == 98  # every bad case of the bundled suite
+
+    report = prove_findings(suite, findings, pg_url)
+
+    refuted = {p.key: p.detail for p in report.proofs if p.outcome is not ExploitOutcome.PROVEN}
+    assert refuted == {}
+    assert all(len(p.twins) == 2 for p in report.proofs)  # both compliant cases ran it
 
 
 ORIGINAL_FIXTURES = """

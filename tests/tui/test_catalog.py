@@ -83,7 +83,8 @@ def test_filter_matches_every_word_of_the_query() -> None:
         "cache",
     )
     assert [m.id for m in found.filter("openai mini")] == ["openai/gpt-4o-mini"]
-    assert [m.id for m in found.filter("random")] == ["baseline/random"]
+    assert [m.id for m in found.filter("random")] == ["baseline/random", "baseline/random-exploit"]
+    assert [m.id for m in found.filter("random exploit")] == ["baseline/random-exploit"]
     assert found.filter("openai claude") == []
 
 

@@ -13,8 +13,8 @@ from secbench_tui.config import RunSettings, Settings
 from secbench_tui.core.fixes.models import FixOutcome
 from secbench_tui.core.models import Case, Message, SuiteKind
 from secbench_tui.core.results.fixes import fix_summary, fix_text, fixed_code_of, proposed_code_of
+from secbench_tui.core.results.lines import plain
 from secbench_tui.core.results.summary import fix_lines as render_fix_lines
-from secbench_tui.core.results.summary import plain
 from secbench_tui.core.run.catalog import Catalog
 from secbench_tui.core.run.providers.baselines import BaselineProvider
 from secbench_tui.core.run.providers.openai_compat import ClientSettings, OpenAICompatibleProvider
@@ -179,6 +179,10 @@ def test_a_fix_run_refuses_what_cannot_apply(tmp_path: Path) -> None:
         (
             Settings(models=["m/x"], cases=FIXTURE, task="fix", rewrites=["layout"]),
             "--rewrites applies to --task find",
+        ),
+        (
+            Settings(models=["m/x"], cases=FIXTURE, task="fix", prove_findings=True),
+            "--prove-findings applies to --task find",
         ),
         (
             Settings(models=["m/x"], cases=FIXTURE, task="fix", request_style="security-bench"),

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 from secbench_tui.core.models import RunStatus
+from secbench_tui.core.results.lines import plain
 from secbench_tui.core.results.metrics import summarize
-from secbench_tui.core.results.summary import RunSummary, plain, summary_lines, worst_status
+from secbench_tui.core.results.summary import RunSummary, summary_lines, worst_status
 from secbench_tui.core.run.events import RunFinished
 from secbench_tui.headless import format_summary, write_summary_json
 from secbench_tui.tui.widgets.run_end import summary_text

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, field_serializer
 from secbench_tui.core.lint.report import LeakCheck
 from secbench_tui.core.models import JSONObject
 from secbench_tui.core.results.chance import ChanceLevels
+from secbench_tui.core.results.findings import FindingSummary
 from secbench_tui.core.results.fix_figures import FixSummary
 from secbench_tui.core.results.robustness import Robustness
 from secbench_tui.core.results.summary import PairwiseSummary, ReasonSummary, ScenarioSummary
@@ -72,6 +73,11 @@ class ExportedResult(Record):
     right_line: bool | None = None
     schema_problem: str | None = None  # how the reply broke verdict schema 2
     scoring_version: int | None = None
+    # --prove-findings: the exploits the reply offered, as sent ([{"rule", "exploit"}]), and
+    # how proving them ended (proven, refuted, false exploit, no exploit; None: not proven)
+    exploit: list[JSONObject] | None = None
+    exploit_outcome: str | None = None
+    exploit_reason: str | None = None
     # --rewrites: a variant's original case, relation, seed, code hash, proof and code, as the
     # file holds them (seed, code hash and proof are not checked on reading)
     variant_of: str | None = None
@@ -158,6 +164,7 @@ class ExportedFigures(Record):
     leak: LeakCheck | None = None
     fixes: FixSummary | None = None  # --task fix
     robustness: Robustness | None = None  # --rewrites
+    findings: FindingSummary | None = None
 
 
 class ExportedRun(Record):

@@ -31,6 +31,7 @@ from secbench_tui.core.results.export_records import (
     ExportedRun,
     StandingAgainstBest,
 )
+from secbench_tui.core.results.findings import exploits_of
 from secbench_tui.core.results.reasons import stored_gold, stored_reason
 from secbench_tui.core.results.report.data import Contender, ReportData, VdbContender
 from secbench_tui.core.store.rows import ResultRow
@@ -73,6 +74,9 @@ def exported_result(row: ResultRow, data: ReportData | None = None) -> ExportedR
     else:
         record |= {"rules_cited": [], "quotes": [], "right_rule": None, "right_line": None}
         record["schema_problem"] = None
+    record["exploit"] = exploits_of(row) or None
+    record["exploit_outcome"] = row.get("exploit_outcome")
+    record["exploit_reason"] = row.get("exploit_reason")
     variant = row.get("variant")
     if isinstance(variant, dict):
         for column, key in _VARIANT_KEYS.items():
@@ -104,6 +108,8 @@ def _figures(c: Contender | VdbContender) -> ExportedFigures:
         figures["fixes"] = c.fixes
     if c.robustness is not None:
         figures["robustness"] = c.robustness
+    if c.findings is not None:  # a markdown run's, when its findings were proven
+        figures["findings"] = c.findings
     return ExportedFigures.model_validate(figures)
 
 
@@ -205,6 +211,10 @@ def _testcase(r: ExportedResult, repeats: int) -> tuple[ET.Element, str]:
         if r.right_rule is not None:
             value = "true" if r.right_rule else "false"
             ET.SubElement(properties, "property", name="right_rule", value=value)
+    if r.exploit_outcome is not None:
+        held = case.find("properties")
+        into = held if held is not None else ET.SubElement(case, "properties")
+        ET.SubElement(into, "property", name="exploit_outcome", value=_xml_text(r.exploit_outcome))
     outcome = r.outcome or ""
     if outcome == Outcome.WRONG.value:
         failure = ET.SubElement(

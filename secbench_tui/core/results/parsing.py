@@ -10,6 +10,8 @@ exactly when the assessment is good. A reply without the key is read as schema 1
 with no reason given); a reply with it that breaks the schema (a bad verdict naming no
 violation, a good one naming some, a rule that is not a number, a quote that is not text) has
 its `problem` said and no verdict: it is unparsed, never scored as if it had kept the schema.
+Verdict schema 3 lets a violation carry an `exploit`: kept as the reply holds it, for
+`--prove-findings` to check and run; what it holds never changes the verdict or its score.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ _RULE_TEXT = re.compile(r"^\s*(?:rule\s*)?#?\s*(\d{1,4})\s*$", re.IGNORECASE)
 class Violation:
     rule: int
     quote: str
+    # verdict schema 3: the exploit as the reply holds it (untrusted JSON, checked where it is
+    # proven: `core.suites.exploit_verdict`); None when the violation carries none
+    exploit: object = None
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,7 @@ def _violations_of(value: Any, assessment: str) -> tuple[Violation, ...] | str:
         quote = fields.get("quote", "")
         if not isinstance(quote, str):
             return f"violation {i}: `quote` is not text"
-        found.append(Violation(rule, quote))
+        found.append(Violation(rule, quote, fields.get("exploit")))
     if assessment == "bad" and not found:
         return "assessment is bad but `violations` is empty"
     if assessment == "good" and found:

@@ -14,7 +14,6 @@ rather than a missing key in a user's script.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,7 +22,10 @@ from secbench_tui.core import numbers
 from secbench_tui.core.lint.report import LeakCheck
 from secbench_tui.core.models import RunStatus
 from secbench_tui.core.results.chance import STRATEGY_NAMES, ChanceLevels, Level
+from secbench_tui.core.results.findings import FindingSummary
+from secbench_tui.core.results.findings_text import findings_lines
 from secbench_tui.core.results.fix_figures import FixSummary, fix_words
+from secbench_tui.core.results.lines import Line, Segment, ci_text, text_line
 from secbench_tui.core.results.robustness import Robustness, coverage_text
 from secbench_tui.core.untrusted import inert_line
 
@@ -142,6 +144,8 @@ class RunSummary(VerdictStats):
     robustness: Annotated[Robustness | None, WhenApplies] = None
     # --task fix: proven-fix rate, secure but broken, functional but insecure, change size
     fixes: Annotated[FixSummary | None, WhenApplies] = None
+    # --prove-findings: proven-finding rate, exploit precision, P-C proven, refutations
+    findings: Annotated[FindingSummary | None, WhenApplies] = None
     # Set when no case got an answer: the commonest error, and how many cases it ended
     no_answer: Annotated[str | None, WhenApplies] = None
     # each lead figure's chance levels (results.chance), for a run of markdown cases
@@ -165,26 +169,6 @@ class RunSummary(VerdictStats):
 # --- the one renderer ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Segment:
-    """Text and what it is (`tag`): the app styles by tag, the headless runner ignores it.
-    Tags: heading, status, dim, warning, and the outcomes (correct, wrong, unparsed, error)."""
-
-    text: str
-    tag: str = ""
-
-
-Line = tuple[Segment, ...]
-
-
-def plain(lines: Sequence[Line]) -> str:
-    return "\n".join("".join(s.text for s in line) for line in lines)
-
-
-def _line(*parts: str | Segment) -> Line:
-    return tuple(p if isinstance(p, Segment) else Segment(p) for p in parts)
-
-
 def cost_text(summary: RunSummary) -> str:
     """`$0.0123`, `≥ $0.0123 (4 answers had no price)` when some answers reported none."""
     shown = numbers.money(summary.cost)
@@ -202,15 +186,17 @@ def summary_lines(
     s = summary
     prompt = f", prompt {inert_line(s.prompt)}" if s.prompt else ""
     lines = [
-        _line(Segment(f"Run {s.run_id} {status}", "heading"), f": {inert_line(s.model)}{prompt}")
+        text_line(
+            Segment(f"Run {s.run_id} {status}", "heading"), f": {inert_line(s.model)}{prompt}"
+        )
     ]
     lines.extend(leak_lines(s.leak))
     if message:
-        lines.append(_line("  ", Segment(inert_line(message), "warning")))
+        lines.append(text_line("  ", Segment(inert_line(message), "warning")))
     if s.summary_error:
-        lines.append(_line("  ", Segment(inert_line(s.summary_error), "warning")))
+        lines.append(text_line("  ", Segment(inert_line(s.summary_error), "warning")))
     lines.append(
-        _line(
+        text_line(
             f"  cases {s.cases}  ",
             Segment(f"correct {s.correct}", "correct"),
             "  ",
@@ -224,15 +210,15 @@ def summary_lines(
     )
     if s.cases and s.cases == s.errors:  # an accuracy of 0 would blame the model
         lines.append(
-            _line(f"  accuracy {numbers.EMPTY} (no case was answered: every request failed)")
+            text_line(f"  accuracy {numbers.EMPTY} (no case was answered: every request failed)")
         )
         if s.no_answer:
-            lines.append(_line("  ", Segment(inert_line(s.no_answer), "warning")))
+            lines.append(text_line("  ", Segment(inert_line(s.no_answer), "warning")))
     elif s.accuracy is not None:
         lines.extend(reason_lines(s))
         low, high = s.accuracy_ci or (None, None)
         lines.append(
-            _line(
+            text_line(
                 f"  accuracy {numbers.pct(s.accuracy)} (95% CI {numbers.pct(low)}"
                 f"-{numbers.pct(high)})  balanced {numbers.pct(s.balanced_accuracy)}"
             )
@@ -241,21 +227,22 @@ def summary_lines(
             accuracy = chance_text(s.chance.accuracy)
             balanced = chance_text(s.chance.balanced_accuracy)
             lines.append(
-                _line(Segment(f"    chance: accuracy {accuracy}; balanced {balanced}", "dim"))
+                text_line(Segment(f"    chance: accuracy {accuracy}; balanced {balanced}", "dim"))
             )
         for app, stats in s.apps.items():
             lines.append(
-                _line(
+                text_line(
                     f"    {inert_line(app)}: {numbers.pct(stats.accuracy)} of {stats.cases}"
                     f" (unparsed {stats.unparsed}, errors {stats.errors})"
                 )
             )
     lines.extend(_vuldetectbench_lines(s))
     lines.extend(fix_lines(s.fixes))
+    lines.extend(findings_lines(s.findings))
     lines.extend(robustness_lines(s.robustness))
     if s.reused:
         lines.append(
-            _line(
+            text_line(
                 Segment(
                     f"  reused {s.reused} results asked before with the same settings"
                     " (--force asks again)",
@@ -265,14 +252,14 @@ def summary_lines(
         )
     reasoning = f" ({numbers.tokens(s.reasoning_tokens)} reasoning)" if s.reasoning_tokens else ""
     lines.append(
-        _line(
+        text_line(
             f"  tokens {numbers.tokens(s.prompt_tokens)} in /"
             f" {numbers.tokens(s.completion_tokens)} out{reasoning}"
             f"  cost {cost_text(s)}" + (f"  wall {s.wall_seconds:.1f}s" if wall else "")
         )
     )
     if s.batch is not None:
-        lines.append(_line(Segment(batch_text(s.batch), "dim")))
+        lines.append(text_line(Segment(batch_text(s.batch), "dim")))
     return lines
 
 
@@ -287,23 +274,17 @@ def batch_text(batch: BatchFigures) -> str:
     )
 
 
-def _ci(interval: tuple[float, float] | None) -> str:
-    if interval is None:
-        return ""
-    return f" (95% CI {numbers.pct(interval[0])}-{numbers.pct(interval[1])})"
-
-
 def lead_text(s: RunSummary) -> str:
     """`P-C 45.0% of 196 pairs  right reason 40.8% of 98 bad cases`: what a run leads with."""
     parts = []
     if s.pairwise is not None and s.pairwise.pairs:
         p = s.pairwise
-        parts.append(f"P-C {numbers.pct(p.p_c)}{_ci(p.p_c_ci)} of {p.pairs} pairs")
+        parts.append(f"P-C {numbers.pct(p.p_c)}{ci_text(p.p_c_ci)} of {p.pairs} pairs")
     if s.reason is not None:
         r = s.reason
         if r.bad_cases:
             parts.append(
-                f"right reason {numbers.pct(r.right_rule)}{_ci(r.right_rule_ci)}"
+                f"right reason {numbers.pct(r.right_rule)}{ci_text(r.right_rule_ci)}"
                 f" of {r.bad_cases} bad cases"
             )
         else:
@@ -324,7 +305,7 @@ def leak_lines(leak: LeakCheck | None) -> list[Line]:
     if leak is None or not leak.leaky:
         return []
     return [
-        _line(
+        text_line(
             "  ",
             Segment(
                 f"labels leak: a surface cue reads this suite's labels above"
@@ -333,7 +314,7 @@ def leak_lines(leak: LeakCheck | None) -> list[Line]:
                 "warning",
             ),
         ),
-        *(_line("    ", Segment(inert_line(cue.text()), "warning")) for cue in leak.cues),
+        *(text_line("    ", Segment(inert_line(cue.text()), "warning")) for cue in leak.cues),
     ]
 
 
@@ -343,7 +324,7 @@ def reason_lines(s: RunSummary) -> list[Line]:
     lead = lead_text(s)
     if not lead:
         return []
-    lines = [_line("  ", Segment(lead, "heading"))]
+    lines = [text_line("  ", Segment(lead, "heading"))]
     p, r, chance = s.pairwise, s.reason, s.chance
     if chance is not None:
         shown = []
@@ -352,14 +333,14 @@ def reason_lines(s: RunSummary) -> list[Line]:
         if r is not None and r.bad_cases:
             shown.append(f"right reason {chance_text(chance.right_reason)}")
         if shown:
-            lines.append(_line(Segment(f"    chance: {'; '.join(shown)}", "dim")))
+            lines.append(text_line(Segment(f"    chance: {'; '.join(shown)}", "dim")))
     if p is not None and p.pairs:
         scenarios = s.scenarios or ScenarioSummary()
         solved_chance = (
             f" (chance: {chance_text(chance.scenarios_solved)})" if chance is not None else ""
         )
         lines.append(
-            _line(
+            text_line(
                 f"    pairs: P-V {numbers.pct(p.p_v)}  P-B {numbers.pct(p.p_b)}"
                 f"  P-R {numbers.pct(p.p_r)}  P-C with the rule {numbers.pct(p.p_c_rule)}"
                 + (f"  unanswered {p.unanswered}" if p.unanswered else "")
@@ -369,7 +350,7 @@ def reason_lines(s: RunSummary) -> list[Line]:
         )
     if r is not None and r.bad_cases:
         lines.append(
-            _line(
+            text_line(
                 f"    reason: rule and line {numbers.pct(r.right_rule_and_line)}"
                 f"  rule recall {numbers.pct(r.rule_recall)}"
                 f"  rule precision {numbers.pct(r.rule_precision)}"
@@ -397,12 +378,12 @@ def robustness_lines(r: Robustness | None) -> list[Line]:
     if r is None:
         return []
     lines = [
-        _line(
+        text_line(
             Segment("  rewrites: ", "heading"),
             f"{r.variants} variants asked, {r.dropped} dropped by the equivalence gate"
             + (f", {r.unproven} unproven" if r.unproven else ""),
         ),
-        _line(
+        text_line(
             f"    noise floor (same case asked again) {_rate(r.noise_flip_rate)}"
             f" of {r.noise_pairs};  invariance flips {_rate(r.flip_rate, r.flip_rate_ci)}"
             f"  robust accuracy {numbers.pct(r.robust_accuracy)}"
@@ -411,7 +392,7 @@ def robustness_lines(r: Robustness | None) -> list[Line]:
         ),
     ]
     for note in r.notes:
-        lines.append(_line(Segment(f"    {note}", "dim")))
+        lines.append(text_line(Segment(f"    {note}", "dim")))
     for kind in ("invariance", "sensitivity"):
         for name, f in r.by_relation.items():
             if f.kind != kind:
@@ -423,7 +404,7 @@ def robustness_lines(r: Robustness | None) -> list[Line]:
             if f.towards_claim is not None:
                 claim = f"  towards the claim ({f.claim}) {numbers.pct(f.towards_claim)}"
             lines.append(
-                _line(
+                text_line(
                     f"    {kind[:4]} {inert_line(name)}: flips {f.flips}/{f.pairs}"
                     f" {_rate(f.flip_rate, f.flip_rate_ci)}{excess}{claim}"
                     f"  robust {numbers.pct(f.robust_accuracy)}  P-C {numbers.pct(f.pc)}"
@@ -444,13 +425,13 @@ def _vuldetectbench_lines(s: RunSummary) -> list[Line]:
         return []
     from secbench_tui.core.vuldetectbench.task_scores import crash_note
 
-    lines = [_line(f"  VulDetectBench, {s.vdb_scoring or 'correct'} scoring:")]
+    lines = [text_line(f"  VulDetectBench, {s.vdb_scoring or 'correct'} scoring:")]
     counts = s.vuldetectbench_counts or {}
     for task, metrics in s.vuldetectbench.items():
         shown = "  ".join(f"{k} {numbers.pct(v)}" for k, v in metrics.items())
         note = crash_note(counts.get(task, {}))
         lines.append(
-            _line(
+            text_line(
                 f"    {inert_line(task)}: {shown}",
                 Segment(f"  ({note})", "warning") if note else "",
             )
@@ -461,7 +442,7 @@ def _vuldetectbench_lines(s: RunSummary) -> list[Line]:
 def matrix_lines(ended: Sequence[tuple[RunStatus | str, str | None, RunSummary]]) -> list[Line]:
     """Several runs, one line each: model x prompt, accuracy, CI, balanced, cost, status."""
     lines = [
-        _line(
+        text_line(
             Segment(
                 "Matrix (accuracy, 95% CI, balanced accuracy; led by P-C and the right-reason"
                 " rate where the suite has pairs and rules):",
@@ -479,14 +460,14 @@ def matrix_lines(ended: Sequence[tuple[RunStatus | str, str | None, RunSummary]]
                 f"  balanced {numbers.pct(s.balanced_accuracy)}"
             )
         lines.append(
-            _line(
+            text_line(
                 f"  {inert_line(s.model)}  x  {inert_line(s.prompt)}: {figure}"
                 f"  cost {cost_text(s)}  ",
                 Segment(f"[run {s.run_id} {status}]", "status"),
             )
         )
         if message:
-            lines.append(_line(Segment(f"    {inert_line(message)}", "dim")))
+            lines.append(text_line(Segment(f"    {inert_line(message)}", "dim")))
     return lines
 
 

@@ -173,6 +173,23 @@ async def _add_batches(db: aiosqlite.Connection) -> None:
         await db.execute(statement)
 
 
+async def _add_findings(db: aiosqlite.Connection) -> None:
+    """Version 11 -> 12: `--prove-findings`: per result, the exploits its reply offered (JSON,
+    as sent), whether running them proved the finding (`outcome`, the first refutation's
+    `reason`), each exploit's proof (`proof`, JSON), and the proving version and engine."""
+    await db.execute(
+        "CREATE TABLE IF NOT EXISTS findings ("
+        " evaluation_id INTEGER PRIMARY KEY REFERENCES evaluations(id),"
+        " exploit TEXT,"
+        " outcome TEXT NOT NULL,"
+        " reason TEXT,"
+        " proof TEXT NOT NULL DEFAULT '[]',"
+        " proving_version INTEGER NOT NULL,"
+        " engine TEXT,"
+        " proved_at TEXT NOT NULL)"
+    )
+
+
 # MIGRATIONS[n] brings a file at version n to version n + 1.
 MIGRATIONS: dict[int, Migration] = {
     0: _migrate_legacy,
@@ -186,4 +203,5 @@ MIGRATIONS: dict[int, Migration] = {
     8: requests.add_request_texts,
     9: _add_fixes,
     10: _add_batches,
+    11: _add_findings,
 }

@@ -60,6 +60,13 @@ class ResultFilter:
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
+# A result's proven finding (`--prove-findings`), where a read of whole rows shows it.
+FINDING_SQL = (
+    "f.exploit AS exploit, f.outcome AS exploit_outcome, f.reason AS exploit_reason,"
+    " f.proof AS exploit_proof"
+)
+FINDING_JOIN = "LEFT JOIN findings f ON f.evaluation_id = e.id"
+
 # The columns the results browser sorts by (`Store.results_page_sorted`), by the row key.
 SORT_COLUMNS = {"case_id": "e.case_id", "outcome": "e.outcome", "run_id": "e.run_id"}
 
@@ -151,7 +158,7 @@ class ResultQueries(StoreConnection):
             )
             params.append(after_id)
         columns = (
-            f"{ROW_SQL}, c.code AS code, c.description AS description"
+            f"{ROW_SQL}, c.code AS code, c.description AS description, {FINDING_SQL}"
             if with_text
             else (
                 "e.id, e.timestamp, e.model_name, e.run_id, e.app, e.case_id, e.expected_result,"
@@ -159,7 +166,9 @@ class ResultQueries(StoreConnection):
                 " e.completion_tokens, e.repeat, e.suite_kind, e.reasons"
             )
         )
-        join = " LEFT JOIN case_texts c ON c.hash = e.case_hash" if with_text else ""
+        join = (
+            f" LEFT JOIN case_texts c ON c.hash = e.case_hash {FINDING_JOIN}" if with_text else ""
+        )
         cursor = await self.db.execute(
             f"SELECT {columns} FROM evaluations e{join}{where}"
             f" ORDER BY e.id{' DESC' if newest_first else ''} LIMIT ?",
@@ -170,9 +179,9 @@ class ResultQueries(StoreConnection):
     async def result(self, evaluation_id: int) -> ResultRow | None:
         """One result, whole: its code, and its verified fix (`--task fix`) when it has one."""
         cursor = await self.db.execute(
-            f"SELECT {ROW_SQL}, c.code AS code, c.description AS description, {FIX_SQL}"
-            f" FROM evaluations e LEFT JOIN case_texts c ON c.hash = e.case_hash {FIX_JOIN}"
-            " WHERE e.id=?",
+            f"SELECT {ROW_SQL}, c.code AS code, c.description AS description, {FIX_SQL},"
+            f" {FINDING_SQL} FROM evaluations e LEFT JOIN case_texts c ON c.hash = e.case_hash"
+            f" {FIX_JOIN} {FINDING_JOIN} WHERE e.id=?",
             (evaluation_id,),
         )
         row = await cursor.fetchone()
@@ -196,14 +205,16 @@ class ResultQueries(StoreConnection):
         """A run's results in case order, with their verified fixes (`--task fix`); without
         text, only what figures are made of."""
         columns = (
-            f"{ROW_SQL}, c.code AS code, c.description AS description, {FIX_SQL}"
+            f"{ROW_SQL}, c.code AS code, c.description AS description, {FIX_SQL}, {FINDING_SQL}"
             if with_text
             else "e.id, e.app, e.case_id, e.case_index, e.repeat, e.suite_kind, e.outcome,"
             " e.expected_result, e.actual_result, e.prompt_tokens, e.completion_tokens, e.cost,"
             " e.latency_ms, e.reused_from, e.scores, e.explanation, e.reasoning_tokens, e.error,"
             f" e.gold, e.reasons, e.scoring_version, e.variant, {FIX_FIGURES_SQL}"
         )
-        join = " LEFT JOIN case_texts c ON c.hash = e.case_hash" if with_text else ""
+        join = (
+            f" LEFT JOIN case_texts c ON c.hash = e.case_hash {FINDING_JOIN}" if with_text else ""
+        )
         cursor = await self.db.execute(
             f"SELECT {columns} FROM evaluations e{join} {FIX_JOIN} WHERE e.run_id=?"
             " ORDER BY e.case_index, e.repeat",

@@ -81,6 +81,13 @@ class ResultRow(TypedDict, total=False):
     fix_twin: str | None
     fix_change_lines: int | None
     fix_detail: str | None  # JSON: the failing parameter set, its rows and the twin's
+    # --prove-findings, joined from `findings` where a read shows it: the exploits the reply
+    # offered (JSON, as sent), how proving them ended (proven, refuted, false exploit, no
+    # exploit; None: never proven), the first refutation's reason, each exploit's proof (JSON)
+    exploit: str | None
+    exploit_outcome: str | None
+    exploit_reason: str | None
+    exploit_proof: str | None
 
 
 def originals_only(rows: Sequence[ResultRow]) -> list[ResultRow]:

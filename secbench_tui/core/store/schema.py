@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import aiosqlite
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 # A result's verified fix (`--task fix`, the `fixes` table), where a read of whole rows shows
 # it (`ResultRow`'s fix keys), and what the figures need of it (reads without text).

@@ -25,6 +25,7 @@ _TEXT = (
     "served_model", "provider", "case_hash", "request_hash", "notes", "code", "description",
     "reasoning", "gold", "reasons", "messages",
     "fixed_code", "fix_outcome", "fix_reason", "fix_twin", "fix_detail",  # --task fix
+    "exploit", "exploit_outcome", "exploit_reason", "exploit_proof",  # --prove-findings
 )  # fmt: skip
 _REQUIRED_TEXT = frozenset(
     ("timestamp", "test_file", "model_name", "expected_result", "suite_kind", "app", "case_id")

@@ -5,7 +5,8 @@ The `# Prompt` text of the app's SPEC.md, then the evaluation prompt, then the c
 the reply's model, `core.suites.verdict`), and so do the evaluation prompts: the bundled
 strategies (`secbench_tui/prompts/`) and the files a user names. Each has a name (a file's stem,
 or the bundled name) that runs record beside its hash, so results of different prompts are told
-apart. Every bundled prompt asks for verdict schema 2 in words, as the schema does; the prompts
+apart. Every bundled prompt asks for verdict schema 2 in words, as the schema does, but
+`exploit`, which asks for schema 3 (violations with exploits, `--prove-findings`); the prompts
 of another task (`fix`, verdict schema 4: `core.suites.fix_reply`) are bundled beside them but
 are no strategy of finding, so `all` and the app's list leave them out.
 """
@@ -23,9 +24,10 @@ from secbench_tui.core.paths import outside_reason
 from secbench_tui.core.suites.verdict import verdict_schema
 
 ResponseFormat = Literal["json_schema", "json_object", "none"]
-# What a request asks the model to reply with: a verdict (`--task find`), a verdict with the
+# What a request asks the model to reply with: a verdict (`--task find`), one whose violations
+# carry exploits (a prompt that asks for them, schema 3), a verdict with the
 # corrected code (`--task fix`), or a case's new code (`secbench-tui fix`).
-Reply = Literal["verdict", "fix", "proposal"]
+Reply = Literal["verdict", "exploit", "fix", "proposal"]
 
 
 def build_markdown_prefix(app_prompt: str, evaluation_prompt: str) -> str:
@@ -35,10 +37,15 @@ def build_markdown_prefix(app_prompt: str, evaluation_prompt: str) -> str:
 
 def response_format(kind: str, reply: Reply = "verdict") -> JSONObject | None:
     """The `response_format` request field for `--response-format KIND`, for a `reply` of that
-    kind (the fix task's and `secbench-tui fix`'s schemas: `core.suites.fix_reply`)."""
+    kind: `exploit` (a prompt that asks for them) is verdict schema 3's, whose violations carry
+    an exploit; the fix task's and `secbench-tui fix`'s schemas are `core.suites.fix_reply`'s."""
     if kind == "json_schema":
         if reply == "verdict":
             name, schema = "security_verdict", verdict_schema()
+        elif reply == "exploit":
+            from secbench_tui.core.suites.exploit_verdict import exploit_verdict_schema
+
+            name, schema = "security_verdict_exploit", exploit_verdict_schema()
         else:
             from secbench_tui.core.suites import fix_reply
 
@@ -63,6 +70,8 @@ MAX_PROMPT_BYTES = 1024 * 1024
 DEFAULT_PROMPT = "default"
 FIX_PROMPT = "fix"  # `--task fix`: asks for verdict schema 4, the corrected code with the verdict
 TASK_PROMPTS = frozenset({FIX_PROMPT})  # bundled, but no strategy of finding
+EXPLOIT_PROMPT = "exploit"  # asks for verdict schema 3: each violation with an exploit
+EXPLOIT_KEY = '"exploit"'
 ALL_PROMPTS = "all"
 
 
@@ -83,6 +92,12 @@ class EvaluationPrompt:
     @property
     def sha256(self) -> str:
         return sha256_text(self.normalised)
+
+    @property
+    def asks_exploits(self) -> bool:
+        """Whether it asks for verdict schema 3 (the bundled `exploit` does): it names the key
+        `"exploit"`, and its requests' `response_format` then carries that schema."""
+        return EXPLOIT_KEY in self.text
 
 
 class PromptError(Exception):

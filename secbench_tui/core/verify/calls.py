@@ -24,12 +24,14 @@ from dataclasses import dataclass
 from typing import Any, LiteralString
 
 import psycopg
+from psycopg import sql
 
 from secbench_tui.core.verify.deadline import Watchdog
 from secbench_tui.core.verify.execution import ResultSetRow, dumps
 
-# A statement and its bound parameters.
-Call = tuple[LiteralString, Sequence[object]]
+# A statement and its bound parameters (a statement naming a fixture table is composed, its
+# names quoted by the driver).
+Call = tuple[LiteralString | sql.Composed, Sequence[object]]
 
 BEGIN: Call = ("BEGIN", ())
 SAVEPOINT: Call = ("SAVEPOINT verify_case", ())
@@ -63,6 +65,14 @@ SEQUENCE_RESET = (
 RESULT_TABLE = (
     "CREATE TEMP TABLE result AS SELECT (x.o - 1)::int AS n, x.v AS row "
     "FROM jsonb_array_elements($1) WITH ORDINALITY AS x(v, o)"
+)
+
+# an exploit's row (`--prove-findings`), inserted as the case role before `# Setup`: the table
+# and its columns (the fixtures' own, checked by `exploit_plan`) quoted by the driver, the
+# values bound as one jsonb; the columns left out take their defaults
+ROW_INSERT = (
+    "INSERT INTO {table} ({columns}) SELECT {columns}"
+    " FROM pg_catalog.jsonb_populate_record(NULL::{table}, %s::pg_catalog.jsonb)"
 )
 
 # (the sequence's oid, its value and is_called) as the fixtures left it
@@ -120,6 +130,20 @@ def sequence_resets(positions: Sequence[SequencePosition]) -> list[Call]:
     rollback: a case's nextval or setval would otherwise outlive it), and no `currval` in
     the session (which setval sets)."""
     return [*((SEQUENCE_RESET, list(position)) for position in positions), DISCARD_SEQUENCES]
+
+
+def row_inserts(rows: Sequence[tuple[str, dict[str, object]]]) -> list[Call]:
+    """An exploit's rows (table, {column: value}) as `ROW_INSERT`s into `public`'s tables."""
+    return [
+        (
+            sql.SQL(ROW_INSERT).format(
+                table=sql.Identifier("public", table),
+                columns=sql.SQL(", ").join(sql.Identifier(column) for column in values),
+            ),
+            [dumps(values)],
+        )
+        for table, values in rows
+    ]
 
 
 class Calls:

@@ -77,6 +77,9 @@ class Scenario:
     runs: tuple[tuple[str, str], ...] = ()  # `# Run NN`: the run block for case number NN
     refusals: tuple[str, ...] = ()  # `# Refusals`: more SQLSTATEs that mean "refused"
     equivalents: tuple[Equivalent, ...] = ()  # `# Equivalent mutants`
+    # rows added before `# Setup`, as the case role: an exploit's (`--prove-findings`), each
+    # a table and its columns' values; a scenario file gives none
+    rows: tuple[tuple[str, dict[str, object]], ...] = ()
 
     def equivalents_of(self, case_file: str) -> tuple[Equivalent, ...]:
         """The declarations naming a mutant of the case file (`app/x-01-good.md` or its name)."""

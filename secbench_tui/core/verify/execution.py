@@ -14,6 +14,9 @@ from typing import Any
 ResultSetRow = dict[str, object]
 # One parameter set of a case's scenario: the suite's parameter names -> their values.
 Parameters = dict[str, object]
+# How an execution's error starts when the rows an exploit adds (`Scenario.rows`) do not go
+# in (a key taken, a foreign key, a check): the exploit is refused, the case is not at fault.
+ROWS_NOT_INSERTED = "its rows do not insert"
 
 
 @dataclass

@@ -26,10 +26,16 @@ from typing import Any
 
 import psycopg
 
-from secbench_tui.core.verify.calls import RowCapExceeded, SequencePosition, sequence_resets
+from secbench_tui.core.verify.calls import (
+    RowCapExceeded,
+    SequencePosition,
+    row_inserts,
+    sequence_resets,
+)
 from secbench_tui.core.verify.data import Scenario
 from secbench_tui.core.verify.deadline import Watchdog
 from secbench_tui.core.verify.execution import (
+    ROWS_NOT_INSERTED,
     Execution,
     Parameters,
     ResultSetRow,
@@ -216,6 +222,14 @@ def run_case(
             with watchdog.limit(raw):
                 for call in sequence_resets(sequences):
                     raw.execute(*call)
+            if scenario.rows:  # an exploit's rows, as the case role, before `# Setup`
+                try:
+                    with watchdog.limit(raw):
+                        for call in row_inserts(scenario.rows):
+                            raw.execute(*call)
+                except psycopg.Error as exc:
+                    out.error = f"{ROWS_NOT_INSERTED}: {exc.sqlstate}: {exc.diag.message_primary}"
+                    return out
             if scenario.setup:
                 checker.run(scenario.setup, params)
             user = params.get("as_user")

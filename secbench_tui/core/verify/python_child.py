@@ -29,12 +29,13 @@ import sys
 import tempfile
 import time
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypedDict, TypeGuard
 
 from secbench_tui.core.models import JSONObject
-from secbench_tui.core.verify.execution import Execution, ResultSetRow, json_value
+from secbench_tui.core.verify.execution import Execution, Parameters, ResultSetRow, json_value
 from secbench_tui.core.verify.stopping import Stop
 
 
@@ -47,6 +48,10 @@ class CaseJob(TypedDict):
     code: str
     scenario: str  # the scenario file's absolute path
     sequences: list[list[int]]  # the fixtures' sequences: oid, value, is_called (0 or 1)
+    # the scenario's parameter sets and the rows added before `# Setup` (an exploit's: its
+    # own parameter set, which the file does not hold)
+    parameters: list[Parameters]
+    added_rows: list[tuple[str, dict[str, object]]]
 
 
 class Job(CaseJob):
@@ -121,7 +126,11 @@ def _run_job(harness: ModuleType, job: Job, out_fd: int) -> None:
     from secbench_tui.core.verify.data import parse_scenario
     from secbench_tui.core.verify.deadline import Limits, Watchdog
 
-    scenario = parse_scenario(Path(job["scenario"]))
+    scenario = replace(
+        parse_scenario(Path(job["scenario"])),
+        parameters=tuple(job["parameters"]),
+        rows=tuple((str(table), dict(values)) for table, values in job["added_rows"]),
+    )
     limits = Limits(deadline=job["deadline"], rows=job["rows"])
     watchdog = Watchdog(None, limits)
 

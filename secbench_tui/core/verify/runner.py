@@ -101,6 +101,8 @@ def _python_executor(db: AppDatabase, fixtures: str, harness: Path) -> Iterator[
             "code": case.code,
             "scenario": str(scenario.path.resolve()),  # the child runs in another folder
             "sequences": [[oid, value, int(called)] for oid, value, called in db.sequences],
+            "parameters": list(scenario.parameters),
+            "added_rows": list(scenario.rows),
         }
         runs = child.run(job, len(scenario.parameters))
         db.lock_out(db.roles.case)  # a process the case left: no session, no lock, no login

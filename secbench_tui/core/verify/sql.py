@@ -41,11 +41,13 @@ from secbench_tui.core.verify.calls import (
     gated_rows,
     is_query,
     pipeline,
+    row_inserts,
     sequence_resets,
 )
 from secbench_tui.core.verify.data import Scenario
 from secbench_tui.core.verify.deadline import DeadlineExceeded, Watchdog
 from secbench_tui.core.verify.execution import (
+    ROWS_NOT_INSERTED,
     Execution,
     Parameters,
     ResultSetRow,
@@ -346,7 +348,8 @@ def run_case(
     """One parameter set in three round trips and one per statement of the case: begin (the
     sequences reset, `# Setup`, a mark of the transaction and session, a savepoint); the
     case's statements; the check (the mark again, `result`, `# Verify`, `# Property`); then
-    the rollback and the session's reset."""
+    the rollback and the session's reset. An exploit's rows (`scenario.rows`) go in after
+    the sequences' reset and before `# Setup`, in a round trip of their own."""
     params = scenario.parameters[index]
     out = Execution(index)
     watchdog = session.watchdog
@@ -367,7 +370,15 @@ def run_case(
         out.error = f"cannot connect as the case role: {_error(exc)}"
         return out
     try:
-        begin = [BEGIN, *sequence_resets(session.db.sequences), *setup, *Mark.calls(), SAVEPOINT]
+        begin = [BEGIN, *sequence_resets(session.db.sequences)]
+        if scenario.rows:  # an exploit's rows, as the case role, before `# Setup`
+            try:
+                batch(conn, watchdog, [*begin, *row_inserts(scenario.rows)])
+            except psycopg.Error as exc:
+                out.error = f"{ROWS_NOT_INSERTED}: {_error(exc)}"
+                return out
+            begin = []
+        begin += [*setup, *Mark.calls(), SAVEPOINT]
         try:
             begun = batch(conn, watchdog, begin)
         except psycopg.Error as exc:

@@ -22,6 +22,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from secbench_tui.core.results.findings import proof_lines
 from secbench_tui.core.results.fixes import fix_text
 from secbench_tui.core.results.reasons import reason_summary_text, stored_gold, stored_reason
 from secbench_tui.core.store.requests import SentRequest
@@ -228,6 +229,9 @@ def render_result(
         )
         if reason:
             parts += [_section("reason"), plain("\n".join(reason))]
+        proof = proof_lines(row)  # --prove-findings: the exploits as sent, what ran, the rows
+        if proof:
+            parts += [_section("exploit, as proven"), plain("\n".join(proof))]
     if row.get("error"):
         parts += [_section("error"), plain(row["error"], style="red")]
     if row.get("notes"):  # e.g. a cost from the server that was not believed

@@ -10,7 +10,8 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
-from secbench_tui.core.results.summary import Line, matrix_lines, summary_lines
+from secbench_tui.core.results.lines import Line
+from secbench_tui.core.results.summary import matrix_lines, summary_lines
 from secbench_tui.core.run.events import RunFinished
 from secbench_tui.core.untrusted import inert
 from secbench_tui.tui import format as fmt

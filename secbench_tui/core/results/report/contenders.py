@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, cast
 
 from secbench_tui.core.models import Outcome
 from secbench_tui.core.results.figures import answer_figures_of, repeats_of, run_figures_of
+from secbench_tui.core.results.findings import finding_summary
 from secbench_tui.core.results.fixes import fix_summary
 from secbench_tui.core.results.metrics import (
     case_repeats,
@@ -108,6 +109,7 @@ def markdown_contender(index: int, run: RunRecord, label: str, rows: list[Row]) 
     contender.scenarios = scenario_tallies(answers)
     if run.settings.task == "fix":
         contender.fixes = fix_summary(rows)
+    contender.findings = finding_summary(rows)
     stats["distinct_cases"] = len(contender.by_case)
     # With some answers' cost unreported, the total is a lower bound: no price per answer.
     known = None if stats["cost_missing"] else stats["cost"]

@@ -14,6 +14,7 @@ from secbench_tui import __version__
 from secbench_tui.core.lint.report import LeakCheck
 from secbench_tui.core.results.chance import ChanceLevels
 from secbench_tui.core.results.figures import AnswerFigures
+from secbench_tui.core.results.findings import FindingSummary
 from secbench_tui.core.results.fix_figures import FixSummary
 from secbench_tui.core.results.metrics import (
     CaseRepeats,
@@ -107,6 +108,7 @@ class SelectedRun(Generic[Stats]):
     summary: RunSummary | None = None
     robustness: Robustness | None = None
     fixes: FixSummary | None = None  # --task fix: what verifying each fix found
+    findings: FindingSummary | None = None  # --prove-findings: its exploits, as proven
     # the prompt as this report names it (`prompt_labels`); None: its name as stored
     prompt_label: str | None = None
     leak: LeakCheck | None = None  # the leak check the run recorded (None: it recorded none)
@@ -349,6 +351,10 @@ class ReportData:
     def original_requests(self) -> list[int]:
         """Runs that sent the original security-bench evaluator's request."""
         return [c.run.id for c in self.runs if c.run.settings.request_style == "security-bench"]
+
+    @property
+    def with_findings(self) -> list[Contender]:
+        return [c for c in self.contenders if c.findings is not None]
 
     @property
     def with_rewrites(self) -> list[Contender]:

@@ -7,6 +7,10 @@ Two answer with code too, for `--task fix` (verdict schema 4), as its floor and 
 `baseline/echo` returns the code unchanged (and calls it good), so none of its fixes can be
 secure where the case is bad; `baseline/twin` returns the nearest compliant twin of the case
 (a good case of its scenario: `core.suites.twins`), whose fixes are proven by construction.
+
+`baseline/random-exploit` answers `bad` with a random SPEC rule, as `always-bad` does, and an
+exploit whose every parameter is drawn at random from the values the scenario's own parameter
+sets give it (the fixtures' ids, roles and states): the chance level of `--prove-findings`.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from functools import cache
 from pathlib import Path
 
 from secbench_tui.core.models import Case, Completion, SuiteKind
@@ -25,6 +30,7 @@ BASELINES = (
     "baseline/random",
     "baseline/echo",
     "baseline/twin",
+    "baseline/random-exploit",
 )
 
 
@@ -59,7 +65,7 @@ class BaselineProvider:
             return baseline_answer(case, self.policy, rng)
         if self.policy in ("echo", "twin"):
             return json.dumps(self._fix(case))
-        if self.policy == "always-bad":
+        if self.policy in ("always-bad", "random-exploit"):
             verdict = "bad"
         elif self.policy == "always-good":
             verdict = "good"
@@ -74,7 +80,10 @@ class BaselineProvider:
         elif case.spec_rules:  # a rule of the SPEC drawn at random, and a line of the code
             lines = [line.strip() for line in case.code.split("\n") if line.strip()]
             quote = rng.choice(lines) if lines else ""
-            answer["violations"] = [{"rule": rng.choice(case.spec_rules), "quote": quote}]
+            violation: dict[str, object] = {"rule": rng.choice(case.spec_rules), "quote": quote}
+            if self.policy == "random-exploit":  # verdict schema 3: an exploit drawn at random
+                violation["exploit"] = random_exploit(case, rng)
+            answer["violations"] = [violation]
         # a SPEC without a numbered list of rules: no violation can be named (schema 1)
         return json.dumps(answer)
 
@@ -119,3 +128,29 @@ class BaselineProvider:
 
     async def aclose(self) -> None:
         return None
+
+
+@cache
+def _app_data(folder: str, app: str) -> object:
+    from secbench_tui.core.verify.data import load_app_data
+
+    return load_app_data(app, Path(folder))[0]
+
+
+def random_exploit(case: Case, rng: random.Random) -> dict[str, object] | None:
+    """An exploit of the case's scenario, each parameter drawn from the values its scenario's
+    sets give it (for a Python app: method, path, caller, body... each drawn apart); None
+    when the case has no verification data."""
+    from secbench_tui.core.verify.data import AppData, scenario_of
+    from secbench_tui.core.verify.exploit_plan import exploit_json
+
+    data = _app_data(str(Path(case.test_file).parent), case.app)
+    name = scenario_of(case.case_id)
+    if not isinstance(data, AppData) or name not in data.scenarios:
+        return None
+    values: dict[str, list[object]] = {}
+    for params in data.scenarios[name].parameters:
+        for key, value in params.items():
+            values.setdefault(key, []).append(value)
+    drawn = {key: rng.choice(seen) for key, seen in sorted(values.items())}
+    return exploit_json(drawn, data.harness is not None)
