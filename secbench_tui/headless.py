@@ -55,7 +55,7 @@ from secbench_tui.exit_codes import (
 from secbench_tui.lifecycle import MatrixRun
 from secbench_tui.planning.plan import Plan, catalog_for
 from secbench_tui.planning.stops import PlanStopped, plan_or_stop
-from secbench_tui.results_db import DatabaseError
+from secbench_tui.results_db import DatabaseError, holds_results
 
 
 def format_case_line(event: CaseFinished) -> str:
@@ -308,7 +308,7 @@ async def _start(plan: Plan) -> MatrixRun | int:
     except UsageError as exc:
         say_error(exc)
         return EXIT_USAGE
-    if plan.refused or (settings.resume and not settings.db.exists()):
+    if plan.refused or (settings.resume and not holds_results(settings.db)):
         await matrix.aclose()
         for overflow in plan.refused:
             say_error(overflow.message())

@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from secbench_tui.core.results.regrading import RescoreReport, rescore
 from secbench_tui.core.results.report.selection import unknown_models
 from secbench_tui.core.store.database import Store
+from secbench_tui.core.store.location import StoreLocation
 from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from secbench_tui.results_db import DatabaseError, open_results
@@ -44,7 +44,7 @@ async def _verify_fixes(store: Store, runs: Sequence[int], pg_url: str | None) -
 
 
 async def _rescore_main(
-    db: Path, runs: Sequence[int], models: Sequence[str], pg_url: str | None
+    db: StoreLocation, runs: Sequence[int], models: Sequence[str], pg_url: str | None
 ) -> int:
     try:
         store = await open_results(db, create=False, runs=runs)
@@ -71,7 +71,7 @@ async def _rescore_main(
 
 
 def rescore_main(
-    db: Path,
+    db: StoreLocation,
     runs: Sequence[int] | None,
     models: Sequence[str] | None = None,
     pg_url: str | None = None,

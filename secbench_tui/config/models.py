@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     SecretStr,
@@ -33,6 +34,7 @@ from secbench_tui.core.run.batch.protocol import ProtocolName, protocol_for
 from secbench_tui.core.run.engine import STOP_GRACE
 from secbench_tui.core.run.providers.openai_compat import OPENROUTER_URL
 from secbench_tui.core.run.providers.retry import BACKOFF_BASE
+from secbench_tui.core.store.location import StoreLocation, read_location
 from secbench_tui.core.suites import security_bench
 from secbench_tui.core.suites.prompts import EvaluationPrompt, ResponseFormat
 from secbench_tui.core.suites.security_bench import RequestStyle
@@ -112,7 +114,16 @@ class Options(DeclaredSettings):
     dry_run: Annotated[bool, Flag("print the plan, requests and estimated cost; send nothing")] = (
         False
     )
-    db: Annotated[Path, Flag("SQLite database", metavar="PATH")] = Path("results.db")
+    db: Annotated[
+        StoreLocation,
+        BeforeValidator(read_location),
+        Flag(
+            "results database: a SQLite file, or postgresql://... for one a team shares",
+            env="SECBENCH_DB",
+            parse=read_location,
+            metavar="PATH|URL",
+        ),
+    ] = Path("results.db")
     summary_json: Annotated[
         Path | None, Flag("write the run's summary as JSON", metavar="FILE")
     ] = None

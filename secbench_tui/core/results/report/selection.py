@@ -136,7 +136,7 @@ def _suite_identity(run: RunRecord) -> tuple[str, ...]:
     return identity
 
 
-def unknown_models(asked: Sequence[str], there: Sequence[str], path: Path) -> str | None:
+def unknown_models(asked: Sequence[str], there: Sequence[str], path: object) -> str | None:
     """What is wrong with a `--models` that names models with no run in `path` (None:
     nothing), naming the models it does hold: every command that takes `--models` says it so."""
     known = sorted(set(there))
