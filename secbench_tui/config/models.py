@@ -446,6 +446,18 @@ class Command(DeclaredSettings):
             group=MODE,
         ),
     ] = False
+    migrate_db: Annotated[
+        list[StoreLocation] | None,
+        BeforeValidator(lambda v: [read_location(x) for x in v] if v else v),
+        Flag(
+            "copy every result of one store into another (a SQLite file or postgresql://...,"
+            " made when missing), keeping what is there, and exit",
+            group=MODE,
+            parse=read_location,
+            nargs=2,
+            metavar="STORE",
+        ),
+    ] = None
     verify: Annotated[bool, Flag("prove the suite's labels on PostgreSQL and exit", group=MODE)] = (
         False
     )
@@ -496,7 +508,14 @@ class Command(DeclaredSettings):
     def uses_key(self) -> bool:
         """Only runs send the API key: linting, reports, exports, --rescore and --verify never
         read it."""
-        return not (self.lint or self.report or self.export or self.verify or self.rescore)
+        return not (
+            self.lint
+            or self.report
+            or self.export
+            or self.verify
+            or self.rescore
+            or self.migrate_db
+        )
 
 
 RECORDED: dict[str, Record] = declared(RunSettings, Record)

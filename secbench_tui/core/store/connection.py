@@ -264,6 +264,11 @@ class StoreConnection:
         await self.db.close()
 
     @property
+    def adopted(self) -> bool:
+        """Whether this is a table of the original evaluator's, adopted in place."""
+        return self._adopted is not None
+
+    @property
     def sqlite(self) -> aiosqlite.Connection:
         """The SQLite file's connection (its PRAGMAs, the original evaluator's table)."""
         assert isinstance(self.db, aiosqlite.Connection), "a SQLite file's store"
