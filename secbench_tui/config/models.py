@@ -34,7 +34,8 @@ from secbench_tui.core.run.batch.protocol import ProtocolName, protocol_for
 from secbench_tui.core.run.engine import STOP_GRACE
 from secbench_tui.core.run.providers.openai_compat import OPENROUTER_URL
 from secbench_tui.core.run.providers.retry import BACKOFF_BASE
-from secbench_tui.core.store.location import StoreLocation, read_location
+from secbench_tui.core.run.sharing import LEASE
+from secbench_tui.core.store.location import PostgresUrl, StoreLocation, read_location
 from secbench_tui.core.suites import security_bench
 from secbench_tui.core.suites.prompts import EvaluationPrompt, ResponseFormat
 from secbench_tui.core.suites.security_bench import RequestStyle
@@ -263,7 +264,42 @@ class Options(DeclaredSettings):
         ),
         Field(ge=0, le=REASONING_TIMEOUT),
     ] = STOP_GRACE  # no attempt is given longer
+    worker: Annotated[
+        bool,
+        Flag(
+            "be one of any number of workers sharing the run through --db postgresql://...:"
+            " the first queues its cases, every one claims and asks them"
+        ),
+    ] = False
+    lease: Annotated[
+        float,
+        Flag(
+            "with --worker: seconds a worker's claim on its cases lasts without a heartbeat;"
+            " the cases of a worker that died go to the others after it",
+            metavar="S",
+        ),
+        Field(ge=1, le=3600),
+    ] = LEASE
+    rate: Annotated[
+        float | None,
+        Flag(
+            "with --worker: requests per second the model's workers send together (the"
+            " key's limit), kept in the database; a rate limit halves it",
+            metavar="N",
+            default="none until the provider's first rate limit",
+        ),
+        Field(gt=0, le=10_000),
+    ] = None
     reports_dir: Path = Path("reports")
+
+    @model_validator(mode="after")
+    def _workers_share_postgres(self) -> Self:
+        if self.worker and not isinstance(self.db, PostgresUrl):
+            raise ValueError(
+                "--worker: workers share a run through a PostgreSQL database; give --db "
+                "postgresql://... (or SECBENCH_DB), the same for every worker"
+            )
+        return self
 
     @field_validator("tasks")
     @classmethod

@@ -22,7 +22,7 @@ those calls (`calls.Database`). `PgDatabase` answers them for PostgreSQL:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Coroutine, Generator, Iterable, Sequence
+from collections.abc import AsyncIterator, Coroutine, Generator, Iterable, Mapping, Sequence
 from typing import Any, Self
 
 import psycopg
@@ -170,11 +170,16 @@ class PgDatabase:  # a `calls.Database`
     def execute_insert(self, sql: str, parameters: Iterable[Any] | None = None) -> _Sent:
         return _Sent(self._execute_insert(sql, parameters))
 
-    async def execute_native(self, sql: str, parameters: Sequence[Any] = ()) -> PgCursor:
+    async def execute_native(
+        self, sql: str, parameters: Sequence[Any] | Mapping[str, Any] = ()
+    ) -> PgCursor:
         """PostgreSQL's own SQL (`%s` placeholders), as written; a write in it opens no
         transaction of its own (autocommit), unless one is open."""
         cursor = self.conn.cursor()
-        await cursor.execute(sql, _values(parameters))
+        if isinstance(parameters, Mapping):
+            await cursor.execute(sql, {k: _value(v) for k, v in parameters.items()})
+        else:
+            await cursor.execute(sql, _values(parameters))
         return PgCursor(cursor)
 
     async def commit(self) -> None:
@@ -211,7 +216,12 @@ class NewerSchema(Exception):
 
 
 async def _version(db: PgDatabase) -> int:
-    cursor = await db.execute_native("SELECT to_regclass('secbench_schema') IS NOT NULL")
+    # the catalog by a query (a snapshot of its own), not `to_regclass`, whose cache may not
+    # have heard yet of a table another opening made while this one waited for the lock
+    cursor = await db.execute_native(
+        "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = current_schema()"
+        " AND tablename = 'secbench_schema')"
+    )
     row = await cursor.fetchone()
     if not (row and row[0]):
         return 0
