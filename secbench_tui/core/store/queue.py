@@ -239,6 +239,18 @@ class SharedQueue(StoreConnection):
         return {int(r[0]) for r in await cursor.fetchall()}
 
 
+async def unattended(db: Any, run_ids: Sequence[int]) -> set[int]:
+    """Of these runs, the shared runs still marked running that no live worker serves (every
+    worker ended or stopped renewing its leases): interrupted, until a worker joins again."""
+    cursor = await db.execute_native(
+        "SELECT s.run_id FROM shared_runs s WHERE s.run_id = ANY(%s) AND NOT EXISTS"
+        " (SELECT 1 FROM workers w WHERE w.run_id = s.run_id AND w.ended_at IS NULL"
+        f" AND w.seen_at + s.lease_seconds >= {NOW})",
+        (list(run_ids),),
+    )
+    return {int(r[0]) for r in await cursor.fetchall()}
+
+
 def _now_iso() -> str:
     from secbench_tui.core.store.values import now_iso
 
