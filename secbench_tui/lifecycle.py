@@ -101,7 +101,11 @@ class MatrixRun:
         try:
             store = await self.open_store()
             settings = self.plan.settings
-            sharing = Sharing(settings.lease, settings.rate) if settings.worker else None
+            sharing = (
+                Sharing(settings.lease, settings.rate, settings.shared_concurrency)
+                if settings.worker
+                else None
+            )
             self.matrix = Matrix(self.runs, store, stop_grace=settings.stop_grace, sharing=sharing)
             if self._stop is not None:
                 self.matrix.stop(*self._stop)

@@ -290,6 +290,16 @@ class Options(DeclaredSettings):
         ),
         Field(gt=0, le=10_000),
     ] = None
+    shared_concurrency: Annotated[
+        int | None,
+        Flag(
+            "with --worker: requests in flight the model's workers have together, kept in the"
+            " database; each worker takes its share (never more than its --concurrency)",
+            metavar="N",
+            default="each worker's --concurrency alone",
+        ),
+        Field(ge=1, le=4096),
+    ] = None
     reports_dir: Path = Path("reports")
 
     @model_validator(mode="after")

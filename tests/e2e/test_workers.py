@@ -192,3 +192,20 @@ def test_three_workers_share_one_rate_limit(tmp_path: Path, pg_url: str) -> None
     assert len(stored(db)) == 50
     assert shared.refused <= alone.refused, (shared.refused, alone.refused)
     assert shared.throughput >= 0.9 * RATE, shared.throughput
+
+
+def test_workers_share_the_requests_in_flight_the_model_allows(tmp_path: Path, pg_url: str) -> None:
+    db = fresh_database(pg_url)
+    write_suite(tmp_path / "suite", {"shop": ["good", "bad"] * 10})
+    with LoopbackServer(delay=0.1) as server:
+        args = worker_args(
+            server.base_url, db, tmp_path / "suite", "--worker", "--concurrency", "8",
+            "--shared-concurrency", "2", "--lease", "3",
+        )  # fmt: skip
+        procs = [start(tmp_path / "out", args, f"worker-{n}") for n in range(2)]
+        finish(procs, tmp_path / "out")
+        most = server.max_in_flight
+    assert len(stored(db)) == 20
+    # two of 8 each would be 16; the first alone holds 2, the second joins with its share
+    # of 1 and the first takes its own share of 1 at its next heartbeat: 3 at the very most
+    assert most <= 3, most

@@ -222,7 +222,8 @@ class Engine:
             poll=sharing.poll,
             reuse=self._reuse_claimed,
         )
-        heartbeat = Heartbeat(self.store, run_id, worker_id, sharing.beat)
+        await self._take_share()
+        heartbeat = Heartbeat(self.store, run_id, worker_id, sharing.beat, self._take_share)
         heartbeat.start()
         status, message = RunStatus.COMPLETED, None
         try:
@@ -276,7 +277,7 @@ class Engine:
         ]
         self._messages = await store.remember_requests(list(spec.cases))
         reused = 0
-        await store.set_rate(spec.model, sharing.rate)
+        await store.set_rate(spec.model, sharing.rate, sharing.concurrency)
         async with store.shared_run_lock(spec.fingerprint):
             run_id = await store.open_shared_run(spec.fingerprint)
             if run_id is None:
@@ -297,6 +298,13 @@ class Engine:
             worker_id = await store.enlist(run_id)
         await store.remember_texts(spec.cases)
         return run_id, work, reused, worker_id
+
+    async def _take_share(self) -> None:
+        """This worker's share of the model's concurrency (`--shared-concurrency`), never
+        more than its own `--concurrency`."""
+        share = await self.store.model_share(self.spec.model)
+        if share is not None:
+            await self.limit.resize(min(share, self.spec.concurrency))
 
     async def _reuse_claimed(self, claimed: list[Work]) -> list[Work]:
         """Cases claimed whose answer is on record by now (another run asked the same since

@@ -29,10 +29,12 @@ LEASE = 60.0  # seconds a worker's claim on its cases lasts without a heartbeat
 @dataclass(frozen=True)
 class Sharing:
     """How this process shares its runs: as a worker whose leases last `lease` seconds,
-    with the model's shared rate set to `rate` requests per second (None: as it is)."""
+    with the model's shared rate set to `rate` requests per second and the requests all its
+    workers have in flight to `concurrency` (None: as they are)."""
 
     lease: float = LEASE
     rate: float | None = None
+    concurrency: int | None = None
 
     @property
     def beat(self) -> float:
@@ -72,7 +74,11 @@ class QueueBook(Protocol):
 class RateBook(Protocol):
     """What the shared rate needs of the store (`core.store.pace.SharedRates`)."""
 
-    async def set_rate(self, model: str, rate: float | None) -> None: ...
+    async def set_rate(
+        self, model: str, rate: float | None, concurrency: int | None = None
+    ) -> None: ...
+
+    async def model_share(self, model: str) -> int | None: ...
 
     async def reserve(self, model: str) -> tuple[float, float]: ...
 
@@ -141,13 +147,22 @@ class SharedTodo:
 
 
 class Heartbeat:
-    """Renews a worker's leases every `every` seconds while it runs."""
+    """Renews a worker's leases every `every` seconds while it runs, and takes its share
+    of the concurrency its model's workers have together (`share`), as workers come and go."""
 
-    def __init__(self, store: QueueBook, run_id: int, worker_id: int, every: float) -> None:
+    def __init__(
+        self,
+        store: QueueBook,
+        run_id: int,
+        worker_id: int,
+        every: float,
+        share: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.store = store
         self.run_id = run_id
         self.worker_id = worker_id
         self.every = every
+        self.share = share
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -158,6 +173,8 @@ class Heartbeat:
             await asyncio.sleep(self.every)
             with contextlib.suppress(Exception):  # a missed beat: the next one renews
                 await self.store.heartbeat(self.run_id, self.worker_id)
+                if self.share is not None:
+                    await self.share()
 
     async def stop(self) -> None:
         if self._task is not None:

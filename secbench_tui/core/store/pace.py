@@ -26,18 +26,42 @@ LOWEST = 0.1  # requests per second: never slower than one each ten seconds
 class SharedRates(SharedQueue):
     """The `model_limits` table: each model's shared rate."""
 
-    async def set_rate(self, model: str, rate: float | None) -> None:
-        """Make the model's row; with a `rate`, that is its rate (`--rate`) from now on."""
-        if rate is None:
-            sql = "INSERT INTO model_limits (model) VALUES (%s) ON CONFLICT (model) DO NOTHING"
-            params: tuple[object, ...] = (model,)
-        else:
-            sql = (
-                "INSERT INTO model_limits (model, rate) VALUES (%s, %s) ON CONFLICT (model)"
-                " DO UPDATE SET rate = EXCLUDED.rate, restore_rate = NULL, calm_until = 0"
+    async def set_rate(
+        self, model: str, rate: float | None, concurrency: int | None = None
+    ) -> None:
+        """Make the model's row; a `rate` (`--rate`) or a `concurrency`
+        (`--shared-concurrency`) given is the model's from now on."""
+        await self._write(
+            "INSERT INTO model_limits (model) VALUES (%s) ON CONFLICT (model) DO NOTHING", (model,)
+        )
+        if rate is not None:
+            await self._write(
+                "UPDATE model_limits SET rate = %s, restore_rate = NULL, calm_until = 0"
+                " WHERE model = %s",
+                (rate, model),
             )
-            params = (model, rate)
-        await self._write(sql, params)
+        if concurrency is not None:
+            await self._write(
+                "UPDATE model_limits SET concurrency = %s WHERE model = %s", (concurrency, model)
+            )
+
+    async def model_share(self, model: str) -> int | None:
+        """This worker's share of the requests in flight the model's workers have together
+        (its `concurrency` over the live workers of the model's shared runs, rounded up);
+        None when the model has no such cap."""
+        cursor = await self._pg.execute_native(
+            "SELECT m.concurrency, (SELECT COUNT(*) FROM workers w"
+            " JOIN shared_runs s ON s.run_id = w.run_id JOIN runs r ON r.id = w.run_id"
+            f" WHERE r.model_name = m.model AND w.ended_at IS NULL"
+            f" AND w.seen_at + s.lease_seconds >= {NOW})"
+            " FROM model_limits m WHERE m.model = %s",
+            (model,),
+        )
+        row = await cursor.fetchone()
+        if row is None or row[0] is None:
+            return None
+        total, live = int(row[0]), max(1, int(row[1]))
+        return max(1, -(-total // live))
 
     async def reserve(self, model: str) -> tuple[float, float]:
         """The next free time for one request of `model`: (seconds to wait from now, that

@@ -258,6 +258,7 @@ MODEL_LIMITS = Table(
         _c("window_count", INT, True, default="0"),
         _c("last_window", INT, True, default="0"),  # and in the second before it
         _c("limited", INT, True, default="0"),  # rate limits (429s) met, every worker's
+        _c("concurrency", INT),  # requests in flight, every worker's together; NULL: no cap
     ),
     dialects=PG,
 )
