@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from secbench_tui.core.store import requests
-from secbench_tui.core.store.schema import Dialect, Table, create_tables, create_v1
+from secbench_tui.core.store.schema import FIXES, Dialect, Table, create_tables, create_v1
 from secbench_tui.core.store.values import LEGACY_PROMPT_NAME, prompt_keyed, vdb_prompt_name
 
 
@@ -124,29 +124,6 @@ async def _add_variant(db: Any, dialect: Dialect) -> None:
     await db.execute("ALTER TABLE evaluations ADD COLUMN variant TEXT")
 
 
-async def _add_fixes(db: aiosqlite.Connection) -> None:
-    """Version 9 -> 10: `--task fix`: per result, the fixed code its reply gave and what
-    verifying it on PostgreSQL found (`outcome`, `reason`; whether it is `secure` and
-    `functional`; the compliant `twin` it was compared with; `change_lines`, the lines it
-    changes in the bad case; `detail`, JSON: the failing parameter set with its rows), with
-    the fixing version and engine."""
-    await db.execute(
-        "CREATE TABLE IF NOT EXISTS fixes ("
-        " evaluation_id INTEGER PRIMARY KEY REFERENCES evaluations(id),"
-        " fixed_code TEXT,"
-        " outcome TEXT NOT NULL,"
-        " reason TEXT,"
-        " secure INTEGER,"
-        " functional INTEGER,"
-        " twin TEXT,"
-        " change_lines INTEGER,"
-        " detail TEXT NOT NULL DEFAULT '{}',"
-        " fixing_version INTEGER NOT NULL,"
-        " engine TEXT,"
-        " fixed_at TEXT NOT NULL)"
-    )
-
-
 BATCH_TABLES = (
     """CREATE TABLE IF NOT EXISTS batches (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -179,7 +156,7 @@ BATCH_TABLES = (
 )
 
 
-async def _add_batches(db: aiosqlite.Connection) -> None:
+async def _add_batches(db: Any, dialect: Dialect) -> None:
     """Version 10 -> 11: the batches sent to batch APIs (`--batch`) and what each of their
     requests asked (`core.store.batches`)."""
     for statement in BATCH_TABLES:
@@ -197,6 +174,6 @@ MIGRATIONS: dict[int, Migration] = {
     6: _add_reasons,
     7: _add_variant,
     8: requests.add_request_texts,
-    9: _add_fixes,
+    9: adds_tables(FIXES),  # `--task fix`: each result's fixed code, and what verifying found
     10: _add_batches,
 }

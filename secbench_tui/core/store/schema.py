@@ -200,6 +200,25 @@ EVALUATIONS = Table(
     ),
 )
 REQUEST_TEXTS = Table("request_texts", (_c("hash", T, primary_key=True), _c("text", T, True)))
+# version 10, `--task fix`: per result, the fixed code its reply gave and what verifying it on
+# PostgreSQL found (`core.store.fixes`)
+FIXES = Table(
+    "fixes",
+    (
+        _c("evaluation_id", INT, primary_key=True, references="evaluations(id)"),
+        _c("fixed_code", T),
+        _c("outcome", T, True),
+        _c("reason", T),
+        _c("secure", INT),
+        _c("functional", INT),
+        _c("twin", T),
+        _c("change_lines", INT),
+        _c("detail", T, True, default="'{}'"),
+        _c("fixing_version", INT, True),
+        _c("engine", T),
+        _c("fixed_at", T, True),
+    ),
+)
 
 # --worker: the shared queue of a run's cases, the workers that lease them, and the rate
 # limit each model's requests share (`core.store.queue`, `core.store.pace`). Times are
@@ -268,6 +287,7 @@ TABLES: tuple[Table, ...] = (
     CASE_TEXTS,
     EVALUATIONS,
     REQUEST_TEXTS,
+    FIXES,
     SHARED_RUNS,
     QUEUE,
     WORKERS,
