@@ -17,7 +17,6 @@ from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     SecretStr,
@@ -25,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from secbench_tui.config import checks, flags
+from secbench_tui.config import checks, flags, stores
 from secbench_tui.config.batch import BatchApiChoice, BatchPollSeconds, BatchSwitch
 from secbench_tui.config.environment import bundled_cases_dir
 from secbench_tui.config.flags import ENDPOINT, MODE, SELECTION, VDB_PLAIN, Flag, Record, declared
@@ -34,8 +33,6 @@ from secbench_tui.core.run.batch.protocol import ProtocolName, protocol_for
 from secbench_tui.core.run.engine import STOP_GRACE
 from secbench_tui.core.run.providers.openai_compat import OPENROUTER_URL
 from secbench_tui.core.run.providers.retry import BACKOFF_BASE
-from secbench_tui.core.run.sharing import LEASE
-from secbench_tui.core.store.location import PostgresUrl, StoreLocation, read_location
 from secbench_tui.core.suites import security_bench
 from secbench_tui.core.suites.prompts import EvaluationPrompt, ResponseFormat
 from secbench_tui.core.suites.security_bench import RequestStyle
@@ -115,16 +112,7 @@ class Options(DeclaredSettings):
     dry_run: Annotated[bool, Flag("print the plan, requests and estimated cost; send nothing")] = (
         False
     )
-    db: Annotated[
-        StoreLocation,
-        BeforeValidator(read_location),
-        Flag(
-            "results database: a SQLite file, or postgresql://... for one a team shares",
-            env="SECBENCH_DB",
-            parse=read_location,
-            metavar="PATH|URL",
-        ),
-    ] = Path("results.db")
+    db: stores.Db = stores.DEFAULT_DB
     summary_json: Annotated[
         Path | None, Flag("write the run's summary as JSON", metavar="FILE")
     ] = None
@@ -264,51 +252,15 @@ class Options(DeclaredSettings):
         ),
         Field(ge=0, le=REASONING_TIMEOUT),
     ] = STOP_GRACE  # no attempt is given longer
-    worker: Annotated[
-        bool,
-        Flag(
-            "be one of any number of workers sharing the run through --db postgresql://...:"
-            " the first queues its cases, every one claims and asks them"
-        ),
-    ] = False
-    lease: Annotated[
-        float,
-        Flag(
-            "with --worker: seconds a worker's claim on its cases lasts without a heartbeat;"
-            " the cases of a worker that died go to the others after it",
-            metavar="S",
-        ),
-        Field(ge=1, le=3600),
-    ] = LEASE
-    rate: Annotated[
-        float | None,
-        Flag(
-            "with --worker: requests per second the model's workers send together (the"
-            " key's limit), kept in the database; a rate limit halves it",
-            metavar="N",
-            default="none until the provider's first rate limit",
-        ),
-        Field(gt=0, le=10_000),
-    ] = None
-    shared_concurrency: Annotated[
-        int | None,
-        Flag(
-            "with --worker: requests in flight the model's workers have together, kept in the"
-            " database; each worker takes its share (never more than its --concurrency)",
-            metavar="N",
-            default="each worker's --concurrency alone",
-        ),
-        Field(ge=1, le=4096),
-    ] = None
+    worker: stores.Worker = False
+    lease: stores.Lease = stores.LEASE
+    rate: stores.Rate = None
+    shared_concurrency: stores.SharedConcurrency = None
     reports_dir: Path = Path("reports")
 
     @model_validator(mode="after")
     def _workers_share_postgres(self) -> Self:
-        if self.worker and not isinstance(self.db, PostgresUrl):
-            raise ValueError(
-                "--worker: workers share a run through a PostgreSQL database; give --db "
-                "postgresql://... (or SECBENCH_DB), the same for every worker"
-            )
+        stores.workers_share_postgres(self.worker, self.db)
         return self
 
     @field_validator("tasks")
@@ -492,18 +444,7 @@ class Command(DeclaredSettings):
             group=MODE,
         ),
     ] = False
-    migrate_db: Annotated[
-        list[StoreLocation] | None,
-        BeforeValidator(lambda v: [read_location(x) for x in v] if v else v),
-        Flag(
-            "copy every result of one store into another (a SQLite file or postgresql://...,"
-            " made when missing), keeping what is there, and exit",
-            group=MODE,
-            parse=read_location,
-            nargs=2,
-            metavar="STORE",
-        ),
-    ] = None
+    migrate_db: stores.MigrateDb = None
     verify: Annotated[bool, Flag("prove the suite's labels on PostgreSQL and exit", group=MODE)] = (
         False
     )
@@ -552,16 +493,10 @@ class Command(DeclaredSettings):
 
     @property
     def uses_key(self) -> bool:
-        """Only runs send the API key: linting, reports, exports, --rescore and --verify never
-        read it."""
-        return not (
-            self.lint
-            or self.report
-            or self.export
-            or self.verify
-            or self.rescore
-            or self.migrate_db
-        )
+        """Only runs send the API key: linting, reports, exports, --rescore, --verify and
+        --migrate-db never read it."""
+        reads = (self.lint, self.report, self.export, self.verify, self.rescore, self.migrate_db)
+        return not any(reads)
 
 
 RECORDED: dict[str, Record] = declared(RunSettings, Record)

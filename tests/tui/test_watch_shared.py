@@ -43,9 +43,21 @@ async def test_the_app_follows_a_shared_run_a_worker_writes(
     server.hold_after(2)  # the worker's later cases wait until the app has seen the first
     worker = subprocess.Popen(
         [
-            sys.executable, "-m", "secbench_tui", "--no-ui", "--model", "openai/gpt-4o-mini",
-            "--base-url", server.base_url, "--db", db, "--cases", str(clean_suite),
-            "--worker", "--concurrency", "1",
+            sys.executable,
+            "-m",
+            "secbench_tui",
+            "--no-ui",
+            "--model",
+            "openai/gpt-4o-mini",
+            "--base-url",
+            server.base_url,
+            "--db",
+            db,
+            "--cases",
+            str(clean_suite),
+            "--worker",
+            "--concurrency",
+            "1",
         ],  # fmt: skip
         cwd=tmp_path,
         env=cli_env("sk-or-test"),
