@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     SecretStr,
     field_validator,
@@ -26,6 +24,7 @@ from pydantic import (
 
 from secbench_tui.config import checks, flags, stores
 from secbench_tui.config.batch import BatchApiChoice, BatchPollSeconds, BatchSwitch
+from secbench_tui.config.declared_settings import DeclaredSettings
 from secbench_tui.config.environment import bundled_cases_dir
 from secbench_tui.config.flags import ENDPOINT, MODE, SELECTION, VDB_PLAIN, Flag, Record, declared
 from secbench_tui.core.models import RecordedSettings
@@ -49,26 +48,6 @@ DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TIMEOUT = 120.0  # seconds for one whole attempt
 REASONING_TIMEOUT = 600.0  # the same for a model that reasons: 32768 tokens take a while
 MAX_REPEATS = 1000  # --repeats: pass^N and consistency need a few; 1000 x a suite fits in memory
-
-
-class DeclaredSettings(BaseModel):
-    """Settings declared as fields: every value checked when made, and when copied (`replace`).
-
-    A number is a finite one (`--timeout nan` is not a number of seconds); a name that is not
-    declared is refused (`extra_forbidden`), not dropped.
-    """
-
-    # defer_build: pydantic builds a model's validator on its first use, so --help and
-    # --version, which read only the declarations (`model_fields`), never build one
-    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", defer_build=True)
-
-    def values(self) -> dict[str, Any]:
-        """Every field's value, by name, in declaration order (secrets as they are)."""
-        return {name: getattr(self, name) for name in type(self).model_fields}
-
-    def replace(self, **changes: Any) -> Self:
-        """A copy with `changes`, validated as any other (pydantic's `model_copy` is not)."""
-        return self.model_validate({**self.values(), **changes})
 
 
 class Options(DeclaredSettings):
