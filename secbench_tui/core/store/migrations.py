@@ -16,7 +16,15 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from secbench_tui.core.store import requests
-from secbench_tui.core.store.schema import FIXES, Dialect, Table, create_tables, create_v1
+from secbench_tui.core.store.schema import (
+    BATCH_REQUESTS,
+    BATCHES,
+    FIXES,
+    Dialect,
+    Table,
+    create_tables,
+    create_v1,
+)
 from secbench_tui.core.store.values import LEGACY_PROMPT_NAME, prompt_keyed, vdb_prompt_name
 
 
@@ -124,45 +132,6 @@ async def _add_variant(db: Any, dialect: Dialect) -> None:
     await db.execute("ALTER TABLE evaluations ADD COLUMN variant TEXT")
 
 
-BATCH_TABLES = (
-    """CREATE TABLE IF NOT EXISTS batches (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    protocol TEXT NOT NULL,
-    endpoint TEXT NOT NULL,
-    model_name TEXT NOT NULL,
-    provider_batch_id TEXT,
-    status TEXT NOT NULL,
-    counts TEXT NOT NULL DEFAULT '{}',
-    requests INTEGER NOT NULL,
-    submitted_at TEXT NOT NULL,
-    polled_at TEXT,
-    ended_at TEXT,
-    read_at TEXT,
-    message TEXT,
-    details TEXT NOT NULL DEFAULT '{}'
-)""",
-    """CREATE TABLE IF NOT EXISTS batch_requests (
-    batch_id INTEGER NOT NULL REFERENCES batches(id),
-    custom_id TEXT NOT NULL,
-    request_hash TEXT NOT NULL,
-    repeat INTEGER NOT NULL,
-    case_id TEXT NOT NULL,
-    case_index INTEGER NOT NULL,
-    PRIMARY KEY (batch_id, custom_id)
-)""",
-    "CREATE INDEX IF NOT EXISTS ix_batch_requests_key ON batch_requests (request_hash, repeat)",
-    "CREATE INDEX IF NOT EXISTS ix_batches_open ON batches (read_at, id)",
-)
-
-
-async def _add_batches(db: Any, dialect: Dialect) -> None:
-    """Version 10 -> 11: the batches sent to batch APIs (`--batch`) and what each of their
-    requests asked (`core.store.batches`)."""
-    for statement in BATCH_TABLES:
-        await db.execute(statement)
-
-
 # MIGRATIONS[n] brings a file at version n to version n + 1.
 MIGRATIONS: dict[int, Migration] = {
     0: _migrate_legacy,
@@ -175,5 +144,5 @@ MIGRATIONS: dict[int, Migration] = {
     7: _add_variant,
     8: requests.add_request_texts,
     9: adds_tables(FIXES),  # `--task fix`: each result's fixed code, and what verifying found
-    10: _add_batches,
+    10: adds_tables(BATCHES, BATCH_REQUESTS),  # `--batch`: the batches sent, their requests
 }

@@ -220,6 +220,43 @@ FIXES = Table(
     ),
 )
 
+# version 11, `--batch`: the batches a run sent to a batch API, and which request each id of
+# a batch stands for (`core.store.batches`)
+BATCHES = Table(
+    "batches",
+    (
+        _c("id", Kind.ID),
+        _c("run_id", INT, True, references="runs(id)"),
+        _c("protocol", T, True),
+        _c("endpoint", T, True),
+        _c("model_name", T, True),
+        _c("provider_batch_id", T),
+        _c("status", T, True),
+        _c("counts", T, True, default="'{}'"),
+        _c("requests", INT, True),
+        _c("submitted_at", T, True),
+        _c("polled_at", T),
+        _c("ended_at", T),
+        _c("read_at", T),
+        _c("message", T),
+        _c("details", T, True, default="'{}'"),
+    ),
+    indexes=(Index("ix_batches_open", ("read_at", "id")),),
+)
+BATCH_REQUESTS = Table(
+    "batch_requests",
+    (
+        _c("batch_id", INT, True, references="batches(id)"),
+        _c("custom_id", T, True),
+        _c("request_hash", T, True),
+        _c("repeat", INT, True),
+        _c("case_id", T, True),
+        _c("case_index", INT, True),
+    ),
+    primary_key=("batch_id", "custom_id"),
+    indexes=(Index("ix_batch_requests_key", ("request_hash", "repeat")),),
+)
+
 # --worker: the shared queue of a run's cases, the workers that lease them, and the rate
 # limit each model's requests share (`core.store.queue`, `core.store.pace`). Times are
 # seconds since the epoch by the database's clock, the one clock every machine shares.
@@ -288,6 +325,8 @@ TABLES: tuple[Table, ...] = (
     EVALUATIONS,
     REQUEST_TEXTS,
     FIXES,
+    BATCHES,
+    BATCH_REQUESTS,
     SHARED_RUNS,
     QUEUE,
     WORKERS,
