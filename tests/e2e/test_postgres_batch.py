@@ -119,3 +119,17 @@ def test_a_postgresql_store_of_schema_10_gains_the_batch_tables(pg_url: str) -> 
     assert ("ix_batches_open", "batches") in found
     assert ("ix_batch_requests_key", "batch_requests") in found
     assert query(url, "SELECT COUNT(*) FROM batch_requests") == [(0,)]
+
+
+def test_batch_with_worker_is_refused_naming_why(tmp_path: Path, pg_url: str) -> None:
+    write_suite(tmp_path / "suite", {"alpha": ["good", "bad"]})
+    pg = fresh_database(pg_url)
+    with BatchLoopback("openrouter") as server:
+        result = run_cli(
+            server.base_url, tmp_path / "r.db", tmp_path / "suite", "--db", pg, "--worker",
+            *BATCH, key=FAKE_KEY,
+        )  # fmt: skip
+        assert server.submissions == [] and server.completions() == []
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "--batch" in result.stderr and "--worker" in result.stderr
+    assert "Traceback" not in result.stderr
