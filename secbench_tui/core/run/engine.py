@@ -192,16 +192,16 @@ class Engine:
             await self.store.finish_run(run_id, status, message)
         except Exception as exc:
             status, message = RunStatus.ABORTED, f"could not record the run's end: {exc}"
-        if self._summary:
-            summary = await run_summary(self.spec, self.store, run_id, wall)
-        else:
-            summary = RunSummary(
-                run_id=run_id,
-                model=self.spec.model,
-                prompt=self.spec.prompt_name,
-                wall_seconds=wall,
-            )
+        summary = await self._closing_summary(run_id, wall)
         yield RunFinished(run_id=run_id, status=status, message=message, summary=summary)
+
+    async def _closing_summary(self, run_id: int, wall: float) -> RunSummary:
+        """The ended run's figures, or (`stop(summary=False)`) who ran it and its time only."""
+        if self._summary:
+            return await run_summary(self.spec, self.store, run_id, wall)
+        return RunSummary(
+            run_id=run_id, model=self.spec.model, prompt=self.spec.prompt_name, wall_seconds=wall
+        )
 
     async def _shared_events(self, sharing: Sharing) -> AsyncIterator[Event]:
         """This process as one worker of the shared run (see `sharing`): the run joined
@@ -256,14 +256,14 @@ class Engine:
         elif status is RunStatus.COMPLETED and self.stopping:
             status, message = RunStatus.STOPPED, self._stop.message
         wall = time.perf_counter() - (self._first_sent or started)
-        summary = await run_summary(spec, self.store, run_id, wall)
-        try:
+        try:  # its end is recorded first, as a run of one process's is
             if status is RunStatus.ABORTED:  # the others would meet the same fault
                 await self.store.finish_run(run_id, status, message)
             elif status is RunStatus.COMPLETED:
                 await self.store.finish_shared(run_id)
         except Exception as exc:
             status, message = RunStatus.ABORTED, f"could not record the run's end: {exc}"
+        summary = await self._closing_summary(run_id, wall)
         yield RunFinished(run_id=run_id, status=status, message=message, summary=summary)
 
     async def _join(self, sharing: Sharing) -> tuple[int, list[Work], int, int]:
