@@ -106,6 +106,8 @@ def add_flag(group: Any, name: str, info: FieldInfo, flag: Flag) -> None:
             kwargs["type"] = _plain_type(info.annotation)
         if flag.many:
             kwargs["action"] = "append"
+        if flag.nargs:
+            kwargs["nargs"] = flag.nargs
     words = _default_words(info, flag)
     default = f" (default: {words})" if words else ""
     if flag.env:
@@ -280,6 +282,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from secbench_tui.linting import lint_main
 
         return int(lint_main(settings.cases_dir, settings.apps))
+    if command.migrate_db:
+        from secbench_tui.migrating import migrate_main
+
+        return migrate_main(*command.migrate_db)
     if command.rescore:
         from secbench_tui.rescoring import rescore_main
 

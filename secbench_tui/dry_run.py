@@ -14,7 +14,7 @@ from secbench_tui.core.untrusted import inert_line
 from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import EXIT_OK
 from secbench_tui.planning.plan import Plan
-from secbench_tui.results_db import DatabaseError, check_path, open_results
+from secbench_tui.results_db import DatabaseError, check_path, holds_results, open_results
 
 
 async def print_plan(plan: Plan, out: TextIO) -> int:
@@ -22,7 +22,7 @@ async def print_plan(plan: Plan, out: TextIO) -> int:
     db = plan.settings.db
     try:
         check_path(db, create=True)  # what the run would refuse, the dry run refuses
-        store = await open_results(db, create=False) if db.exists() else None
+        store = await open_results(db, create=False) if holds_results(db) else None
     except DatabaseError as exc:
         say_error(exc)
         return exc.exit_code

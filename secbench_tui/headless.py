@@ -54,7 +54,7 @@ from secbench_tui.exit_codes import (
 from secbench_tui.lifecycle import MatrixRun
 from secbench_tui.planning.plan import Plan, catalog_for
 from secbench_tui.planning.stops import PlanStopped, plan_or_stop
-from secbench_tui.results_db import DatabaseError
+from secbench_tui.results_db import DatabaseError, holds_results
 from secbench_tui.run_signals import Signals
 
 
@@ -317,7 +317,7 @@ async def _start(plan: Plan) -> MatrixRun | int:
     except UsageError as exc:
         say_error(exc)
         return EXIT_USAGE
-    if plan.refused or (settings.resume and not settings.db.exists()):
+    if plan.refused or (settings.resume and not holds_results(settings.db)):
         await matrix.aclose()
         for overflow in plan.refused:
             say_error(overflow.message())

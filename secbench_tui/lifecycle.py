@@ -21,6 +21,7 @@ from secbench_tui.core.run.matrix import Matrix, MatrixEvent, PlannedRun
 from secbench_tui.core.run.providers.base import Provider, RunAborted
 from secbench_tui.core.run.providers.baselines import BaselineProvider, is_baseline
 from secbench_tui.core.run.providers.openai_compat import ClientSettings, OpenAICompatibleProvider
+from secbench_tui.core.run.sharing import Sharing
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.suites.prompts import Reply
 from secbench_tui.errors import UsageError
@@ -99,7 +100,13 @@ class MatrixRun:
         sys.setswitchinterval(min(switch, GIL_SWITCH))
         try:
             store = await self.open_store()
-            self.matrix = Matrix(self.runs, store, stop_grace=self.plan.settings.stop_grace)
+            settings = self.plan.settings
+            sharing = (
+                Sharing(settings.lease, settings.rate, settings.shared_concurrency)
+                if settings.worker
+                else None
+            )
+            self.matrix = Matrix(self.runs, store, stop_grace=settings.stop_grace, sharing=sharing)
             if self._stop is not None:
                 self.matrix.stop(*self._stop)
             async for tagged in self.matrix.events():

@@ -27,6 +27,7 @@ from secbench_tui.core.results.findings import (
 from secbench_tui.core.run.events import RunFinished
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.findings import StoredFinding
+from secbench_tui.core.store.location import StoreLocation
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.values import now_iso
 from secbench_tui.core.suites.exploit_verdict import MAX_EXPLOITS
@@ -170,7 +171,7 @@ async def prove_runs(
 
 
 async def prove_finished(
-    db: Path,
+    db: StoreLocation,
     pg_url: str | None,
     finished: list[RunFinished],
     stop: Stop | None = None,

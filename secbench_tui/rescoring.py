@@ -16,11 +16,11 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from secbench_tui.core.results.regrading import RescoreReport, rescore
 from secbench_tui.core.results.report.selection import unknown_models
 from secbench_tui.core.store.database import Store
+from secbench_tui.core.store.location import StoreLocation
 from secbench_tui.core.verify.stopping import Stop
 from secbench_tui.errors import say_error
 from secbench_tui.exit_codes import (
@@ -126,7 +126,7 @@ async def _prove(store: Store, runs: Sequence[int], pg_url: str | None) -> int:
 
 
 async def _rescore_main(
-    db: Path,
+    db: StoreLocation,
     runs: Sequence[int],
     models: Sequence[str],
     pg_url: str | None,
@@ -160,7 +160,7 @@ async def _rescore_main(
 
 
 def rescore_main(
-    db: Path,
+    db: StoreLocation,
     runs: Sequence[int] | None,
     models: Sequence[str] | None = None,
     pg_url: str | None = None,

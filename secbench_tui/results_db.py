@@ -21,6 +21,7 @@ from secbench_tui.core.results.report.selection import unknown_runs
 from secbench_tui.core.store.connection import StoreError
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.integrity import DamagedError, check_intact
+from secbench_tui.core.store.location import StoreLocation
 from secbench_tui.exit_codes import EXIT_ABORTED, EXIT_USAGE
 
 NO_RESULTS_FIX = (
@@ -39,7 +40,7 @@ class DatabaseError(StoreError):
 
 
 async def open_results(
-    db: Path,
+    db: StoreLocation,
     *,
     create: bool,
     runs: Sequence[int] = (),
@@ -50,8 +51,8 @@ async def open_results(
     run it holds. `on_notice` hears what the user must know on opening (where the copy of an
     original evaluator's file went); by default it is said on stderr. Raises `DatabaseError`."""
     check_path(db, create=create)
-    if not create:  # a command that reads it through: damage is said before it is opened
-        try:  # (the open may write: a journal switch, a migration)
+    if not create and isinstance(db, Path):  # a file read through: damage is said before
+        try:  # it is opened (the open may write: a journal switch, a migration)
             await check_intact(db)
         except DamagedError as exc:
             raise DatabaseError(str(exc), EXIT_ABORTED) from None
@@ -70,8 +71,11 @@ async def open_results(
     return store
 
 
-def check_path(db: Path, *, create: bool) -> None:
-    """Refuse a `--db` that cannot be the database before anything is opened or made."""
+def check_path(db: StoreLocation, *, create: bool) -> None:
+    """Refuse a `--db` that cannot be the database before anything is opened or made (a
+    PostgreSQL database is the server's to refuse, on opening)."""
+    if not isinstance(db, Path):
+        return
     if db.is_dir():
         raise DatabaseError(
             f"--db {db}: is a folder; give the path of a file in it, e.g. {db / 'results.db'}",
@@ -84,3 +88,9 @@ def check_path(db: Path, *, create: bool) -> None:
             f"--db {db}: folder {db.parent} does not exist; create it or pick another path",
             EXIT_USAGE,
         )
+
+
+def holds_results(db: StoreLocation) -> bool:
+    """Whether there may be results to read: a SQLite file that exists, or any PostgreSQL
+    database (opening one makes its tables, empty, when it has none)."""
+    return db.exists() if isinstance(db, Path) else True

@@ -9,6 +9,7 @@ choices and validates through the same models. `errors` says a validation error 
 `environment` reads the environment and `.env`.
 """
 
+from secbench_tui.config.declared_settings import DeclaredSettings
 from secbench_tui.config.environment import bundled_cases_dir, is_bundled_suite, load_env
 from secbench_tui.config.errors import describe_error, flag_name
 from secbench_tui.config.fix_command import FIX_FLAGS, FixCommand
@@ -30,7 +31,6 @@ from secbench_tui.config.models import (
     RECORDED,
     VDB_METHODS,
     Command,
-    DeclaredSettings,
     ExportFormat,
     Options,
     ReasoningEffort,

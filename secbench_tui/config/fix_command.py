@@ -6,8 +6,8 @@ parser from these declarations (`cli.build_fix_parser`).
 
 from typing import Annotated
 
+from secbench_tui.config.declared_settings import DeclaredSettings
 from secbench_tui.config.flags import MODE, Flag
-from secbench_tui.config.models import DeclaredSettings
 
 
 class FixCommand(DeclaredSettings):

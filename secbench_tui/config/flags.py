@@ -36,6 +36,7 @@ class Flag:
     name: str | None = None  # the flag, when it is not the field's name
     parse: Callable[[str], Any] | None = None  # text -> value (argparse's `type`)
     many: bool = False  # repeatable, each `a,b`: the values in the order given
+    nargs: int | None = None  # values the flag takes at once (`--migrate-db FROM TO`)
     metavar: str | None = None
     default: str | None = None  # the default in words, where the field's own says too little
     env: str | None = None  # the environment variable (or .env entry) read when not given

@@ -16,16 +16,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     SecretStr,
     field_validator,
     model_validator,
 )
 
-from secbench_tui.config import checks, flags
+from secbench_tui.config import checks, flags, stores
 from secbench_tui.config.batch import BatchApiChoice, BatchPollSeconds, BatchSwitch
+from secbench_tui.config.declared_settings import DeclaredSettings
 from secbench_tui.config.environment import bundled_cases_dir
 from secbench_tui.config.flags import ENDPOINT, MODE, SELECTION, VDB_PLAIN, Flag, Record, declared
 from secbench_tui.config.tasks import ProveFindingsSwitch, TaskChoice
@@ -49,26 +48,6 @@ DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TIMEOUT = 120.0  # seconds for one whole attempt
 REASONING_TIMEOUT = 600.0  # the same for a model that reasons: 32768 tokens take a while
 MAX_REPEATS = 1000  # --repeats: pass^N and consistency need a few; 1000 x a suite fits in memory
-
-
-class DeclaredSettings(BaseModel):
-    """Settings declared as fields: every value checked when made, and when copied (`replace`).
-
-    A number is a finite one (`--timeout nan` is not a number of seconds); a name that is not
-    declared is refused (`extra_forbidden`), not dropped.
-    """
-
-    # defer_build: pydantic builds a model's validator on its first use, so --help and
-    # --version, which read only the declarations (`model_fields`), never build one
-    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", defer_build=True)
-
-    def values(self) -> dict[str, Any]:
-        """Every field's value, by name, in declaration order (secrets as they are)."""
-        return {name: getattr(self, name) for name in type(self).model_fields}
-
-    def replace(self, **changes: Any) -> Self:
-        """A copy with `changes`, validated as any other (pydantic's `model_copy` is not)."""
-        return self.model_validate({**self.values(), **changes})
 
 
 class Options(DeclaredSettings):
@@ -112,7 +91,7 @@ class Options(DeclaredSettings):
     dry_run: Annotated[bool, Flag("print the plan, requests and estimated cost; send nothing")] = (
         False
     )
-    db: Annotated[Path, Flag("SQLite database", metavar="PATH")] = Path("results.db")
+    db: stores.Db = stores.DEFAULT_DB
     summary_json: Annotated[
         Path | None, Flag("write the run's summary as JSON", metavar="FILE")
     ] = None
@@ -246,7 +225,16 @@ class Options(DeclaredSettings):
         ),
         Field(ge=0, le=REASONING_TIMEOUT),
     ] = STOP_GRACE  # no attempt is given longer
+    worker: stores.Worker = False
+    lease: stores.Lease = stores.LEASE
+    rate: stores.Rate = None
+    shared_concurrency: stores.SharedConcurrency = None
     reports_dir: Path = Path("reports")
+
+    @model_validator(mode="after")
+    def _workers_share_postgres(self) -> Self:
+        stores.workers_share_postgres(self.worker, self.db)
+        return self
 
     @field_validator("tasks")
     @classmethod
@@ -429,6 +417,7 @@ class Command(DeclaredSettings):
             group=MODE,
         ),
     ] = False
+    migrate_db: stores.MigrateDb = None
     verify: Annotated[bool, Flag("prove the suite's labels on PostgreSQL and exit", group=MODE)] = (
         False
     )
@@ -487,9 +476,10 @@ class Command(DeclaredSettings):
 
     @property
     def uses_key(self) -> bool:
-        """Only runs send the API key: linting, reports, exports, --rescore and --verify never
-        read it."""
-        return not (self.lint or self.report or self.export or self.verify or self.rescore)
+        """Only runs send the API key: linting, reports, exports, --rescore, --verify and
+        --migrate-db never read it."""
+        reads = (self.lint, self.report, self.export, self.verify, self.rescore, self.migrate_db)
+        return not any(reads)
 
 
 RECORDED: dict[str, Record] = declared(RunSettings, Record)

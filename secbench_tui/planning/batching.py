@@ -5,7 +5,9 @@ in) cannot guard it: `--dry-run` prices it first. Anthropic's Message Batches ta
 requests, which have no `response_format` of the OpenAI kind and no OpenAI-style reasoning
 setting (`core.run.batch.anthropic`): structured outputs and `--reasoning-effort` are refused
 there, naming the model and what to do instead. The offline baselines have no batch API: they
-answer offline, as in any run; a run of baselines alone with `--batch` is a mistake.
+answer offline, as in any run; a run of baselines alone with `--batch` is a mistake. Workers
+sharing a run (`--worker`) claim its cases from a queue and ask them live: `--batch` with them
+is refused rather than ignored.
 """
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ def check_batch(settings: Settings) -> None:
     if settings.models and not remote:
         raise UsageError(
             "--batch: the baselines answer offline and have no batch API; drop --batch"
+        )
+    if settings.worker:
+        raise UsageError(
+            "--batch cannot go with --worker: workers claim a shared run's cases from its queue "
+            "a few at a time and ask them live, while a batch is sent whole by one process; "
+            "drop --worker (one process sends the run's batch), or drop --batch"
         )
     if settings.max_cost is not None:
         raise UsageError(

@@ -67,3 +67,10 @@ def test_baselines_alone_have_no_batch_api_but_answer_offline_beside_a_model() -
 def test_its_companions_without_batch_are_a_mistake(fields: dict[str, object]) -> None:
     with pytest.raises(UsageError, match="applies to runs with --batch"):
         planned(model="vendor/m", **fields)
+
+
+def test_batch_with_worker_is_refused_rather_than_asked_live() -> None:
+    # workers ask a shared run's cases live, from its queue: --batch would be ignored
+    with pytest.raises(UsageError, match="--batch cannot go with --worker") as refused:
+        planned(model="vendor/m", batch=True, worker=True, db="postgresql://u@127.0.0.1/team")
+    assert "drop --worker" in str(refused.value) and "drop --batch" in str(refused.value)

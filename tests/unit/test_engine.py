@@ -426,6 +426,23 @@ async def test_a_wave_of_429s_sent_together_halves_the_limit_once() -> None:
     assert limit.limit == 2
 
 
+async def test_a_resized_limit_holds_its_new_share_and_keeps_a_cut() -> None:
+    limit = AdaptiveLimit(8)
+    await limit.resize(2)  # a worker's share of --shared-concurrency
+    assert (limit.maximum, limit.limit) == (2, 2)
+    await limit.acquire()
+    await limit.acquire()
+    third = asyncio.create_task(limit.acquire())
+    await asyncio.sleep(0)
+    assert not third.done()  # two held: the share is full
+    await limit.resize(3)  # a worker left: the share grows and a waiting case goes
+    await asyncio.wait_for(third, 1)
+    limit.rate_limited(retry_after=60)
+    assert limit.limit == 1
+    await limit.resize(6)  # a bigger share does not undo a rate limit still in force
+    assert (limit.maximum, limit.limit) == (6, 1)
+
+
 async def test_a_case_back_from_a_retry_wait_goes_before_new_cases() -> None:
     limit = AdaptiveLimit(1)
     await limit.acquire()

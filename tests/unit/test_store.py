@@ -435,7 +435,7 @@ async def test_a_failed_migration_leaves_the_file_as_it_was(tmp_path: Path) -> N
 
     path = legacy_db(tmp_path / "legacy.db", [("t", "/a/b.md", "m", "bad", "bad", "e")])
 
-    async def broken(db: object) -> None:
+    async def broken(db: object, dialect: str) -> None:
         raise RuntimeError("disk full")
 
     original = store_module.MIGRATIONS[1]

@@ -30,6 +30,7 @@ from secbench_tui.core.run.providers.retry import (
     unreachable_message,
 )
 from secbench_tui.core.run.scheduling import Slot, Work
+from secbench_tui.core.run.sharing import SharedPace
 from secbench_tui.core.run.stopping import Abandoned, Stop
 from secbench_tui.core.store.values import now_iso
 
@@ -46,8 +47,10 @@ class Asker:
         *,
         concurrency: int = 1,
         vdb_scoring: str,
+        pace: SharedPace | None = None,
     ) -> None:
         self.provider = provider
+        self.pace = pace  # the model's rate, shared by every worker (`--worker`)
         # a provider whose retries the engine drives, or None: it retries inside `complete`
         self.attempter = provider if isinstance(provider, Attempter) else None
         self.limit = limit
@@ -120,9 +123,13 @@ class _RetryWaits(RetryHooks):
         self.slot = slot
         self.endpoint = endpoint
         self.sent_at = 0.0
+        self.shared_at = 0.0  # its turn on the shared rate, by the database's clock
 
     def timed(self, attempt: Callable[[], Awaitable[Completion]]) -> Callable[[], Any]:
         async def timed_attempt() -> Completion:
+            pace = self.asker.pace
+            if pace is not None:
+                self.shared_at = await pace.turn(self.asker.stop)
             self.sent_at = time.monotonic()
             return await attempt()
 
@@ -138,7 +145,10 @@ class _RetryWaits(RetryHooks):
         if asker.stop.asked:
             raise Abandoned
         if notice.rate_limited:
-            asker.limit.rate_limited(notice.retry_after, self.sent_at)
+            if asker.pace is not None:  # the rate every worker shares is halved instead
+                await asker.pace.rate_limited(notice.retry_after, self.shared_at)
+            else:
+                asker.limit.rate_limited(notice.retry_after, self.sent_at)
         asker.report(Retrying(self.run_id, notice, asker.limit.limit))
         await self.slot.give_back()
         await asker.stop.pause(notice.wait_seconds)

@@ -39,6 +39,19 @@ class AdaptiveLimit:
         self._handing_out: set[int] = set()  # ranks of runs with cases still to hand out
         self._cond = asyncio.Condition()
 
+    async def resize(self, maximum: int) -> None:
+        """A new most cases at once: a worker's share of the concurrency its model's workers
+        have together (`--shared-concurrency`), as workers join and leave."""
+        maximum = max(1, maximum)
+        if maximum == self.maximum:
+            return
+        async with self._cond:
+            lowered = self.limit < self.maximum
+            self.maximum = maximum
+            self._restore_to = min(self._restore_to, maximum)
+            self.limit = min(self.limit, maximum) if lowered else maximum
+            self._cond.notify_all()
+
     def enroll(self, rank: int) -> None:
         """A run of this rank will hand out cases: runs of higher ranks wait for it."""
         self._handing_out.add(rank)

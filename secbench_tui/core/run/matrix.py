@@ -24,6 +24,7 @@ from secbench_tui.core.run.events import Event, RunFinished
 from secbench_tui.core.run.limits import AdaptiveLimit
 from secbench_tui.core.run.providers.base import Provider
 from secbench_tui.core.run.record import latest_run
+from secbench_tui.core.run.sharing import SharedPace, Sharing
 from secbench_tui.core.run.spec import OPTIONAL_REQUEST_SETTINGS, REQUEST_SETTINGS, RunSpec
 from secbench_tui.core.store.database import Store
 from secbench_tui.core.store.runs import RunRecord
@@ -122,12 +123,19 @@ class Matrix:
     the requests in flight `stop_grace` seconds before cancelling them."""
 
     def __init__(
-        self, runs: Sequence[PlannedRun], store: Store, stop_grace: float = STOP_GRACE
+        self,
+        runs: Sequence[PlannedRun],
+        store: Store,
+        stop_grace: float = STOP_GRACE,
+        sharing: Sharing | None = None,
     ) -> None:
         self.runs = list(runs)
         limits: dict[str, AdaptiveLimit] = {}
+        paces: dict[str, SharedPace] = {}  # workers: each model's rate, in the database
         for run in self.runs:
             limits.setdefault(run.model, AdaptiveLimit(run.spec.concurrency))
+            if sharing is not None:
+                paces.setdefault(run.model, SharedPace(store, run.model))
         self.limits = limits
         self.stop_grace = stop_grace
         self.engines = [
@@ -139,6 +147,8 @@ class Matrix:
                 stop_grace=stop_grace,
                 rank=slot,
                 batching=run.batching,
+                sharing=sharing,
+                pace=paces.get(run.model),
             )
             for slot, run in enumerate(self.runs)
         ]

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from secbench_tui.core.models import Case, Evaluation, Outcome
 from secbench_tui.core.run.events import CaseFinished, CaseStarted, Event
@@ -61,6 +62,28 @@ class Slot:
         self.held = True
 
 
+class Todo(Protocol):
+    """The cases a run has still to hand out: its own list (`Cases`), or a shared run's
+    queue, claimed a few at a time (`core.run.sharing.SharedTodo`)."""
+
+    def __bool__(self) -> bool: ...  # False once none is left to hand out
+
+    async def take(self) -> Work | None: ...  # the next, or None when none is left
+
+
+class Cases:
+    """A run's own cases, handed out in order."""
+
+    def __init__(self, work: Sequence[Work]) -> None:
+        self._todo = deque(work)
+
+    def __bool__(self) -> bool:
+        return bool(self._todo)
+
+    async def take(self) -> Work | None:
+        return self._todo.popleft() if self._todo else None
+
+
 Ask = Callable[[int, Work, Slot], Awaitable[Evaluation]]  # a case asked, with its slot
 Record = Callable[[Work, Evaluation], Awaitable[None]]  # its result committed
 
@@ -89,7 +112,7 @@ class Schedule:
         self.repeats = repeats
         self._ask, self._record, self._first_request = ask, record, first_request
         self._queue: asyncio.Queue[Event | _Done | _Dispatched | BaseException] = asyncio.Queue()
-        self._todo: deque[Work] = deque()  # cases not handed out yet
+        self._todo: Todo = Cases(())  # cases not handed out yet
         self._first_sent = False
         self._recording: set[asyncio.Task[None]] = set()  # results being written
         self.started = 0  # cases handed out
@@ -100,10 +123,10 @@ class Schedule:
         self._queue.put_nowait(event)
 
     async def events(
-        self, run_id: int, pending: list[Work], done: int, total: int
+        self, run_id: int, pending: Sequence[Work] | Todo, done: int, total: int
     ) -> AsyncIterator[Event]:
         """Hand the cases out as slots free up; yield each CaseFinished as its case ends."""
-        self._todo = deque(pending)
+        self._todo = Cases(pending) if isinstance(pending, Sequence) else pending
         cases: set[asyncio.Task[None]] = set()
         dispatcher = asyncio.create_task(self._dispatch(run_id, cases))
         dispatched = False
@@ -142,8 +165,10 @@ class Schedule:
         lets the model's next run start (`AdaptiveLimit.withdraw`)."""
         if not self._todo or self.stop.asked:
             return None
+        work = await self._todo.take()
+        if work is None:
+            return None
         self.started += 1
-        work = self._todo.popleft()
         self._queue.put_nowait(CaseStarted(run_id, work.case, work.index, work.repeat))
         if not self._todo:
             await self.limit.withdraw(self.rank)

@@ -1,4 +1,10 @@
-"""Opening a database: creating or migrating the file, WAL, and the locks between processes.
+"""Opening a database: creating or migrating it, WAL, and the locks between processes.
+
+A store is a SQLite file or a PostgreSQL database (`location`): the same tables (`schema`),
+the same statements (the store's parts write them once, in SQLite's dialect), through the
+same calls (`calls.Database`: aiosqlite's connection, or `postgres.PgDatabase`). What
+follows is the SQLite file's story; a PostgreSQL database is opened by `_open_postgres`, its
+schema made or migrated under an advisory lock, its writes committed as they come as well.
 
 Each result is committed as it arrives (WAL mode), so killing the process at any moment keeps
 every finished case. Several processes may open the same new file at once: the schema is
@@ -26,8 +32,10 @@ import aiosqlite
 
 from secbench_tui.core.store import requests
 from secbench_tui.core.store.adoption import refuse_foreign
+from secbench_tui.core.store.calls import Database
+from secbench_tui.core.store.location import PostgresUrl, StoreLocation, read_location
 from secbench_tui.core.store.migrations import MIGRATIONS
-from secbench_tui.core.store.schema import SCHEMA_VERSION, create_v1
+from secbench_tui.core.store.schema import SCHEMA_VERSION, Dialect, create_tables
 
 T = TypeVar("T")
 
@@ -95,9 +103,10 @@ def _to_stderr(text: str) -> None:
 class StoreConnection:
     """One open database: the connection and what this process remembers about it."""
 
-    def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
+    def __init__(self, db: Database, path: StoreLocation, dialect: Dialect = "sqlite") -> None:
         self.db = db
-        self.path = path
+        self.path = path  # shown without secrets by str()
+        self.dialect: Dialect = dialect
         self._run_models: dict[int, str] = {}
         self._run_prompts: dict[int, str | None] = {}
         self._known_texts: set[str] = set()  # case_texts rows this connection has written
@@ -109,10 +118,15 @@ class StoreConnection:
         self._under_way: set[asyncio.Future[Any]] = set()  # writes `close` waits for
 
     @classmethod
-    async def open(cls, path: Path | str, on_notice: Callable[[str], None] = _to_stderr) -> Self:
+    async def open(
+        cls, location: StoreLocation | str, on_notice: Callable[[str], None] = _to_stderr
+    ) -> Self:
         """Open (and create or migrate) the database; `on_notice` hears what the user must
         know, such as where the copy of an original evaluator's file went."""
-        path = Path(path)
+        found = read_location(location)
+        if isinstance(found, PostgresUrl):
+            return await cls._open_postgres(found)
+        path = found
         if path.parent and not path.parent.exists():
             raise StoreError(
                 f"--db {path}: folder {path.parent} does not exist; create it or pick another path"
@@ -168,17 +182,52 @@ class StoreConnection:
         return store
 
     @classmethod
+    async def _open_postgres(cls, location: PostgresUrl) -> Self:
+        """A PostgreSQL database: connected, its schema made or migrated (`postgres.migrate`).
+        An original evaluator's file is SQLite's alone: there is none to adopt here."""
+        try:
+            from secbench_tui.core.store import postgres
+        except ImportError:
+            raise StoreError(
+                f"--db {location}: a PostgreSQL store needs psycopg; install it with "
+                "pip install 'secbench-tui[postgres]'"
+            ) from None
+        try:
+            db = await postgres.PgDatabase.connect(location.url)
+        except Exception as exc:
+            raise StoreError(
+                f"--db {location}: cannot connect to PostgreSQL ({_scrubbed(exc, location)}); "
+                "check the URL and that the server is running and lets this user in"
+            ) from exc
+        store = cls(db, location, "postgresql")
+        try:
+            await postgres.migrate(db)
+        except postgres.NewerSchema as exc:
+            await db.close()
+            raise StoreError(
+                f"--db {location}: written by a newer secbench-tui (schema {exc.version}, this "
+                f"version reads up to {SCHEMA_VERSION}); upgrade secbench-tui"
+            ) from None
+        except Exception as exc:
+            await db.close()
+            raise StoreError(
+                f"--db {location}: cannot make or migrate the store's tables "
+                f"({_scrubbed(exc, location)}); the user needs the right to create tables"
+            ) from exc
+        return store
+
+    @classmethod
     async def open_existing(
-        cls, path: Path, missing: str, on_notice: Callable[[str], None] = _to_stderr
+        cls, path: StoreLocation, missing: str, on_notice: Callable[[str], None] = _to_stderr
     ) -> Self:
         """Open a database that must already hold results (a report, an export, a rescore:
         a new file has nothing to read); `missing` says what to do when there is none."""
-        if not path.is_file():
+        if isinstance(path, Path) and not path.is_file():
             raise StoreError(f"--db {path}: no such database; {missing}")
         return await cls.open(path, on_notice)
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def transaction(self) -> AsyncIterator[Database]:
         """One write of this store: its statements, then a commit; on a failure (or a
         cancellation) a rollback, and the error goes on.
 
@@ -194,7 +243,7 @@ class StoreConnection:
                 # SQLite has already rolled the transaction back on some errors (a full
                 # disk, an I/O error): then this is a no-op, and the error raised is the
                 # write's own
-                with contextlib.suppress(sqlite3.Error):
+                with contextlib.suppress(Exception):
                     await self.db.rollback()
                 raise
 
@@ -214,11 +263,27 @@ class StoreConnection:
             await asyncio.wait(list(self._under_way))
         await self.db.close()
 
+    @property
+    def adopted(self) -> bool:
+        """Whether this is a table of the original evaluator's, adopted in place."""
+        return self._adopted is not None
+
+    @property
+    def sqlite(self) -> aiosqlite.Connection:
+        """The SQLite file's connection (its PRAGMAs, the original evaluator's table)."""
+        assert isinstance(self.db, aiosqlite.Connection), "a SQLite file's store"
+        return self.db
+
+    @property
+    def file(self) -> Path:
+        assert isinstance(self.path, Path), "a SQLite file's store"
+        return self.path
+
     async def _back_up_original(self) -> Path:
         from secbench_tui.core.store import original
 
         try:
-            return await original.back_up(self.db, self.path)
+            return await original.back_up(self.sqlite, self.file)
         except OSError as exc:
             raise StoreError(
                 f"--db {self.path}: written by the original security-bench; cannot write a "
@@ -244,7 +309,7 @@ class StoreConnection:
         if version == SCHEMA_VERSION:
             from secbench_tui.core.store import original
 
-            if not await original.has_new_rows(self.db):
+            if not await original.has_new_rows(self.sqlite):
                 return False  # nothing to write: opening needs the write lock only for work
         # One transaction: a migration that fails leaves the file as it was.
         await self.db.execute("BEGIN IMMEDIATE")
@@ -253,22 +318,22 @@ class StoreConnection:
             # at the same moment may have migrated it while this one waited for the lock.
             version = await self._user_version()
             if version == 0:  # the original's file to adopt, a new one, or someone else's
-                await refuse_foreign(self.db)
+                await refuse_foreign(self.sqlite)
             created = version == 0 and not await self._has_results_table()
-            if created:  # a new file
-                await create_v1(self.db)
-                version = 1
+            if created:  # a new file: the tables as they are now (`schema.TABLES`)
+                await create_tables(self.db, "sqlite")
+                version = SCHEMA_VERSION
             else:
                 from secbench_tui.core.store import original
 
-                if await original.unadopted(self.db):  # decided under the lock: one copy
+                if await original.unadopted(self.sqlite):  # decided under the lock: one copy
                     self.backup = await self._back_up_original()
             while version < SCHEMA_VERSION:
-                await MIGRATIONS[version](self.db)
+                await MIGRATIONS[version](self.db, "sqlite")
                 version += 1
             await self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             if not created:
-                await original.import_new_rows(self.db)  # rows the original evaluator wrote
+                await original.import_new_rows(self.sqlite)  # rows the original evaluator wrote
             await self.db.commit()
         except BaseException:
             await self.db.rollback()
@@ -280,3 +345,8 @@ class StoreConnection:
             "SELECT 1 FROM sqlite_master WHERE type='table' AND name='evaluations'"
         ) as cursor:
             return await cursor.fetchone() is not None
+
+
+def _scrubbed(exc: BaseException, location: PostgresUrl) -> str:
+    """An error's words without the URL's secrets (libpq may quote the URL it was given)."""
+    return str(exc).replace(location.url, str(location)).strip()

@@ -1,23 +1,35 @@
 """Bringing an older database up to the current schema: `MIGRATIONS[n]` goes from n to n + 1.
 
-`PRAGMA user_version` holds the version; version 0 is a database written by the original
-security-bench evaluator (the seven columns and nothing else), adopted in place. Each
-migration runs inside the opening's transaction (`connection.StoreConnection`).
+A SQLite file keeps its version in `PRAGMA user_version`; version 0 is a database written by
+the original security-bench evaluator (the seven columns and nothing else), adopted in place.
+A PostgreSQL database keeps it in `secbench_schema` (`postgres_schema`); none is older than
+version 9, the first PostgreSQL held, so the migrations before it are SQLite's history, and
+every one after it runs on both dialects: it is written in the store's SQL (SQLite's, which
+`translation` turns for PostgreSQL), and a table it adds is one of `schema.TABLES`, made for
+the dialect at hand (`adds_tables`). Each migration runs inside the opening's transaction.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-
-import aiosqlite
+from typing import Any
 
 from secbench_tui.core.store import requests
-from secbench_tui.core.store.schema import create_v1
+from secbench_tui.core.store.schema import (
+    BATCH_REQUESTS,
+    BATCHES,
+    FINDINGS,
+    FIXES,
+    Dialect,
+    Table,
+    create_tables,
+    create_v1,
+)
 from secbench_tui.core.store.values import LEGACY_PROMPT_NAME, prompt_keyed, vdb_prompt_name
 
 
-async def _migrate_legacy(db: aiosqlite.Connection) -> None:
+async def _migrate_legacy(db: Any, dialect: Dialect) -> None:
     """Version 0 -> 1: a database of the original evaluator, adopted in place.
 
     Its `evaluations` table keeps its columns, rows and ids (so the original still reads and
@@ -30,16 +42,26 @@ async def _migrate_legacy(db: aiosqlite.Connection) -> None:
     await create_v1(db)
 
 
-Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
+# A migration gets the store's connection (aiosqlite's, or `postgres.PgDatabase`) and its dialect.
+Migration = Callable[[Any, Dialect], Awaitable[None]]
 
 
-async def _add_run_owner(db: aiosqlite.Connection) -> None:
+def adds_tables(*tables: Table) -> Migration:
+    """A migration that makes these tables of `schema.TABLES` (of the dialect at hand)."""
+
+    async def migrate(db: Any, dialect: Dialect) -> None:
+        await create_tables(db, dialect, tables)
+
+    return migrate
+
+
+async def _add_run_owner(db: Any, dialect: Dialect) -> None:
     """Version 1 -> 2: which process runs a run, so a killed one shows as interrupted."""
     await db.execute("ALTER TABLE runs ADD COLUMN pid INTEGER")
     await db.execute("ALTER TABLE runs ADD COLUMN host TEXT")
 
 
-async def _add_prompt_name(db: aiosqlite.Connection) -> None:
+async def _add_prompt_name(db: Any, dialect: Dialect) -> None:
     """Version 2 -> 3: each run names its evaluation prompt; reuse and resume keys include it.
 
     Runs recorded before are named as their prompt was then (`evaluation-prompt`, or the
@@ -74,25 +96,25 @@ async def _add_prompt_name(db: aiosqlite.Connection) -> None:
     )
 
 
-async def _add_reasoning(db: aiosqlite.Connection) -> None:
+async def _add_reasoning(db: Any, dialect: Dialect) -> None:
     """Version 3 -> 4: the model's reasoning text and reasoning tokens, per result."""
     await db.execute("ALTER TABLE evaluations ADD COLUMN reasoning TEXT")
     await db.execute("ALTER TABLE evaluations ADD COLUMN reasoning_tokens INTEGER")
 
 
-async def _add_notes(db: aiosqlite.Connection) -> None:
+async def _add_notes(db: Any, dialect: Dialect) -> None:
     """Version 4 -> 5: notes on a case, such as a cost from the server that was not believed."""
     await db.execute("ALTER TABLE evaluations ADD COLUMN notes TEXT")
 
 
-async def _add_case_index(db: aiosqlite.Connection) -> None:
+async def _add_case_index(db: Any, dialect: Dialect) -> None:
     """Version 5 -> 6: the comparison views walk cases in order across runs (`grid_page`)."""
     await db.execute(
         "CREATE INDEX IF NOT EXISTS ix_eval_case ON evaluations (case_id, run_id, repeat, outcome)"
     )
 
 
-async def _add_reasons(db: aiosqlite.Connection) -> None:
+async def _add_reasons(db: Any, dialect: Dialect) -> None:
     """Version 6 -> 7: why a bad case is bad (`gold`: its right rules and lines, JSON), why the
     model said what it said (`reasons`: the violations cited, scored, JSON) and the version of
     the scoring that wrote the row's scores (`scoring_version`; NULL: before versions were kept,
@@ -104,90 +126,11 @@ async def _add_reasons(db: aiosqlite.Connection) -> None:
             await db.execute(f"ALTER TABLE evaluations ADD COLUMN {column} {kind}")
 
 
-async def _add_variant(db: aiosqlite.Connection) -> None:
+async def _add_variant(db: Any, dialect: Dialect) -> None:
     """Version 7 -> 8: a rewritten case's identity (`--rewrites`): its original case, the
     relation, seed and code hash, and whether the equivalence gate proved it; NULL for an
     original case."""
     await db.execute("ALTER TABLE evaluations ADD COLUMN variant TEXT")
-
-
-async def _add_fixes(db: aiosqlite.Connection) -> None:
-    """Version 9 -> 10: `--task fix`: per result, the fixed code its reply gave and what
-    verifying it on PostgreSQL found (`outcome`, `reason`; whether it is `secure` and
-    `functional`; the compliant `twin` it was compared with; `change_lines`, the lines it
-    changes in the bad case; `detail`, JSON: the failing parameter set with its rows), with
-    the fixing version and engine."""
-    await db.execute(
-        "CREATE TABLE IF NOT EXISTS fixes ("
-        " evaluation_id INTEGER PRIMARY KEY REFERENCES evaluations(id),"
-        " fixed_code TEXT,"
-        " outcome TEXT NOT NULL,"
-        " reason TEXT,"
-        " secure INTEGER,"
-        " functional INTEGER,"
-        " twin TEXT,"
-        " change_lines INTEGER,"
-        " detail TEXT NOT NULL DEFAULT '{}',"
-        " fixing_version INTEGER NOT NULL,"
-        " engine TEXT,"
-        " fixed_at TEXT NOT NULL)"
-    )
-
-
-BATCH_TABLES = (
-    """CREATE TABLE IF NOT EXISTS batches (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id INTEGER NOT NULL REFERENCES runs(id),
-    protocol TEXT NOT NULL,
-    endpoint TEXT NOT NULL,
-    model_name TEXT NOT NULL,
-    provider_batch_id TEXT,
-    status TEXT NOT NULL,
-    counts TEXT NOT NULL DEFAULT '{}',
-    requests INTEGER NOT NULL,
-    submitted_at TEXT NOT NULL,
-    polled_at TEXT,
-    ended_at TEXT,
-    read_at TEXT,
-    message TEXT,
-    details TEXT NOT NULL DEFAULT '{}'
-)""",
-    """CREATE TABLE IF NOT EXISTS batch_requests (
-    batch_id INTEGER NOT NULL REFERENCES batches(id),
-    custom_id TEXT NOT NULL,
-    request_hash TEXT NOT NULL,
-    repeat INTEGER NOT NULL,
-    case_id TEXT NOT NULL,
-    case_index INTEGER NOT NULL,
-    PRIMARY KEY (batch_id, custom_id)
-)""",
-    "CREATE INDEX IF NOT EXISTS ix_batch_requests_key ON batch_requests (request_hash, repeat)",
-    "CREATE INDEX IF NOT EXISTS ix_batches_open ON batches (read_at, id)",
-)
-
-
-async def _add_batches(db: aiosqlite.Connection) -> None:
-    """Version 10 -> 11: the batches sent to batch APIs (`--batch`) and what each of their
-    requests asked (`core.store.batches`)."""
-    for statement in BATCH_TABLES:
-        await db.execute(statement)
-
-
-async def _add_findings(db: aiosqlite.Connection) -> None:
-    """Version 11 -> 12: `--prove-findings`: per result, the exploits its reply offered (JSON,
-    as sent), whether running them proved the finding (`outcome`, the first refutation's
-    `reason`), each exploit's proof (`proof`, JSON), and the proving version and engine."""
-    await db.execute(
-        "CREATE TABLE IF NOT EXISTS findings ("
-        " evaluation_id INTEGER PRIMARY KEY REFERENCES evaluations(id),"
-        " exploit TEXT,"
-        " outcome TEXT NOT NULL,"
-        " reason TEXT,"
-        " proof TEXT NOT NULL DEFAULT '[]',"
-        " proving_version INTEGER NOT NULL,"
-        " engine TEXT,"
-        " proved_at TEXT NOT NULL)"
-    )
 
 
 # MIGRATIONS[n] brings a file at version n to version n + 1.
@@ -201,7 +144,7 @@ MIGRATIONS: dict[int, Migration] = {
     6: _add_reasons,
     7: _add_variant,
     8: requests.add_request_texts,
-    9: _add_fixes,
-    10: _add_batches,
-    11: _add_findings,
+    9: adds_tables(FIXES),  # `--task fix`: each result's fixed code, and what verifying found
+    10: adds_tables(BATCHES, BATCH_REQUESTS),  # `--batch`: the batches sent, their requests
+    11: adds_tables(FINDINGS),  # `--prove-findings`: each result's exploits and their proof
 }

@@ -85,6 +85,32 @@ class ResultRecording(StoreConnection):
         """Write one result and commit it before returning its row's id; `messages`: its
         request's, as `remember_requests` named them. A caller cancelled meanwhile does not
         undo the write: the answer was paid for, and `close` waits for it (`kept`)."""
+        row = await self._record(evaluation, request_hash, reused_from, messages, None)
+        assert row is not None, "a write of no claim always writes"
+        return row
+
+    async def record_claimed(
+        self,
+        evaluation: Evaluation,
+        request_hash: str,
+        seq: int,
+        reused_from: int | None = None,
+        messages: str | None = None,
+    ) -> int | None:
+        """`record` for a case of a shared run's queue (`--worker`, `seq` its place there):
+        the case marked done and its result written in one transaction, unless another
+        worker stored it first (its lease ran out meanwhile): then nothing is written and
+        None comes back, so each case of the run is stored exactly once."""
+        return await self._record(evaluation, request_hash, reused_from, messages, seq)
+
+    async def _record(
+        self,
+        evaluation: Evaluation,
+        request_hash: str,
+        reused_from: int | None,
+        messages: str | None,
+        seq: int | None,
+    ) -> int | None:
         case, completion, scored = evaluation.case, evaluation.completion, evaluation.scored
         case_hash = case_text_hash(case.code, case.description)
         values: Sequence[Any] = [
@@ -134,15 +160,30 @@ class ResultRecording(StoreConnection):
                 EVAL_COLUMNS, values, self._run_prompts.get(evaluation.run_id)
             )
             sql = _insert_result(columns)
-        return await self.kept(self._write_result(case, case_hash, sql, values))
+        claim = None if seq is None else (evaluation.run_id, seq)
+        return await self.kept(self._write_result(case, case_hash, sql, values, claim))
 
     async def _write_result(
-        self, case: Case, case_hash: str, sql: str, values: Sequence[Any]
-    ) -> int:
+        self,
+        case: Case,
+        case_hash: str,
+        sql: str,
+        values: Sequence[Any],
+        claim: tuple[int, int] | None = None,
+    ) -> int | None:
         """The result's row, and its case's texts first when this store has not written
-        them (`remember_texts`), in one committed write; the row's id."""
+        them (`remember_texts`), in one committed write; the row's id. With a `claim` (run,
+        seq) of the shared queue, only if that case is not done yet, which it then is."""
         new_text = case_hash not in self._known_texts
         async with self.transaction() as db:
+            if claim is not None:
+                async with db.execute(
+                    "UPDATE queue SET state = 'done' WHERE run_id = ? AND seq = ?"
+                    " AND state != 'done'",
+                    claim,
+                ) as cursor:
+                    if cursor.rowcount == 0:
+                        return None
             if new_text:
                 await db.execute_insert(
                     "INSERT OR IGNORE INTO case_texts (hash, code, description) VALUES (?, ?, ?)",

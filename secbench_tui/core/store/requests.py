@@ -21,9 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict
 
-import aiosqlite
-
 from secbench_tui.core.models import Case, Message
+from secbench_tui.core.store.calls import Database
 from secbench_tui.core.store.values import storable
 
 SCHEMA_WITH_MESSAGES = 9  # the first schema that keeps them
@@ -47,7 +46,7 @@ class ExportedRequest(TypedDict):
     note: NotRequired[str]
 
 
-async def add_request_texts(db: aiosqlite.Connection) -> None:
+async def add_request_texts(db: Any, dialect: str) -> None:
     """Version 8 -> 9: the messages of each request (`request_texts`, `evaluations.messages`)."""
     await db.execute(
         "CREATE TABLE IF NOT EXISTS request_texts (hash TEXT PRIMARY KEY, text TEXT NOT NULL)"
@@ -133,7 +132,7 @@ def _refs(value: Any) -> list[tuple[str, list[str]]] | None:
     return refs
 
 
-async def read_stored(db: aiosqlite.Connection, value: Any) -> SentRequest:
+async def read_stored(db: Database, value: Any) -> SentRequest:
     """The messages a row's `messages` column names, joined from `request_texts`."""
     refs = _refs(value)
     if refs is None:
@@ -173,9 +172,7 @@ def _message(value: Any) -> Message:
     return Message(role=str(value.get("role", "?")), content=content)
 
 
-async def sent_request(
-    db: aiosqlite.Connection, result_id: int, with_original: bool
-) -> SentRequest | None:
+async def sent_request(db: Database, result_id: int, with_original: bool) -> SentRequest | None:
     """The request of one result (None: no such result). `with_original`: the table is an
     adopted one whose `request` column holds the original evaluator's bodies."""
     columns = "messages, request" if with_original else "messages"
@@ -190,7 +187,7 @@ async def sent_request(
     return SentRequest((), "none", NOT_KEPT)
 
 
-async def _texts(db: aiosqlite.Connection, hashes: Sequence[str]) -> dict[str, str]:
+async def _texts(db: Database, hashes: Sequence[str]) -> dict[str, str]:
     texts: dict[str, str] = {}
     for start in range(0, len(hashes), 500):
         chunk = list(hashes[start : start + 500])
@@ -203,7 +200,7 @@ async def _texts(db: aiosqlite.Connection, hashes: Sequence[str]) -> dict[str, s
 
 
 async def for_export(
-    db: aiosqlite.Connection, rows: Iterable[Any], with_original: bool
+    db: Database, rows: Iterable[Any], with_original: bool
 ) -> tuple[dict[int, ExportedRequest], dict[str, str]]:
     """The request of each result row (with `id` and `messages`), as an export writes it:
     `{"source", "messages": [{"role", "parts": [hash, ...]}], "note"}` by result id, and the

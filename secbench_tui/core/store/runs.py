@@ -11,6 +11,7 @@ from typing import Any
 from secbench_tui.core.models import RecordedSettings, RunStatus
 from secbench_tui.core.store import stored_values as stored
 from secbench_tui.core.store.connection import StoreConnection
+from secbench_tui.core.store.queue import unattended
 from secbench_tui.core.store.stored_values import BELIEVABLE_COST_SQL
 from secbench_tui.core.store.values import now_iso
 from secbench_tui.core.untrusted import redact_url
@@ -200,6 +201,10 @@ class RunQueries(StoreConnection):
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
         cursor = await self.db.execute(f"SELECT * FROM runs r{where} ORDER BY r.id", params)
         records = {row["id"]: _run_record(row) for row in await cursor.fetchall()}
+        running = [i for i, r in records.items() if r.status is RunStatus.RUNNING]
+        if running and self.dialect == "postgresql":  # a shared run whose workers are gone
+            for run_id in await unattended(self.db, running):
+                records[run_id].status = RunStatus.INTERRUPTED
         if records:
             cursor = await self.db.execute(
                 f"SELECT run_id, outcome, COUNT(*), TOTAL({BELIEVABLE_COST_SQL}) FROM evaluations"

@@ -170,8 +170,10 @@ class ResultsScreen(BaseScreen):
             self.query_one(ResultDetail).nothing()
 
     def _follow_tick(self) -> None:
-        """Follow while a run is active, and once more after it ends (its last rows)."""
-        active = self.secbench.run_active
+        """Follow while a run is active, and once more after it ends (its last rows): a run
+        of this session, or one the store shows running that others write (another
+        process, or the workers of a shared run on PostgreSQL)."""
+        active = self.secbench.run_active or self.query_one(RunsTable).running
         if not (active or self._following) or not self.is_current:
             self._following = active
             return

@@ -147,6 +147,12 @@ class RunsTable(Guarded, WorkReported, DataTable[Text | str]):
         ordered = sorted(runs, key=lambda r: r.id, reverse=True)
         return ordered[: max(1, self.size.height or self.screen.size.height)]
 
+    @property
+    def running(self) -> bool:
+        """Whether a run shown is still being written (by this app or by others: another
+        process, the workers of a shared run), so the screen follows the store."""
+        return any(r.status == "running" for r in self.runs.values())
+
     def draw(self) -> None:
         """Every run's row again, at the table's width; the figures of those whose results
         changed are computed after."""

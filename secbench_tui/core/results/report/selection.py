@@ -5,7 +5,6 @@ suite, and why a run covers only part of its suite.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from secbench_tui.core.models import RunStatus, SuiteKind
 from secbench_tui.core.results.report.data import ReportError
@@ -14,7 +13,7 @@ from secbench_tui.core.store.runs import RunRecord
 
 def choose_runs(
     every: Sequence[RunRecord],
-    path: Path,
+    path: object,
     run_ids: Sequence[int] | None,
     models: Sequence[str] | None,
 ) -> list[RunRecord]:
@@ -63,7 +62,7 @@ def choose_runs(
     )
 
 
-def unknown_runs(asked: Sequence[int], there: Sequence[int], path: Path) -> str | None:
+def unknown_runs(asked: Sequence[int], there: Sequence[int], path: object) -> str | None:
     """What is wrong with a `--runs` that names runs `path` does not hold (None: nothing),
     naming the runs it does hold: every command that takes `--runs` says it so."""
     missing = sorted(set(asked) - set(there))
@@ -137,7 +136,7 @@ def _suite_identity(run: RunRecord) -> tuple[str, ...]:
     return identity
 
 
-def unknown_models(asked: Sequence[str], there: Sequence[str], path: Path) -> str | None:
+def unknown_models(asked: Sequence[str], there: Sequence[str], path: object) -> str | None:
     """What is wrong with a `--models` that names models with no run in `path` (None:
     nothing), naming the models it does hold: every command that takes `--models` says it so."""
     known = sorted(set(there))
