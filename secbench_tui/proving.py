@@ -12,8 +12,9 @@ line printed goes through `inert_line`.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -179,34 +180,16 @@ async def prove_finished(
     """`--prove-findings` after a headless run: each finished run's exploits proven, the
     runs with their findings figures, and whether proving failed (said on stderr: the results
     stay stored, and `--rescore --prove-findings` proves them later)."""
-    import sys
+    from secbench_tui.after_run import check_finished
 
-    from secbench_tui.core.models import RunStatus
-    from secbench_tui.errors import say_error
-    from secbench_tui.results_db import DatabaseError, open_results
+    async def prove(store: Store, run_ids: list[int]) -> Proving:
+        return await prove_runs(store, run_ids, pg_url, out=sys.stderr, stop=stop)
 
-    run_ids = [done.run_id for done in finished if done.status is not RunStatus.ABORTED]
-    print(f"proving the findings of {len(run_ids)} run(s) on PostgreSQL", file=sys.stderr)
-    try:
-        store = await open_results(db, create=False)
-    except DatabaseError as exc:
-        say_error(exc)
-        return finished, True
-    try:
-        proving = await prove_runs(store, run_ids, pg_url, out=sys.stderr, stop=stop)
-    finally:
-        await store.close()
-    if proving.error is not None:
-        say_error(
-            f"{proving.line()}; the results are stored in {db}: "
-            "--rescore --prove-findings proves them later"
-        )
-    else:
-        print(proving.line(), file=sys.stderr, flush=True)
-    shown = [
-        replace(done, summary=done.summary.model_copy(update={"findings": found}))
-        if (found := proving.summaries.get(done.run_id)) is not None
-        else done
-        for done in finished
-    ]
-    return shown, proving.error is not None
+    return await check_finished(
+        db,
+        finished,
+        doing="proving the findings",
+        later="--rescore --prove-findings proves them later",
+        figure="findings",
+        work=prove,
+    )

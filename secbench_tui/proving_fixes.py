@@ -15,13 +15,13 @@ import asyncio
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from secbench_tui.config import Settings
 from secbench_tui.core.fixes.models import FIXING_VERSION, FixOutcome, FixVerdict
-from secbench_tui.core.models import Case, Outcome, RunStatus, SuiteKind
+from secbench_tui.core.models import Case, Outcome, SuiteKind
 from secbench_tui.core.results.fix_figures import FixSummary
 from secbench_tui.core.results.fixes import fix_summary, fixed_code_of
 from secbench_tui.core.run.events import RunFinished
@@ -30,8 +30,6 @@ from secbench_tui.core.store.fixes import StoredFix
 from secbench_tui.core.store.rows import ResultRow
 from secbench_tui.core.store.values import now_iso
 from secbench_tui.core.untrusted import inert_line
-from secbench_tui.errors import say_error
-from secbench_tui.results_db import DatabaseError, open_results
 
 if TYPE_CHECKING:  # the verify extra's: imported when verifying
     from secbench_tui.core.fixes.verifying import FixJob
@@ -225,28 +223,16 @@ async def verify_finished(
     with their fix figures, and whether verifying failed (said on stderr: the results stay
     stored, and `--rescore` verifies them later). `stop` (Ctrl+C, SIGTERM) ends it at once,
     the databases, roles and embedded server removed on the way out."""
-    run_ids = [done.run_id for done in finished if done.status is not RunStatus.ABORTED]
-    print(f"verifying the fixes of {len(run_ids)} run(s) on PostgreSQL", file=sys.stderr)
-    try:
-        store = await open_results(settings.db, create=False)
-    except DatabaseError as exc:
-        say_error(exc)
-        return finished, True
-    try:
-        checking = await verify_runs(store, run_ids, settings.pg_url, out=sys.stderr, stop=stop)
-    finally:
-        await store.close()
-    if checking.error is not None:
-        say_error(
-            f"{checking.line()}; the results are stored in {settings.db}: "
-            "--rescore verifies their fixes later"
-        )
-    else:
-        print(checking.line(), file=sys.stderr, flush=True)
-    shown = [
-        replace(done, summary=done.summary.model_copy(update={"fixes": found}))
-        if (found := checking.summaries.get(done.run_id)) is not None
-        else done
-        for done in finished
-    ]
-    return shown, checking.error is not None
+    from secbench_tui.after_run import check_finished
+
+    async def verify(store: Store, run_ids: list[int]) -> FixChecking:
+        return await verify_runs(store, run_ids, settings.pg_url, out=sys.stderr, stop=stop)
+
+    return await check_finished(
+        settings.db,
+        finished,
+        doing="verifying the fixes",
+        later="--rescore verifies their fixes later",
+        figure="fixes",
+        work=verify,
+    )
